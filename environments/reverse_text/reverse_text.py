@@ -1,0 +1,111 @@
+"""reverse-text: reverse a sentence character by character.
+
+Single turn. The model answers inside <reversed_text> tags; the reward is the longest-common-
+subsequence ratio between its answer and the true reversal (partial credit), plus a small format
+reward. Sentences are generated offline with Faker from a seed; `dataset_name` loads a Hugging Face
+dataset with a `prompt` or `text` column instead (needs `datasets`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import prime_cli.envs as vf
+
+SYSTEM_PROMPT = (
+    "Reverse the text you are given character by character, so the last character comes first. "
+    "Reply with only the reversed text inside <reversed_text> and </reversed_text> tags."
+)
+
+
+def lcs_length(a: str, b: str) -> int:
+    """Length of the longest common subsequence (O(len(a) * len(b)) time, O(len(b)) memory)."""
+    if not a or not b:
+        return 0
+    previous = [0] * (len(b) + 1)
+    for char_a in a:
+        current = [0]
+        for j, char_b in enumerate(b):
+            current.append(previous[j] + 1 if char_a == char_b else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1]
+
+
+def lcs_ratio(a: str, b: str) -> float:
+    """2 * LCS / (len(a) + len(b)): 1.0 for equal strings, 0.0 when nothing is shared."""
+    if not a and not b:
+        return 1.0
+    return 2.0 * lcs_length(a, b) / (len(a) + len(b))
+
+
+def generated_sentences(count: int, seed: int, min_words: int, max_words: int) -> list[str]:
+    from faker import Faker
+
+    fake = Faker("en_US")
+    fake.seed_instance(seed)
+    sentences: list[str] = []
+    seen: set[str] = set()
+    while len(sentences) < count:
+        sentence = fake.sentence(nb_words=fake.random_int(min_words, max_words), variable_nb_words=False)
+        if sentence not in seen:
+            seen.add(sentence)
+            sentences.append(sentence)
+    return sentences
+
+
+def hub_texts(dataset_name: str, split: str) -> list[str]:
+    try:
+        from datasets import load_dataset
+    except ImportError:
+        raise vf.EnvConfigError(
+            "dataset_name needs the `datasets` package: pip install 'reverse-text[hub]'"
+        ) from None
+    data = load_dataset(dataset_name, split=split)
+    column = "prompt" if "prompt" in data.column_names else "text"
+    return [str(t) for t in data[column]]
+
+
+def rows_for(texts: list[str]) -> list[dict[str, Any]]:
+    return [{"question": text, "answer": text[::-1]} for text in texts]
+
+
+def load_environment(
+    num_train_examples: int = 1000,
+    num_eval_examples: int = 100,
+    seed: int = 0,
+    min_words: int = 2,
+    max_words: int = 5,
+    system_prompt: str = SYSTEM_PROMPT,
+    dataset_name: str | None = None,
+    format_weight: float = 0.2,
+) -> vf.Environment:
+    """Reverse-text environment.
+
+    Args:
+        num_train_examples: generated training sentences.
+        num_eval_examples: generated evaluation sentences (from a different seed than training).
+        seed: seed of the sentence generator.
+        min_words / max_words: sentence length range in words.
+        system_prompt: the instruction given to the model (GEPA optimises it).
+        dataset_name: a Hugging Face dataset to use instead of generated text (train and test splits).
+        format_weight: weight of the <reversed_text> format reward.
+    """
+    if min_words < 1 or max_words < min_words:
+        raise vf.EnvConfigError(f"need 1 <= min_words <= max_words (got {min_words} and {max_words})")
+    parser = vf.XMLParser(["reversed_text"], answer_field="reversed_text")
+
+    def lcs_reward(completion, answer, parser) -> float:
+        """Similarity of the parsed answer to the true reversal."""
+        return lcs_ratio(parser.parse_answer(completion) or "", answer)
+
+    rubric = vf.Rubric(funcs=[lcs_reward, parser.get_format_reward_func()], weights=[1.0, format_weight], parser=parser)
+
+    if dataset_name:
+        train = lambda: rows_for(hub_texts(dataset_name, "train")[:num_train_examples])  # noqa: E731
+        evaluation = lambda: rows_for(hub_texts(dataset_name, "test")[:num_eval_examples])  # noqa: E731
+    else:
+        train = lambda: rows_for(generated_sentences(num_train_examples, seed, min_words, max_words))  # noqa: E731
+        evaluation = lambda: rows_for(generated_sentences(num_eval_examples, seed + 1_000_003, min_words, max_words))  # noqa: E731
+    return vf.SingleTurnEnv(
+        dataset=train, eval_dataset=evaluation, system_prompt=system_prompt, parser=parser, rubric=rubric
+    )

@@ -1,0 +1,3 @@
+from prime_cli.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""clients layer (see DESIGN.md)."""

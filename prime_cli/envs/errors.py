@@ -1,0 +1,64 @@
+"""Error types of the environment API.
+
+Two families:
+- `Error` and subclasses happen *during* a rollout (model failures, tool failures). They are caught
+  by the rollout loop and recorded in `state["error"]`; the rollout ends, nothing is lost.
+- `EnvConfigError` and subclasses are mistakes in an environment or its input (a bad dataset row,
+  a missing `load_environment`, an argument it does not accept). They are raised to the caller with
+  a message that names the problem and the fix; the CLI turns them into one line and exit code 2.
+"""
+
+from __future__ import annotations
+
+
+class Error(Exception):
+    """Base class of errors that end a rollout and are recorded in its state."""
+
+
+class ModelError(Error):
+    """The model call failed (after the client's retries)."""
+
+
+class EmptyModelResponseError(ModelError):
+    """The model returned neither content nor tool calls."""
+
+
+class OverlongPromptError(ModelError):
+    """The prompt does not fit the model's context. Ends the rollout as truncated, not as an error."""
+
+
+class ToolError(Error):
+    """Base class of tool failures."""
+
+
+class ToolParseError(ToolError):
+    """The model's tool-call arguments are not valid JSON or not an object."""
+
+
+class ToolCallError(ToolError):
+    """A tool raised while running."""
+
+
+class InfraError(Error):
+    """Something outside the model and the environment failed (a sandbox, a service)."""
+
+
+class EnvConfigError(ValueError):
+    """A mistake in an environment definition or its input. Message says what and how to fix it."""
+
+
+class DatasetError(EnvConfigError):
+    """A dataset row is malformed (no prompt/question, invalid info JSON, ...)."""
+
+
+class RubricError(EnvConfigError):
+    """A rubric is malformed (funcs/weights mismatch, a reward function asks for an unknown argument)."""
+
+
+class EnvironmentLoadError(EnvConfigError):
+    """`load_environment` could not find or call an environment."""
+
+
+def error_record(exc: BaseException) -> dict[str, str]:
+    """The JSON form of an error kept in state and results: its type name and message."""
+    return {"type": type(exc).__name__, "message": str(exc) or type(exc).__name__}

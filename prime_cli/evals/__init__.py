@@ -1,0 +1,1 @@
+"""evals layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""gepa layer (see DESIGN.md)."""

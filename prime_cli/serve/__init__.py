@@ -1,0 +1,1 @@
+"""serve layer (see DESIGN.md)."""

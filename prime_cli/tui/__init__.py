@@ -1,0 +1,1 @@
+"""tui layer (see DESIGN.md)."""
