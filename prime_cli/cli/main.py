@@ -31,7 +31,7 @@ def root(
 
 
 def main() -> None:
-    app()
+    app(prog_name="prime")
 
 
 if __name__ == "__main__":

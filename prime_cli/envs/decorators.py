@@ -8,7 +8,8 @@ handlers `(self, state)` run when a rollout ends, whatever the reason.
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -39,7 +39,7 @@ class EnvGroupRubric(Rubric):
             if env is None:
                 raise EnvConfigError(f"no environment named {task!r} in this group (have: {', '.join(self.env_map)})")
             child_scores = await env.rubric.compute_scores([states[i] for i in indices])
-            for i, score in zip(indices, child_scores):
+            for i, score in zip(indices, child_scores, strict=True):
                 score.metrics = {name: score.metrics.get(name, 0.0) for name in all_names}
                 scores[i] = score
         return [s for s in scores if s is not None]
@@ -56,7 +56,7 @@ class EnvGroup(Environment):
             raise EnvConfigError(f"EnvGroup env_names must be unique, got {names}")
         self.envs = list(envs)
         self.env_names = names
-        self.env_map = dict(zip(names, envs))
+        self.env_map = dict(zip(names, envs, strict=True))
         has_train = any(e._sources["dataset"] is not None for e in envs)
         has_eval = any(e._sources["eval_dataset"] is not None for e in envs)
         super().__init__(

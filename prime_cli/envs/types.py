@@ -7,12 +7,12 @@ The rollout loop never talks to a model SDK directly. It calls an object that sa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Union, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 Message = dict[str, Any]
 """An OpenAI-style chat message: {"role": ..., "content": ..., optional "tool_calls"/"tool_call_id"}."""
 
-Messages = Union[str, list[Message]]
+Messages = str | list[Message]
 """A chat (list of messages) or, for message_type="completion", a plain string."""
 
 Info = dict[str, Any]

@@ -115,8 +115,22 @@ class TestXMLParserFields:
     def test_undeclared_answer_field_raises(self):
         with pytest.raises(EnvConfigError, match="'final'"):
             XMLParser(["answer"], answer_field="final")
+        # the default answer_field may be undeclared (ported parsers that never parse an answer)...
+        parser = XMLParser(["think", "code"])
+        assert parser.parse("<code>x</code>").code == "x"
+        # ...but asking for the answer then explains the problem
         with pytest.raises(EnvConfigError, match="'answer'"):
-            XMLParser(["think", "code"])  # default answer_field is not declared
+            parser.parse_answer("<code>x</code>")
+
+    def test_format_reward_skips_tool_call_only_messages(self):
+        reward = XMLParser(["answer"]).get_format_reward_func()
+        completion = [
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "content": "r", "tool_call_id": "1"},
+            {"role": "assistant", "content": "<answer>4</answer>"},
+        ]
+        assert reward(completion) == 1.0
+        assert reward([{"role": "assistant", "content": ""}]) == 0.0
 
     def test_get_fields_are_canonical(self):
         parser = XMLParser(["think", ("code", "answer"), "final-answer"])

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..errors import EnvConfigError
-from ..messages import assistant_texts
+from ..messages import assistant_messages, assistant_texts, content_text
 from ..types import Messages
 from .parser import FormatRewardFunc, Parser, _identity, average
 from .think_parser import remove_spans, think_spans
@@ -65,13 +65,19 @@ class XMLParser(Parser):
     def __init__(
         self,
         fields: Sequence[str | tuple[str, ...]],
-        answer_field: str = "answer",
+        answer_field: str | None = None,
         extract_fn: Callable[[str], Any] = _identity,
     ) -> None:
         super().__init__(extract_fn=extract_fn)
         self._fields: list[tuple[str, ...]] = _validate_fields(fields)
-        self.answer_field = answer_field
-        self._answer_names = self._resolve_answer_field(answer_field)
+        self.answer_field = answer_field or "answer"
+        # An explicit answer_field must be declared. The default "answer" may be missing (parsers
+        # that never call parse_answer, as in many ported environments): parse_answer then raises.
+        self._answer_names: tuple[str, ...] | None = (
+            self._resolve_answer_field(answer_field)
+            if answer_field is not None
+            else self._resolve_answer_field(self.answer_field, required=False)
+        )
         names = [name for field in self._fields for name in field]
         self._hide_think = "think" not in names
         alternation = "|".join(re.escape(name) for name in names)
@@ -93,6 +99,8 @@ class XMLParser(Parser):
         return SimpleNamespace(**values)
 
     def parse_answer(self, completion: Messages) -> Any:
+        if self._answer_names is None:
+            self._resolve_answer_field(self.answer_field)  # raises the explanatory error
         for text in reversed(assistant_texts(completion)):
             if not text:
                 continue
@@ -153,7 +161,13 @@ class XMLParser(Parser):
 
     def get_format_reward_func(self) -> FormatRewardFunc:
         def format_reward(completion: Messages, **kwargs: Any) -> float:
-            return average([self._format_score(text) for text in assistant_texts(completion)])
+            # messages that only call tools carry no text to format: they are not counted
+            texts = [
+                content_text(m)
+                for m in assistant_messages(completion)
+                if content_text(m).strip() or not m.get("tool_calls")
+            ]
+            return average([self._format_score(text) for text in texts])
 
         return format_reward
 
@@ -167,12 +181,14 @@ class XMLParser(Parser):
         )
         return good / len(self._fields)
 
-    def _resolve_answer_field(self, answer_field: str) -> tuple[str, ...]:
+    def _resolve_answer_field(self, answer_field: str, required: bool = True) -> tuple[str, ...] | None:
         for field in self._fields:
             if answer_field == field[0]:
                 return field
             if answer_field in field:
                 return (answer_field,)
+        if not required:
+            return None
         raise EnvConfigError(
             f"XMLParser answer_field {answer_field!r} is not a declared field "
             f"(fields: {self.get_fields()}); declare it or pass answer_field=<one of them>"

@@ -1,0 +1,23 @@
+"""Heavy libraries stay out of light entry points (checked in a fresh interpreter)."""
+
+import subprocess
+import sys
+
+HEAVY = ["openai", "litellm", "textual", "torch", "vllm", "transformers", "pandas"]
+
+
+def imported_after(code: str) -> set[str]:
+    probe = f"import sys\n{code}\nprint('HEAVY:' + ','.join(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    last = out.stdout.strip().splitlines()[-1]
+    assert last.startswith("HEAVY:"), out.stdout
+    return set(filter(None, last.removeprefix("HEAVY:").split(",")))
+
+
+def test_envs_api_imports_no_heavy_library():
+    assert imported_after("import prime_cli.envs as vf; vf.SingleTurnEnv(dataset=[{'question': 'q'}]).get_dataset()") == set()
+
+
+def test_prime_help_imports_no_heavy_library():
+    code = "from prime_cli.cli.main import app\ntry:\n    app(['--help'])\nexcept SystemExit:\n    pass"
+    assert imported_after(code) == set()
