@@ -30,8 +30,31 @@ def root(
     """prime: environments, evals, GEPA and LoRA RL for language models."""
 
 
-def main() -> None:
-    app(prog_name="prime")
+from .eval_cmd import eval_app  # noqa: E402
+
+app.add_typer(eval_app, name="eval")
+
+EVAL_SUBCOMMANDS = {"run", "tui", "--help", "-h"}
+OPTIONAL_VALUE_FLAGS = {"-R", "--resume"}
+
+
+def normalize_argv(argv: list[str]) -> list[str]:
+    """`prime eval ENV` means `prime eval run ENV`; a bare `-R` means the newest unfinished run."""
+    argv = list(argv)
+    if len(argv) >= 2 and argv[0] == "eval" and argv[1] not in EVAL_SUBCOMMANDS:
+        argv.insert(1, "run")
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        out.append(arg)
+        if arg in OPTIONAL_VALUE_FLAGS and (i + 1 == len(argv) or argv[i + 1].startswith("-")):
+            out.append("latest")
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    import sys
+
+    app(args=normalize_argv(sys.argv[1:] if argv is None else argv), prog_name="prime")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,95 @@
+"""`prime eval run`: flags in, one engine call, an exit code out."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from .errors import fail
+
+eval_app = typer.Typer(
+    help="Evaluate models on environments (`prime eval run`). `prime eval ENV` is short for `prime eval run ENV`.",
+    no_args_is_help=True,
+)
+
+
+def _json_arg(flag: str, text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail(f"{flag} is not valid JSON ({exc.msg} at char {exc.pos}): {text}")
+    if not isinstance(value, dict):
+        fail(f"{flag} must be a JSON object like '{{\"key\": 1}}', got {text}")
+    return value
+
+
+def _headers(values: list[str] | None) -> dict[str, str] | None:
+    if not values:
+        return None
+    headers = {}
+    for item in values:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            fail(f"--header must look like 'Name: value', got {item!r}")
+        headers[name.strip()] = value.strip()
+    return headers
+
+
+@eval_app.command("run")
+def run(
+    target: str = typer.Argument(..., help="Environment id (e.g. reverse-text) or a TOML file with [[eval]] entries."),
+    model: str | None = typer.Option(None, "-m", "--model", help="Endpoint id from the registry, or a model id used with -b. Default: local."),
+    base_url: str | None = typer.Option(None, "-b", "--api-base-url", help="OpenAI-compatible base URL (e.g. http://localhost:8000/v1)."),
+    api_key_var: str | None = typer.Option(None, "-k", "--api-key-var", help="NAME of the environment variable holding the API key (never the key)."),
+    endpoints_path: str | None = typer.Option(None, "-e", "--endpoints-path", help="Endpoint registry TOML (default configs/endpoints.toml)."),
+    num_examples: int | None = typer.Option(None, "-n", "--num-examples", help="Examples to evaluate (-1: all). Default 5, or the environment's [tool.prime.eval]."),
+    rollouts_per_example: int | None = typer.Option(None, "-r", "--rollouts-per-example", help="Rollouts per example, run and scored as a group. Default 3."),
+    max_concurrent: int | None = typer.Option(None, "-c", "--max-concurrent", help="Most rollouts in flight at once. Default 32."),
+    max_tokens: int | None = typer.Option(None, "-t", "--max-tokens", help="Max tokens per model reply."),
+    temperature: float | None = typer.Option(None, "-T", "--temperature", help="Sampling temperature."),
+    sampling_args: str | None = typer.Option(None, "-S", "--sampling-args", help="JSON of extra sampling arguments, e.g. '{\"top_p\": 0.9}'."),
+    env_args: str | None = typer.Option(None, "-a", "--env-args", help="JSON of arguments for the environment's load_environment()."),
+    extra_env_kwargs: str | None = typer.Option(None, "-x", "--extra-env-kwargs", help="JSON of environment attributes to set after loading, e.g. '{\"max_turns\": 5}'."),
+    state_columns: str | None = typer.Option(None, "-C", "--state-columns", help="Comma-separated extra state keys to save per rollout (e.g. trajectory,turn)."),
+    save_results: bool | None = typer.Option(None, "-s", "--save-results", help="Save the run (metadata.json, results.jsonl, eval.log)."),
+    resume: str | None = typer.Option(None, "-R", "--resume", help="Resume a run: its directory, or no value for the newest unfinished run."),
+    retry_errors: str | None = typer.Option(None, "--retry-errors", help="Rerun only the errored rollouts of this run directory."),
+    independent_scoring: bool | None = typer.Option(None, "-i", "--independent-scoring", help="Score each rollout alone instead of per group."),
+    verbose: bool | None = typer.Option(None, "-v", "--verbose", help="Debug logging in eval.log."),
+    output_dir: str | None = typer.Option(None, "-o", "--output-dir", help="Directory for runs instead of <env>/outputs/evals."),
+    header: list[str] | None = typer.Option(None, "--header", help="Extra HTTP header 'Name: value' (repeatable)."),
+    max_retries: int | None = typer.Option(None, "--max-retries", help="Retries per model call on 429/5xx/timeouts. Default 3."),
+    timeout: float | None = typer.Option(None, "--timeout", help="Seconds per model call. Default 600."),
+    seed: int | None = typer.Option(None, "--seed", help="Shuffle the examples with this seed before taking -n."),
+    pass_threshold: float | None = typer.Option(None, "--pass-threshold", help="Reward at or above which a rollout passes (pass@k). Default 1.0."),
+    json_output: bool = typer.Option(False, "--json", help="Print NDJSON events (start, progress, done) instead of the live panel."),
+) -> None:
+    """Evaluate a model on an environment and print a summary (pass@k, metrics, errors)."""
+    values: dict[str, Any] = {
+        "model": model, "base_url": base_url, "api_key_var": api_key_var, "endpoints_path": endpoints_path,
+        "num_examples": num_examples, "rollouts_per_example": rollouts_per_example, "max_concurrent": max_concurrent,
+        "max_tokens": max_tokens, "temperature": temperature,
+        "sampling_args": _json_arg("-S/--sampling-args", sampling_args),
+        "env_args": _json_arg("-a/--env-args", env_args),
+        "extra_env_kwargs": _json_arg("-x/--extra-env-kwargs", extra_env_kwargs),
+        "state_columns": [c.strip() for c in state_columns.split(",") if c.strip()] if state_columns else None,
+        "save_results": save_results, "resume": resume, "retry_errors": retry_errors,
+        "independent_scoring": independent_scoring, "verbose": verbose, "output_dir": output_dir,
+        "headers": _headers(header), "max_retries": max_retries, "timeout": timeout, "seed": seed,
+        "pass_threshold": pass_threshold, "display": "json" if json_output else None,
+    }
+    values = {k: v for k, v in values.items() if v is not None}
+    if values.get("resume") or values.get("retry_errors"):
+        values["save_results"] = True
+    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.evals.api import run_evals
+
+    try:
+        code = run_evals(target, values)
+    except EnvConfigError as exc:
+        fail(str(exc))
+    raise typer.Exit(code)

@@ -1,0 +1,98 @@
+"""A ChatClient over LiteLLM, for providers without an OpenAI-compatible API (`litellm/<provider>/<model>`).
+
+LiteLLM is an optional extra (`pip install 'prime-cli[litellm]'`), imported when a client is built.
+Its own retries are off; the shared retry policy applies (LiteLLM's exceptions subclass openai's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from prime_cli.envs.types import ChatResponse, Message, SamplingArgs
+
+from .errors import ClientConfigError
+from .openai_client import NEVER_SENT, chat_response_from
+from .registry import LITELLM_PREFIX, EndpointSpec, api_key_for, secret_header_values
+from .retry import RetryPolicy, call_with_retries, logger
+
+INSTALL_HINT = "pip install 'prime-cli[litellm]'"
+
+
+def import_litellm() -> Any:
+    """Import litellm with its cost map read locally (no network at import time)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm
+    except ImportError:
+        raise ClientConfigError(f"litellm/... models need the litellm extra: {INSTALL_HINT}") from None
+    return litellm
+
+
+class LiteLLMChatClient:
+    """Implements the envs ChatClient protocol via `litellm.acompletion`."""
+
+    def __init__(self, spec: EndpointSpec, max_concurrent: int = 32, retry: RetryPolicy | None = None, *,
+                 timeout: float = 600.0, return_token_ids: bool = False) -> None:
+        self._litellm = import_litellm()
+        if max_concurrent < 1:
+            raise ValueError("max_concurrent must be at least 1")
+        self.spec = spec
+        self.max_concurrent = max_concurrent
+        self.retry = retry or RetryPolicy()
+        self.timeout = timeout
+        self.return_token_ids = return_token_ids
+        # No key variable: LiteLLM reads the provider's own variable (ANTHROPIC_API_KEY, ...).
+        self._api_key = api_key_for(spec) if spec.key_var else None
+        self._secrets = tuple(v for v in (self._api_key, *secret_header_values(spec.headers)) if v)
+        self._semaphore: asyncio.Semaphore | None = None
+        self._semaphore_loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(endpoint_id={self.spec.endpoint_id!r}, model={self.spec.model!r}, "
+                f"key_var={self.spec.key_var!r}, max_concurrent={self.max_concurrent})")
+
+    def _limit(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._semaphore is None or self._semaphore_loop is not loop:
+            self._semaphore = asyncio.Semaphore(self.max_concurrent)
+            self._semaphore_loop = loop
+        return self._semaphore
+
+    def _request(self, model: str, messages: list[Message], tools: list[dict[str, Any]] | None,
+                 sampling_args: SamplingArgs | None) -> dict[str, Any]:
+        if model.startswith(LITELLM_PREFIX):
+            model = model[len(LITELLM_PREFIX):]
+        kwargs: dict[str, Any] = {k: v for k, v in (sampling_args or {}).items() if v is not None and k not in NEVER_SENT}
+        kwargs.update(model=model, messages=list(messages), num_retries=0, max_retries=0, timeout=self.timeout)
+        if tools:
+            kwargs["tools"] = tools
+        if self.spec.url:
+            kwargs["api_base"] = self.spec.url
+        if self._api_key is not None:
+            kwargs["api_key"] = self._api_key
+        if self.spec.headers:
+            kwargs["extra_headers"] = dict(self.spec.headers)
+        if self.return_token_ids:
+            kwargs["extra_body"] = {**(kwargs.get("extra_body") or {}), "return_token_ids": True}
+            kwargs.setdefault("logprobs", True)
+        return kwargs
+
+    async def chat(self, messages: list[Message], *, model: str, tools: list[dict[str, Any]] | None = None,
+                   sampling_args: SamplingArgs | None = None) -> ChatResponse:
+        kwargs = self._request(model, messages, tools, sampling_args)
+        semaphore = self._limit()
+
+        async def attempt() -> ChatResponse:
+            async with semaphore:
+                response = await self._litellm.acompletion(**kwargs)
+            return chat_response_from(response)
+
+        where = self.spec.url or f"litellm provider {kwargs['model'].split('/')[0]}"
+        return await call_with_retries(attempt, self.retry, describe=f"{kwargs['model']} via litellm", log=logger,
+                                       url=where, model=kwargs["model"],
+                                       secrets=self._secrets, key_var=self.spec.key_var)
+
+    async def aclose(self) -> None:
+        """Nothing to close: LiteLLM manages its own HTTP clients."""

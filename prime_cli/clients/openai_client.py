@@ -1,0 +1,220 @@
+"""A ChatClient for any OpenAI-compatible server (OpenAI, vLLM, OpenRouter, ...).
+
+`openai` is imported when a client is built, never when this module is imported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+from prime_cli.envs.types import ChatResponse, Message, SamplingArgs, Usage
+
+from .errors import MalformedResponseError
+from .registry import EndpointSpec, api_key_for, secret_header_values
+from .retry import RetryPolicy, call_with_retries, logger
+
+NEVER_SENT = {"stream", "stream_options"}
+"""Sampling arguments dropped: the rollout loop needs whole responses."""
+
+
+def field_of(obj: Any, name: str) -> Any:
+    """A field of an SDK object or dict, including extra fields a vLLM server adds (model_extra)."""
+    if obj is None:
+        return None
+    if isinstance(obj, dict):
+        return obj.get(name)
+    value = getattr(obj, name, None)
+    if value is None:
+        extra = getattr(obj, "model_extra", None)
+        if isinstance(extra, dict):
+            value = extra.get(name)
+    return value
+
+
+def _int_list(value: Any) -> list[int] | None:
+    if not isinstance(value, list | tuple):
+        return None
+    try:
+        return [int(v) for v in value]
+    except (TypeError, ValueError):
+        return None
+
+
+def tool_call_dict(call: Any) -> dict[str, Any]:
+    function = field_of(call, "function")
+    arguments = field_of(function, "arguments")
+    return {
+        "id": field_of(call, "id") or "",
+        "type": field_of(call, "type") or "function",
+        "function": {"name": field_of(function, "name") or "", "arguments": arguments if arguments is not None else ""},
+    }
+
+
+def message_dict(message: Any) -> Message:
+    """The assistant message as a plain OpenAI-style dict."""
+    result: Message = {"role": field_of(message, "role") or "assistant", "content": field_of(message, "content")}
+    tool_calls = field_of(message, "tool_calls")
+    if tool_calls:
+        result["tool_calls"] = [tool_call_dict(call) for call in tool_calls]
+    reasoning = field_of(message, "reasoning_content")
+    if reasoning is None:
+        reasoning = field_of(message, "reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        result["reasoning_content"] = reasoning
+    return result
+
+
+def usage_of(response: Any) -> Usage | None:
+    usage = field_of(response, "usage")
+    if usage is None:
+        return None
+    return Usage(prompt_tokens=int(field_of(usage, "prompt_tokens") or 0),
+                 completion_tokens=int(field_of(usage, "completion_tokens") or 0))
+
+
+def first_choice(response: Any) -> Any:
+    choices = field_of(response, "choices")
+    if isinstance(response, str | bytes) or not choices:
+        raise MalformedResponseError("the server's answer has no choices")
+    return choices[0]
+
+
+def chat_response_from(response: Any) -> ChatResponse:
+    """Convert an OpenAI/LiteLLM chat completion into the envs ChatResponse."""
+    choice = first_choice(response)
+    message = field_of(choice, "message")
+    if message is None:
+        raise MalformedResponseError("the server's answer has no message")
+    logprobs = None
+    content = field_of(field_of(choice, "logprobs"), "content")
+    if content:
+        logprobs = [float(field_of(item, "logprob")) for item in content]
+    return ChatResponse(
+        message=message_dict(message),
+        finish_reason=field_of(choice, "finish_reason"),
+        usage=usage_of(response),
+        prompt_token_ids=_int_list(field_of(response, "prompt_token_ids") or field_of(choice, "prompt_token_ids")),
+        completion_token_ids=_int_list(field_of(choice, "token_ids")),
+        completion_logprobs=logprobs,
+        raw=response,
+    )
+
+
+def completion_response_from(response: Any) -> ChatResponse:
+    """Convert a text completion (`/v1/completions`) into a ChatResponse."""
+    choice = first_choice(response)
+    text = field_of(choice, "text")
+    if text is None:
+        raise MalformedResponseError("the server's answer has no text")
+    token_logprobs = field_of(field_of(choice, "logprobs"), "token_logprobs")
+    return ChatResponse(
+        message={"role": "assistant", "content": text},
+        finish_reason=field_of(choice, "finish_reason"),
+        usage=usage_of(response),
+        prompt_token_ids=_int_list(field_of(choice, "prompt_token_ids") or field_of(response, "prompt_token_ids")),
+        completion_token_ids=_int_list(field_of(choice, "token_ids")),
+        completion_logprobs=[float(v) for v in token_logprobs if v is not None] if token_logprobs else None,
+        raw=response,
+    )
+
+
+def split_sampling_args(sampling_args: SamplingArgs | None, accepted: set[str]) -> dict[str, Any]:
+    """Keyword arguments for an SDK call: known parameters as is, the rest merged into extra_body."""
+    kwargs: dict[str, Any] = {}
+    extra_body: dict[str, Any] = {}
+    for name, value in (sampling_args or {}).items():
+        if value is None or name in NEVER_SENT:
+            continue
+        if name == "extra_body":
+            extra_body.update(value or {})
+        elif name in accepted:
+            kwargs[name] = value
+        else:
+            extra_body[name] = value
+    if extra_body:
+        kwargs["extra_body"] = extra_body
+    return kwargs
+
+
+def _parameters(method: Any) -> set[str]:
+    try:
+        return set(inspect.signature(method).parameters) - {"messages", "model", "prompt"}
+    except (TypeError, ValueError):  # pragma: no cover - SDK methods have signatures
+        return set()
+
+
+class OpenAIChatClient:
+    """Implements the envs ChatClient (and CompletionClient) protocol over `openai.AsyncOpenAI`."""
+
+    def __init__(self, spec: EndpointSpec, *, max_concurrent: int = 32, retry: RetryPolicy | None = None,
+                 timeout: float = 600.0, return_token_ids: bool = False) -> None:
+        import openai
+
+        if max_concurrent < 1:
+            raise ValueError("max_concurrent must be at least 1")
+        self.spec = spec
+        self.max_concurrent = max_concurrent
+        self.retry = retry or RetryPolicy()
+        self.timeout = timeout
+        self.return_token_ids = return_token_ids
+        self._api_key = api_key_for(spec)
+        self._secrets = (self._api_key, *secret_header_values(spec.headers))
+        self._client = openai.AsyncOpenAI(base_url=spec.url, api_key=self._api_key, max_retries=0,
+                                          timeout=timeout, default_headers=dict(spec.headers) or None)
+        self._chat_params = _parameters(self._client.chat.completions.create)
+        self._completion_params = _parameters(self._client.completions.create)
+        self._semaphore: asyncio.Semaphore | None = None
+        self._semaphore_loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(endpoint_id={self.spec.endpoint_id!r}, url={self.spec.url!r}, "
+                f"key_var={self.spec.key_var!r}, max_concurrent={self.max_concurrent})")
+
+    def _limit(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._semaphore is None or self._semaphore_loop is not loop:
+            self._semaphore = asyncio.Semaphore(self.max_concurrent)
+            self._semaphore_loop = loop
+        return self._semaphore
+
+    async def _call(self, create: Any, convert: Any, model: str, kwargs: dict[str, Any]) -> ChatResponse:
+        semaphore = self._limit()
+
+        async def attempt() -> ChatResponse:
+            async with semaphore:
+                response = await create(model=model, **kwargs)
+            return convert(response)
+
+        return await call_with_retries(attempt, self.retry, describe=f"{model} at {self.spec.url}", log=logger,
+                                       url=self.spec.url, model=model, secrets=self._secrets,
+                                       key_var=self.spec.key_var)
+
+    async def chat(self, messages: list[Message], *, model: str, tools: list[dict[str, Any]] | None = None,
+                   sampling_args: SamplingArgs | None = None) -> ChatResponse:
+        kwargs = split_sampling_args(sampling_args, self._chat_params)
+        kwargs["messages"] = list(messages)
+        if tools:
+            kwargs["tools"] = tools
+        if self.return_token_ids:
+            kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "return_token_ids": True}
+            kwargs.setdefault("logprobs", True)
+        return await self._call(self._client.chat.completions.create, chat_response_from, model, kwargs)
+
+    async def complete(self, prompt: str, *, model: str, sampling_args: SamplingArgs | None = None) -> ChatResponse:
+        kwargs = split_sampling_args(sampling_args, self._completion_params)
+        kwargs["prompt"] = prompt
+        if self.return_token_ids:
+            kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "return_token_ids": True}
+            kwargs.setdefault("logprobs", 0)
+        return await self._call(self._client.completions.create, completion_response_from, model, kwargs)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def __aenter__(self) -> OpenAIChatClient:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()

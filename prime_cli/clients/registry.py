@@ -1,0 +1,194 @@
+"""The endpoint registry: which URL, key variable and headers serve a model name.
+
+`configs/endpoints.toml` holds `[[endpoint]]` blocks::
+
+    [[endpoint]]
+    endpoint_id = "qwen3-8b"
+    model = "Qwen/Qwen3-8B"
+    url = "http://gpu-1:8000/v1"
+    key = "VLLM_API_KEY"          # the NAME of an environment variable, never the key itself
+    headers = { "X-Team" = "evals" }
+
+Several blocks with one `endpoint_id` are replicas of one model; the eval spreads example groups
+over them round-robin. A name that is not in the registry is a literal model id.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import ClientConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+DEFAULT_REGISTRY_PATH = Path("configs/endpoints.toml")
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_KEY_VAR = "OPENAI_API_KEY"
+LITELLM_PREFIX = "litellm/"
+NO_KEY = "EMPTY"
+"""The API key sent to servers that need none (vLLM and friends accept any value)."""
+
+REQUIRED_KEYS = ("endpoint_id", "model", "url")
+OPTIONAL_KEYS = ("key", "headers")
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass
+class EndpointSpec:
+    """One endpoint serving one model. `key_var` names the environment variable holding the key."""
+
+    endpoint_id: str
+    model: str
+    url: str
+    key_var: str | None
+    headers: dict[str, str] = field(default_factory=dict, repr=False)  # values may be credentials
+    kind: str = "openai"
+
+
+def _suggest(word: str, choices: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _is_var_name(value: str) -> bool:
+    return bool(_VAR_NAME.match(value))
+
+
+def _parse_block(path: Path, index: int, block: Any) -> EndpointSpec:
+    where = f"{path}: endpoint {index}"
+    if not isinstance(block, dict):
+        raise ClientConfigError(f"{where}: expected a table ([[endpoint]]), got {type(block).__name__}")
+    allowed = REQUIRED_KEYS + OPTIONAL_KEYS
+    for name in block:
+        if name not in allowed:
+            raise ClientConfigError(f"{where}: unknown key '{name}'{_suggest(name, allowed)}")
+    values: dict[str, str] = {}
+    for name in REQUIRED_KEYS:
+        if name not in block:
+            raise ClientConfigError(f"{where}: missing required key '{name}'")
+        value = block[name]
+        if not isinstance(value, str) or not value.strip():
+            raise ClientConfigError(f"{where}: key '{name}' must be a non-empty string")
+        values[name] = value.strip()
+    if not values["url"].startswith(("http://", "https://")):
+        raise ClientConfigError(f"{where}: key 'url' must start with http:// or https:// (got '{values['url']}')")
+    key_var = block.get("key")
+    if key_var is not None:
+        # Never echo the value: it may be a pasted secret.
+        if not isinstance(key_var, str) or not _is_var_name(key_var):
+            raise ClientConfigError(
+                f"{where}: key 'key' must be the NAME of an environment variable (e.g. OPENAI_API_KEY), "
+                "not the API key itself"
+            )
+    headers = block.get("headers", {})
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        raise ClientConfigError(f"{where}: key 'headers' must be a table of strings, e.g. headers = {{ \"X-Team\" = \"evals\" }}")
+    kind = "openai"
+    model = values["model"]
+    if model.startswith(LITELLM_PREFIX):
+        kind, model = "litellm", model[len(LITELLM_PREFIX):]
+    return EndpointSpec(values["endpoint_id"], model, values["url"], key_var, dict(headers), kind)
+
+
+def load_registry(path: str | os.PathLike[str]) -> dict[str, list[EndpointSpec]]:
+    """Read an endpoint registry: endpoint id -> its replicas, in file order."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ClientConfigError(f"endpoint registry {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ClientConfigError(f"cannot read endpoint registry {path}: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ClientConfigError(f"{path}: invalid TOML: {exc}") from None
+    for name in data:
+        if name != "endpoint":
+            raise ClientConfigError(f"{path}: unknown top-level key '{name}'{_suggest(name, ['endpoint'])}; "
+                                    "endpoints are [[endpoint]] blocks")
+    blocks = data.get("endpoint", [])
+    if not isinstance(blocks, list):
+        raise ClientConfigError(f"{path}: 'endpoint' must be written as [[endpoint]] blocks")
+    registry: dict[str, list[EndpointSpec]] = {}
+    for index, block in enumerate(blocks, start=1):
+        spec = _parse_block(path, index, block)
+        registry.setdefault(spec.endpoint_id, []).append(spec)
+    return registry
+
+
+def is_local_url(url: str) -> bool:
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return False
+    return host in LOCAL_HOSTS
+
+
+def resolve_model(
+    name: str,
+    *,
+    base_url: str | None = None,
+    key_var: str | None = None,
+    registry_path: str | os.PathLike[str] | None = None,
+    headers: dict[str, str] | None = None,
+) -> list[EndpointSpec]:
+    """The endpoints serving `name` (`-m`), with `-b`/`-k`/`--header` applied."""
+    if key_var is not None and not _is_var_name(key_var):
+        raise ClientConfigError("-k takes the NAME of an environment variable holding the key "
+                                "(e.g. -k OPENAI_API_KEY), not the key itself")
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
+        raise ClientConfigError(f"-b must be a URL starting with http:// or https:// (got '{base_url}')")
+    extra = dict(headers or {})
+    if registry_path is not None:
+        registry = load_registry(registry_path)
+    elif DEFAULT_REGISTRY_PATH.is_file():
+        registry = load_registry(DEFAULT_REGISTRY_PATH)
+    else:
+        registry = {}
+    if name in registry:
+        return [
+            replace(spec, url=base_url or spec.url, key_var=key_var or spec.key_var, headers={**spec.headers, **extra})
+            for spec in registry[name]
+        ]
+    if name.startswith(LITELLM_PREFIX):
+        model = name[len(LITELLM_PREFIX):]
+        if "/" not in model:
+            raise ClientConfigError(f"litellm models are named litellm/<provider>/<model> (got '{name}')")
+        return [EndpointSpec(name, model, base_url or "", key_var, extra, "litellm")]
+    if not name.strip():
+        raise ClientConfigError("the model name is empty; pass -m MODEL")
+    url = base_url or DEFAULT_BASE_URL
+    if key_var is None and not (base_url and is_local_url(base_url)):
+        key_var = DEFAULT_KEY_VAR
+    return [EndpointSpec(name, name, url, key_var, extra, "openai")]
+
+
+def secret_header_values(headers: dict[str, str]) -> list[str]:
+    """Values of headers that look like credentials (Authorization, X-API-Key, ...), to redact."""
+    markers = ("auth", "key", "token", "secret", "cookie", "password")
+    return [v for k, v in headers.items() if any(m in k.lower() for m in markers) and len(v) >= 4]
+
+
+def api_key_for(spec: EndpointSpec) -> str:
+    """The API key of an endpoint, read from the environment variable it names."""
+    if spec.key_var is None:
+        return NO_KEY
+    value = os.environ.get(spec.key_var)
+    if not value:
+        raise ClientConfigError(
+            f"environment variable {spec.key_var} is not set; export it or pass -k NAME of the variable "
+            "holding your key"
+        )
+    return value

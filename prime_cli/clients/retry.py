@@ -1,0 +1,259 @@
+"""The one retry policy of model access.
+
+The SDKs' own retries are off (`max_retries=0`); every failed call comes through `classify`, which
+decides: retry (429 honouring Retry-After, 5xx, timeouts, dropped connections, undecodable bodies),
+stop the rollout (context-length 400 -> `OverlongPromptError`), fail the call (other 4xx ->
+`ModelError`) or abort the run (401/403/404, unreachable server -> `FatalEndpointError`).
+Messages and log lines are single lines with known secrets and bearer tokens redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from prime_cli.envs.errors import ModelError, OverlongPromptError
+
+from .errors import FatalEndpointError, MalformedResponseError
+
+logger = logging.getLogger("prime_cli.clients")
+T = TypeVar("T")
+
+OVERLONG_MARKERS = (
+    "context length", "context_length", "maximum context", "context window", "too many tokens",
+    "prompt is too long", "maximum model length", "max_model_len", "input is too long",
+)
+_SECRETISH = re.compile(r"(?i)(bearer\s+)\S+|\b(sk|rk|pk)-[A-Za-z0-9_\-]{6,}")
+
+
+@dataclass
+class RetryPolicy:
+    max_retries: int = 3
+    initial_delay: float = 0.5
+    max_delay: float = 30.0
+
+    def backoff(self, retry_number: int) -> float:
+        """Exponential backoff with +-25% jitter for the n-th retry (1-based), capped at max_delay."""
+        base = self.initial_delay * (2 ** max(0, retry_number - 1))
+        return min(self.max_delay, base * random.uniform(0.75, 1.25))
+
+
+@dataclass
+class Verdict:
+    """What to do about one failed attempt."""
+
+    retry: bool
+    reason: str
+    """Short cause for log lines: 'HTTP 429', 'timeout', 'dropped connection', ..."""
+    detail: str = ""
+    error: BaseException | None = None
+    """For retry=False: the exception to raise."""
+    retry_after: float | None = None
+    unreachable: str | None = None
+    """Set when the connection could not be opened (e.g. 'connection refused')."""
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` as one line with the given secrets, bearer tokens and sk-... keys masked."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    text = _SECRETISH.sub(lambda m: (m.group(1) or "") + "***", text)
+    return " ".join(text.split())
+
+
+def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
+    """Parse a Retry-After header value (seconds or an HTTP date) into seconds from now (>= 0)."""
+    if value is None or not str(value).strip():
+        return None
+    value = str(value).strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _server_message(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return inner["message"]
+        if isinstance(inner, str):
+            return inner
+    message = getattr(exc, "message", None)
+    return message if isinstance(message, str) else str(exc)
+
+
+def _error_code(exc: BaseException) -> str:
+    code = getattr(exc, "code", None)
+    body = getattr(exc, "body", None)
+    if code is None and isinstance(body, dict):
+        inner = body.get("error", body)
+        code = inner.get("code") if isinstance(inner, dict) else None
+    return str(code or "")
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    try:
+        millis = headers.get("retry-after-ms")
+        if millis is not None:
+            return max(0.0, float(millis) / 1000.0)
+    except (TypeError, ValueError):
+        pass
+    return retry_after_seconds(headers.get("retry-after"))
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """`exc`, its causes and contexts, and the members of exception groups among them."""
+    chain: list[BaseException] = []
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        chain.append(current)
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        members = getattr(current, "exceptions", None)
+        if isinstance(members, list | tuple):
+            pending.extend(e for e in members if isinstance(e, BaseException))
+    return chain
+
+
+def _connect_failure(exc: BaseException) -> str | None:
+    """'connection refused' (or another reason) when the TCP connection could not be opened."""
+    causes = _causes(exc)
+    if any(isinstance(item, ConnectionRefusedError) or "connection refused" in str(item).lower() for item in causes):
+        return "connection refused"
+    for item in causes:
+        text = str(item).strip().lower()
+        if "name or service not known" in text or "nodename nor servname" in text or "getaddrinfo failed" in text:
+            return "host name not resolved"
+    for item in causes:
+        if type(item).__name__ == "ConnectError":
+            return " ".join(str(item).split()) or "connection failed"
+    return None
+
+
+def _openai_types() -> Any:
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - openai is a core dependency
+        return None
+    return openai
+
+
+def _is_overlong(message: str, code: str) -> bool:
+    text = message.lower()
+    return code == "context_length_exceeded" or any(marker in text for marker in OVERLONG_MARKERS)
+
+
+def classify(exc: BaseException, *, url: str | None = None, model: str | None = None,
+             secrets: Iterable[str] = (), key_var: str | None = None) -> Verdict:
+    """Decide what to do about an exception raised by one model call."""
+    where = url or "the server"
+    secrets = tuple(secrets)
+    if isinstance(exc, MalformedResponseError):
+        return Verdict(True, "malformed response", redact(str(exc), secrets))
+    if isinstance(exc, ModelError):  # already decided (e.g. by a nested client)
+        return Verdict(False, type(exc).__name__, error=exc)
+    openai = _openai_types()
+    status = getattr(exc, "status_code", None)
+    is_status_error = isinstance(status, int) and (openai is None or not isinstance(exc, openai.APIResponseValidationError))
+    if is_status_error:
+        message = redact(_server_message(exc), secrets)
+        code = _error_code(exc)
+        reason = f"HTTP {status}"
+        if status == 429:
+            return Verdict(True, reason, message, retry_after=_retry_after(exc))
+        if status >= 500 or status == 408:  # a 503 may say when to come back, too
+            return Verdict(True, reason, message, retry_after=_retry_after(exc))
+        if status in (400, 413, 422) and _is_overlong(message, code):
+            return Verdict(False, reason, message, error=OverlongPromptError(f"prompt too long for the context of {model or 'the model'}: {message}"))
+        if status in (401, 403):
+            what = "rejected the API key" if status == 401 else "denied access"
+            hint = f" (the key comes from ${key_var})" if key_var else ""
+            return Verdict(False, reason, message, error=FatalEndpointError(f"{where} {what}{hint} (HTTP {status}): {message}"))
+        if status == 404:
+            if code == "model_not_found" or "model" in message.lower():
+                error = FatalEndpointError(f"model '{model}' not found at {where} (HTTP 404)")
+            else:
+                error = FatalEndpointError(f"{where} answered HTTP 404 ({message}); check the base URL (it usually ends in /v1)")
+            return Verdict(False, reason, message, error=error)
+        return Verdict(False, reason, message, error=ModelError(f"HTTP {status} from {where}: {message}"))
+    if (openai is not None and isinstance(exc, openai.APITimeoutError)) or isinstance(exc, asyncio.TimeoutError) \
+            or type(exc).__name__ in ("Timeout", "APITimeoutError", "ReadTimeout"):
+        return Verdict(True, "timeout")
+    if (openai is not None and isinstance(exc, openai.APIConnectionError)) or type(exc).__name__ == "APIConnectionError":
+        unreachable = _connect_failure(exc)
+        if unreachable:
+            return Verdict(True, unreachable, unreachable, unreachable=unreachable)
+        return Verdict(True, "dropped connection", redact(str(exc.__cause__ or exc), secrets))
+    if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError) or (openai is not None and isinstance(exc, openai.APIResponseValidationError)) \
+            or type(exc).__name__ == "ValidationError":
+        return Verdict(True, "malformed response", redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, secrets))
+    return Verdict(False, type(exc).__name__, error=exc)
+
+
+def _format_delay(seconds: float) -> str:
+    return f"{seconds:.1f}s" if seconds >= 1 else f"{seconds:.2f}s"
+
+
+async def call_with_retries(
+    fn: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    *,
+    describe: str,
+    log: logging.Logger = logger,
+    url: str | None = None,
+    model: str | None = None,
+    secrets: Iterable[str] = (),
+    key_var: str | None = None,
+) -> T:
+    """Await `fn()` under `policy`; raise the classified error when it gives up."""
+    secrets = tuple(secrets)
+    attempt = 0
+    all_unreachable = True
+    while True:
+        try:
+            return await fn()
+        except Exception as exc:  # noqa: BLE001 - classified below; CancelledError is not an Exception
+            verdict = classify(exc, url=url, model=model, secrets=secrets, key_var=key_var)
+            if not verdict.retry:
+                if verdict.error is exc:
+                    raise
+                raise verdict.error from None
+            all_unreachable = all_unreachable and verdict.unreachable is not None
+            if attempt >= policy.max_retries:
+                if all_unreachable:
+                    raise FatalEndpointError(f"cannot reach {url or describe}: {verdict.unreachable}") from None
+                detail = f" ({verdict.detail})" if verdict.detail and verdict.detail != verdict.reason else ""
+                raise ModelError(redact(f"{describe} failed after {attempt + 1} attempts; last error: "
+                                        f"{verdict.reason}{detail}", secrets)) from None
+            attempt += 1
+            delay = policy.backoff(attempt)
+            if verdict.retry_after is not None:
+                delay = min(policy.max_delay, verdict.retry_after)
+            log.warning("retry %d/%d for %s after %s (waiting %s)", attempt, policy.max_retries,
+                        redact(describe, secrets), verdict.reason, _format_delay(delay))
+            await asyncio.sleep(delay)

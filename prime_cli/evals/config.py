@@ -1,0 +1,151 @@
+"""Eval configuration: one validated model for flags, TOML `[[eval]]` entries and env defaults."""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from prime_cli.envs.errors import EnvConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_NUM_EXAMPLES = 5
+DEFAULT_ROLLOUTS_PER_EXAMPLE = 3
+DEFAULT_MAX_CONCURRENT = 32
+
+
+class EvalConfig(BaseModel):
+    """Everything one eval run needs. Field names are the TOML keys of an `[[eval]]` entry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    env_id: str
+    env_args: dict[str, Any] = Field(default_factory=dict)
+    extra_env_kwargs: dict[str, Any] = Field(default_factory=dict)
+    model: str = "local"
+    base_url: str | None = None
+    api_key_var: str | None = None
+    endpoints_path: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    num_examples: int | None = None
+    rollouts_per_example: int | None = None
+    max_concurrent: int = DEFAULT_MAX_CONCURRENT
+    max_tokens: int | None = None
+    temperature: float | None = None
+    sampling_args: dict[str, Any] = Field(default_factory=dict)
+    save_results: bool = False
+    resume: str | None = None
+    retry_errors: str | None = None
+    independent_scoring: bool = False
+    output_dir: str | None = None
+    state_columns: list[str] = Field(default_factory=list)
+    max_retries: int = 3
+    timeout: float = 600.0
+    pass_threshold: float = 1.0
+    seed: int | None = None
+    verbose: bool = False
+    display: Literal["auto", "rich", "plain", "json"] = "auto"
+
+    @field_validator("num_examples")
+    @classmethod
+    def _check_n(cls, value: int | None) -> int | None:
+        if value is not None and (value == 0 or value < -1):
+            raise ValueError("must be a positive number of examples, or -1 for all")
+        return value
+
+    @field_validator("rollouts_per_example", "max_concurrent")
+    @classmethod
+    def _positive(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise ValueError("must be at least 1")
+        return value
+
+    @field_validator("max_retries")
+    @classmethod
+    def _non_negative(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError("must be 0 or more")
+        return value
+
+    def merged_sampling_args(self) -> dict[str, Any]:
+        args = dict(self.sampling_args)
+        if self.max_tokens is not None:
+            args["max_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            args["temperature"] = self.temperature
+        return args
+
+
+def describe_validation_error(exc: ValidationError, where: str) -> str:
+    """One line per problem, naming the key, with a suggestion for unknown keys."""
+    known = list(EvalConfig.model_fields)
+    lines = []
+    for error in exc.errors():
+        key = ".".join(str(p) for p in error["loc"]) or "(entry)"
+        if error["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(str(error["loc"][-1]), known, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            lines.append(f"{where}: unknown key '{key}'{hint}")
+        elif error["type"] == "missing":
+            lines.append(f"{where}: missing required key '{key}'")
+        else:
+            lines.append(f"{where}: {key}: {error['msg']}")
+    return "; ".join(lines)
+
+
+def build_config(where: str, **values: Any) -> EvalConfig:
+    try:
+        return EvalConfig(**values)
+    except ValidationError as exc:
+        raise EnvConfigError(describe_validation_error(exc, where)) from None
+
+
+def load_toml_configs(path: Path, overrides: dict[str, Any] | None = None) -> list[EvalConfig]:
+    """`[[eval]]` entries of a TOML file; top-level keys are defaults shared by every entry."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise EnvConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise EnvConfigError(f"{path} is not valid TOML: {exc}") from None
+    entries = data.pop("eval", None)
+    if not isinstance(entries, list) or not entries:
+        raise EnvConfigError(f"{path} has no [[eval]] entries; add one with at least `env_id = \"...\"`")
+    configs = []
+    for i, entry in enumerate(entries, start=1):
+        values = {**data, **entry, **(overrides or {})}
+        configs.append(build_config(f"{path} [[eval]] #{i}", **values))
+    return configs
+
+
+def env_eval_defaults(env_id: str) -> dict[str, Any]:
+    """`[tool.prime.eval]` (or `[tool.verifiers.eval]`) of the environment's pyproject, if found."""
+    from prime_cli.envs.loader import module_name
+
+    module = module_name(env_id)
+    candidates = [Path.cwd() / "environments" / module / "pyproject.toml"]
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.origin:
+            origin = Path(spec.origin).parent
+            candidates += [origin / "pyproject.toml", origin.parent / "pyproject.toml"]
+    except (ImportError, ValueError):
+        pass
+    for candidate in candidates:
+        if candidate.is_file():
+            try:
+                tool = tomllib.loads(candidate.read_text()).get("tool", {})
+            except tomllib.TOMLDecodeError:
+                continue
+            section = tool.get("prime", {}).get("eval") or tool.get("verifiers", {}).get("eval") or {}
+            return {k: v for k, v in section.items() if k in ("num_examples", "rollouts_per_example")}
+    return {}

@@ -1,0 +1,34 @@
+"""From an EvalConfig to a pool of model clients (and the secrets to keep out of logs)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .config import EvalConfig
+
+
+def endpoint_specs(config: EvalConfig) -> list[Any]:
+    from prime_cli.clients import resolve_model
+
+    if config.model == "local" and not config.base_url:
+        from prime_cli.clients.errors import ClientConfigError
+
+        raise ClientConfigError(
+            "the embedded local model is not available in this version; pass -m MODEL with -b URL "
+            "(any OpenAI-compatible server) or an endpoint id from configs/endpoints.toml"
+        )
+    return resolve_model(config.model, base_url=config.base_url, key_var=config.api_key_var,
+                         registry_path=config.endpoints_path, headers=config.headers)
+
+
+def open_pool(config: EvalConfig, specs: list[Any]) -> Any:
+    from prime_cli.clients import ClientPool, RetryPolicy
+
+    return ClientPool(specs, max_concurrent=config.max_concurrent, retry=RetryPolicy(max_retries=config.max_retries),
+                      timeout=config.timeout)
+
+
+def secrets_of(specs: list[Any]) -> list[str]:
+    values = [os.environ.get(spec.key_var or "") for spec in specs]
+    return [v for v in values if v and len(v) >= 4 and v != "EMPTY"]

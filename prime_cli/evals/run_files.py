@@ -1,0 +1,160 @@
+"""Where a run's rows go: a new run directory, a resumed one, a --retry-errors one, or memory only."""
+
+from __future__ import annotations
+
+import platform
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import prime_cli
+import prime_cli.envs as vf
+
+from .config import EvalConfig
+from .store import (
+    RunDirError,
+    RunStore,
+    completed_pairs,
+    default_base_dir,
+    find_resumable,
+    read_results,
+)
+
+
+def _row_key(row: dict[str, Any]) -> tuple[str, int]:
+    return (str(row["example_id"]), int(row["rollout_idx"]))
+
+
+@dataclass
+class RunFiles:
+    mode: str  # "new" | "resume" | "retry" | "memory"
+    num_examples: int
+    rollouts_per_example: int
+    sampling_args: dict[str, Any]
+    store: RunStore | None = None
+    previous_rows: list[dict[str, Any]] = field(default_factory=list)
+    done_pairs: set[tuple[Any, int]] = field(default_factory=set)
+    rerun_pairs: set[tuple[Any, int]] = field(default_factory=set)
+
+    @property
+    def run_dir(self) -> Path | None:
+        return self.store.run_dir if self.store else None
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.store.log_path if self.store else None
+
+    def write(self, row: dict[str, Any]) -> None:
+        # --retry-errors replaces rows at the end (atomically); everything else is saved at once
+        if self.store is not None and self.mode != "retry":
+            self.store.append(row)
+
+    def merged_rows(self, new_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.mode != "retry":
+            return self.previous_rows + new_rows
+        fixed = {(r["example_id"], r["rollout_idx"]): r for r in new_rows if not r.get("error")}
+        return [fixed.get((r["example_id"], r["rollout_idx"]), r) for r in self.previous_rows]
+
+    def finish(self, new_rows, status: str, elapsed_ms: float, summarize: Callable, metadata_fields: Callable,
+               pass_threshold: float) -> list[dict[str, Any]]:
+        rows = self.merged_rows(new_rows)
+        if self.store is not None:
+            if status == "completed" or self.mode == "retry":
+                rows = sorted(rows, key=_row_key)
+                self.store.rewrite_results(rows)
+            summary = summarize(rows, pass_threshold=pass_threshold)
+            previous_ms = float(self.store.metadata.get("time_ms") or 0.0) if self.mode != "new" else 0.0
+            self.store.update_metadata(status=status, time_ms=previous_ms + elapsed_ms, **metadata_fields(summary))
+            self.store.close()
+        return rows
+
+    def resume_command(self, config: EvalConfig) -> str:
+        parts = ["prime", "eval", "run", config.env_id, "-m", config.model]
+        if config.base_url:
+            parts += ["-b", config.base_url]
+        if config.api_key_var:
+            parts += ["-k", config.api_key_var]
+        if config.endpoints_path:
+            parts += ["-e", config.endpoints_path]
+        if config.env_args:
+            import json
+
+            parts += ["-a", json.dumps(config.env_args)]
+        parts += ["-R", str(self.run_dir)]
+        return shlex.join(parts)
+
+
+def start_metadata(config: EvalConfig, env: vf.Environment, n: int, r: int, sampling_args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "env_id": config.env_id,
+        "env_args": config.env_args,
+        "model": config.model,
+        "base_url": _strip_userinfo(config.base_url),
+        "num_examples": n,
+        "rollouts_per_example": r,
+        "sampling_args": sampling_args,
+        "independent_scoring": config.independent_scoring,
+        "date": datetime.now().isoformat(timespec="seconds"),
+        "time_ms": 0.0,
+        "avg_reward": None,
+        "avg_metrics": {},
+        "pass_at_k": {},
+        "avg_error": None,
+        "usage": {},
+        "version_info": {"prime_cli": prime_cli.__version__, "python": platform.python_version()},
+        "state_columns": list(config.state_columns),
+        "tools": env.oai_tools or [],
+        "reward_functions": env.rubric.get_reward_func_names(),
+        "status": "running",
+    }
+
+
+def _strip_userinfo(url: str | None) -> str | None:
+    if not url or "@" not in url.split("//", 1)[-1].split("/", 1)[0]:
+        return url
+    scheme, rest = url.split("//", 1) if "//" in url else ("", url)
+    return f"{scheme}//{rest.split('@', 1)[1]}"
+
+
+def _open_existing(run_dir: Path, config: EvalConfig, flag: str) -> RunStore:
+    if not (run_dir / "metadata.json").is_file():
+        raise RunDirError(f"{flag} {run_dir}: not a run directory (no metadata.json)")
+    store = RunStore.open(run_dir)
+    meta = store.metadata
+    if meta.get("env_id") != config.env_id or meta.get("model") != config.model:
+        store.close()
+        raise RunDirError(
+            f"{flag} {run_dir}: that run is {meta.get('env_id')!r} with model {meta.get('model')!r}, "
+            f"not {config.env_id!r} with {config.model!r}; pass the matching environment and -m"
+        )
+    return store
+
+
+def prepare_run_files(config: EvalConfig, env: vf.Environment, n: int, r: int) -> RunFiles:
+    sampling_args = config.merged_sampling_args()
+    base = default_base_dir(config.env_id, config.model, Path(config.output_dir) if config.output_dir else None)
+    if config.resume:
+        run_dir = find_resumable(base) if config.resume == "latest" else Path(config.resume)
+        if run_dir is None:
+            raise RunDirError(f"-R: no unfinished run of {config.env_id} with {config.model} under {base}")
+        store = _open_existing(run_dir, config, "-R")
+        rows = read_results(run_dir)
+        meta = store.metadata
+        store.update_metadata(status="running")
+        return RunFiles("resume", int(meta["num_examples"]), int(meta["rollouts_per_example"]),
+                        dict(meta.get("sampling_args") or {}), store, rows, completed_pairs(rows))
+    if config.retry_errors:
+        run_dir = Path(config.retry_errors)
+        store = _open_existing(run_dir, config, "--retry-errors")
+        rows = read_results(run_dir)
+        rerun = {(row["example_id"], row["rollout_idx"]) for row in rows if row.get("error")}
+        meta = store.metadata
+        return RunFiles("retry", int(meta["num_examples"]), int(meta["rollouts_per_example"]),
+                        dict(meta.get("sampling_args") or {}), store, rows, completed_pairs(rows), rerun)
+    if config.save_results:
+        store = RunStore.create(base, start_metadata(config, env, n, r, sampling_args))
+        return RunFiles("new", n, r, sampling_args, store)
+    return RunFiles("memory", n, r, sampling_args)

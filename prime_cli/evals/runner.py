@@ -1,0 +1,195 @@
+"""Run one evaluation: load the environment, schedule example groups, save, summarise.
+
+The scheduler keeps at most `max_concurrent` rollouts in flight (a group of r rollouts takes r
+slots). Each finished group is scored, then each rollout is appended to results.jsonl at once.
+Ctrl-C stops new groups, lets in-flight ones finish and be saved, and marks the run cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import prime_cli.envs as vf
+from prime_cli.envs.errors import EnvConfigError
+
+from .config import (
+    DEFAULT_NUM_EXAMPLES,
+    DEFAULT_ROLLOUTS_PER_EXAMPLE,
+    EvalConfig,
+    env_eval_defaults,
+)
+from .display import EvalDisplay
+from .jobs import EvalJobs, plan_jobs
+from .run_files import RunFiles, prepare_run_files
+from .run_log import run_log
+from .store import state_to_row
+from .summary import RunningStats, metadata_fields, summarize
+
+logger = logging.getLogger("prime_cli.evals")
+FATAL_ERROR_TYPES = {"FatalEndpointError"}
+
+
+class EvalAborted(Exception):
+    """The endpoint is unusable (unknown model, bad key, unreachable): the run stops."""
+
+
+@dataclass
+class EvalOutcome:
+    status: str
+    summary: dict[str, Any]
+    run_dir: Path | None
+    error: str | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        if self.status == "completed":
+            return 0
+        return 2 if self.error and self.status == "failed" else 1
+
+
+def load_env(config: EvalConfig) -> vf.Environment:
+    env = vf.load_environment(config.env_id, **config.env_args)
+    for key, value in config.extra_env_kwargs.items():
+        if not hasattr(env, key):
+            raise EnvConfigError(f"-x: {type(env).__name__} has no attribute {key!r} to set")
+        setattr(env, key, value)
+    return env
+
+
+def resolve_counts(config: EvalConfig) -> tuple[int, int]:
+    defaults = env_eval_defaults(config.env_id)
+    n = config.num_examples if config.num_examples is not None else defaults.get("num_examples", DEFAULT_NUM_EXAMPLES)
+    r = config.rollouts_per_example if config.rollouts_per_example is not None else defaults.get(
+        "rollouts_per_example", DEFAULT_ROLLOUTS_PER_EXAMPLE)
+    return int(n), int(r)
+
+
+class _Cancel:
+    """First Ctrl-C: drain. Second: stop now."""
+
+    def __init__(self, display: EvalDisplay, in_flight: set[asyncio.Task]) -> None:
+        self.requested = asyncio.Event()
+        self.display = display
+        self.in_flight = in_flight
+
+    def __call__(self) -> None:
+        if not self.requested.is_set():
+            self.requested.set()
+            self.display.message(
+                f"cancelling: waiting for {len(self.in_flight)} in-flight group(s) to finish (Ctrl-C again to stop now)",
+                "warning")
+        else:
+            for task in self.in_flight:
+                task.cancel()
+
+
+async def run_eval(config: EvalConfig, display: EvalDisplay, *, pool: Any = None) -> EvalOutcome:
+    """Run the evaluation described by `config`, reporting to `display`."""
+    env = load_env(config)
+    num_examples, rollouts = resolve_counts(config)
+    secrets: list[str] = []
+    if pool is None:  # endpoints are checked before any file is written
+        from .endpoints import endpoint_specs, open_pool, secrets_of
+
+        specs = endpoint_specs(config)
+        secrets = secrets_of(specs)
+        pool = open_pool(config, specs)
+    files = prepare_run_files(config, env, num_examples, rollouts)
+    jobs: EvalJobs = plan_jobs(env, files.num_examples, files.rollouts_per_example, files.done_pairs,
+                               files.rerun_pairs if files.mode == "retry" else None, seed=config.seed)
+    with run_log(files.log_path, secrets, config.verbose):
+        logger.info("eval %s with %s: %d examples x %d rollouts, %d to run", config.env_id, config.model,
+                    files.num_examples, files.rollouts_per_example, jobs.total_rollouts)
+        return await _run(config, env, files, jobs, pool, display)
+
+
+async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: EvalJobs, pool: Any,
+               display: EvalDisplay) -> EvalOutcome:
+    stats = RunningStats()
+    for row in files.previous_rows:
+        if (row["example_id"], row["rollout_idx"]) not in files.rerun_pairs:
+            stats.add(row)
+    new_rows: list[dict[str, Any]] = []
+    in_flight: set[asyncio.Task] = set()
+    cancel = _Cancel(display, in_flight)
+    slots = asyncio.Semaphore(config.max_concurrent)
+    sampling_args = files.sampling_args
+    total = jobs.total_rollouts + stats.snapshot()["done"]
+    fatal: list[str] = []
+    start = time.perf_counter()
+
+    async def run_group(group_index: int, row: dict[str, Any], indices: list[int], width: int) -> None:
+        try:
+            client, model = pool.for_group(group_index)
+            states = await env.run_group(client, model, row, n=len(indices), sampling_args=sampling_args,
+                                         independent_scoring=config.independent_scoring)
+            for idx, state in zip(indices, states, strict=True):
+                error = state.get("error") or {}
+                if error.get("type") in FATAL_ERROR_TYPES:
+                    fatal.append(error.get("message", "endpoint error"))
+                    continue  # not a result: resume will run it again
+                result = state_to_row(state, idx, config.state_columns)
+                files.write(result)
+                new_rows.append(result)
+                stats.add(result)
+                display.progress(done=stats.snapshot()["done"], total=total, stats=stats.snapshot())
+        finally:
+            for _ in range(width):
+                slots.release()
+
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGINT, cancel)
+        handler_installed = True
+    except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+        handler_installed = False
+    display.start(env_id=config.env_id, model=config.model, run_dir=str(files.run_dir) if files.run_dir else None,
+                  total=total, already_done=stats.snapshot()["done"], num_examples=files.num_examples,
+                  rollouts_per_example=files.rollouts_per_example)
+    status = "completed"
+    try:
+        for group_index, (row, indices) in enumerate(jobs.groups):
+            width = min(len(indices), config.max_concurrent)
+            for _ in range(width):
+                await slots.acquire()
+            if cancel.requested.is_set() or fatal:
+                for _ in range(width):
+                    slots.release()
+                break
+            task = asyncio.create_task(run_group(group_index, row, indices, width))
+            in_flight.add(task)
+            task.add_done_callback(in_flight.discard)
+        if in_flight:
+            results = await asyncio.gather(*list(in_flight), return_exceptions=True)
+            for result in results:
+                if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+                    raise result
+        if fatal:
+            status = "failed"
+        elif cancel.requested.is_set():
+            status = "cancelled"
+    except asyncio.CancelledError:
+        status = "cancelled"
+    except BaseException:
+        status = "failed"
+        raise
+    finally:
+        if handler_installed:
+            loop.remove_signal_handler(signal.SIGINT)
+        elapsed_ms = (time.perf_counter() - start) * 1000.0
+        all_rows = files.finish(new_rows, status, elapsed_ms, summarize, metadata_fields, config.pass_threshold)
+        if hasattr(pool, "aclose"):
+            await pool.aclose()
+    summary = summarize(all_rows, pass_threshold=config.pass_threshold)
+    resume = files.resume_command(config) if status != "completed" and files.run_dir else None
+    display.finish(status=status, summary=summary, run_dir=str(files.run_dir) if files.run_dir else None,
+                   resume_command=resume)
+    return EvalOutcome(status=status, summary=summary, run_dir=files.run_dir, error=fatal[0] if fatal else None,
+                       rows=all_rows)

@@ -1,0 +1,234 @@
+"""Summaries of eval result rows: averages, pass@k, errors, timing and token usage.
+
+Plain Python (no pandas) so that summarising a run stays fast to import and to compute. A row is a
+results.jsonl row (see `prime_cli.evals.store.state_to_row`). A reward of None (an unscored or
+errored rollout) counts as 0.0.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+METADATA_SUMMARY_KEYS = ("avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage")
+_ERROR_NAME = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:(]")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from `n` samples of which `c` passed: 1 - C(n-c, k) / C(n, k).
+
+    Computed as 1 - prod_{i=n-c+1..n} (1 - k/i), which never forms the large binomials.
+    """
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass_at_k needs 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
+    if n - c < k:
+        return 1.0
+    fail = 1.0
+    for i in range(n - c + 1, n + 1):
+        fail *= 1.0 - k / i
+    return 1.0 - fail
+
+
+def _reward(value: Any) -> float:
+    """A row's reward as a float; None, NaN and non-numbers count as 0.0."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if math.isfinite(number) else 0.0
+
+
+def _metric(value: Any) -> float | None:
+    """A metric value as a float (None counts as 0.0); None for values that are not numbers."""
+    if value is None:
+        return 0.0
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(value) else 0.0
+    return None
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _std(values: list[float]) -> float | None:
+    return statistics.pstdev(values) if values else None
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    """Linear-interpolated percentile (numpy's default) of unsorted `values`."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def error_kind(error: Any) -> str | None:
+    """The type name of a row's error: `{"type": ...}` records, or "Name: message" strings."""
+    if not error:
+        return None
+    if isinstance(error, dict):
+        return str(error.get("type") or "Error")
+    match = _ERROR_NAME.match(str(error))
+    return match.group(1) if match else "Error"
+
+
+def _failed_funcs(row: dict[str, Any]) -> list[str]:
+    """Names of the reward functions that raised for this row."""
+    errors = row.get("metrics_errors") or []
+    if not isinstance(errors, list):
+        return []
+    return [str(e.get("func") or "?") if isinstance(e, dict) else str(e) for e in errors]
+
+
+def _example_key(example_id: Any) -> Any:
+    try:
+        hash(example_id)
+        return example_id
+    except TypeError:
+        return repr(example_id)
+
+
+def _pass_at_ks(rows: list[dict[str, Any]], threshold: float) -> dict[str, float]:
+    groups: dict[Any, list[bool]] = defaultdict(list)
+    for row in rows:
+        groups[_example_key(row.get("example_id"))].append(_reward(row.get("reward")) >= threshold)
+    if not groups:
+        return {}
+    smallest = min(len(passed) for passed in groups.values())
+    result: dict[str, float] = {}
+    k = 1
+    while k <= smallest:
+        scores = [pass_at_k(len(passed), sum(passed), k) for passed in groups.values()]
+        result[str(k)] = statistics.fmean(scores)
+        k *= 2
+    return result
+
+
+def _numbers(rows: list[dict[str, Any]], field: str, key: str) -> list[float]:
+    out = []
+    for row in rows:
+        section = row.get(field)
+        value = section.get(key) if isinstance(section, dict) else None
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            out.append(float(value))
+    return out
+
+
+def _summarize_one(rows: list[dict[str, Any]], pass_threshold: float) -> dict[str, Any]:
+    n = len(rows)
+    rewards = [_reward(row.get("reward")) for row in rows]
+    per_example = Counter(_example_key(row.get("example_id")) for row in rows)
+    metrics: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        for name, value in (row.get("metrics") or {}).items():
+            number = _metric(value)
+            if number is not None:
+                metrics[name].append(number)
+    kinds = Counter(kind for kind in (error_kind(row.get("error")) for row in rows) if kind)
+    stops = Counter(str(row["stop_condition"]) if row.get("stop_condition") is not None else "none" for row in rows)
+    usages = [row["token_usage"] for row in rows if isinstance(row.get("token_usage"), dict)]
+    prompt_tokens = sum(int(u.get("prompt_tokens") or 0) for u in usages)
+    completion_tokens = sum(int(u.get("completion_tokens") or 0) for u in usages)
+    totals = _numbers(rows, "timing", "total_ms")
+    return {
+        "num_rollouts": n,
+        "num_examples": len(per_example),
+        "rollouts_per_example": max(per_example.values(), default=0),
+        "avg_reward": _mean(rewards),
+        "std_reward": _std(rewards),
+        "avg_metrics": {name: _mean(values) for name, values in metrics.items()},
+        "std_metrics": {name: _std(values) for name, values in metrics.items()},
+        "pass_threshold": pass_threshold,
+        "pass_at_k": _pass_at_ks(rows, pass_threshold),
+        "stop_conditions": dict(stops),
+        "avg_error": sum(kinds.values()) / n if n else 0.0,
+        "error_kinds": dict(kinds),
+        "metrics_errors": dict(Counter(func for row in rows for func in _failed_funcs(row))),
+        "timing": {
+            "avg_generation_ms": _mean(_numbers(rows, "timing", "generation_ms")),
+            "avg_scoring_ms": _mean(_numbers(rows, "timing", "scoring_ms")),
+            "avg_total_ms": _mean(totals),
+            "p50_total_ms": _percentile(totals, 0.50),
+            "p95_total_ms": _percentile(totals, 0.95),
+        },
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "avg_prompt_tokens": prompt_tokens / len(usages) if usages else None,
+            "avg_completion_tokens": completion_tokens / len(usages) if usages else None,
+        },
+        "is_truncated": sum(1 for row in rows if row.get("is_truncated")) / n if n else 0.0,
+    }
+
+
+def _task_name(row: dict[str, Any]) -> str:
+    task = row.get("task")
+    return "default" if task is None else str(task)
+
+
+def summarize(rows: Iterable[dict[str, Any]], pass_threshold: float = 1.0) -> dict[str, Any]:
+    """Summary of result rows; `per_task` splits it by task when the rows hold more than one.
+
+    A rollout passes (for pass@k) when its reward >= `pass_threshold`; pass@k is reported for
+    k = 1, 2, 4, ... up to the smallest number of rollouts of an example, averaged over examples.
+    With no rows, counts are 0 and averages None.
+    """
+    rows = list(rows)
+    summary = _summarize_one(rows, pass_threshold)
+    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_task[_task_name(row)].append(row)
+    summary["per_task"] = (
+        {task: _summarize_one(task_rows, pass_threshold) for task, task_rows in sorted(by_task.items())}
+        if len(by_task) > 1 else {}
+    )
+    return summary
+
+
+def metadata_fields(summary: dict[str, Any]) -> dict[str, Any]:
+    """The metadata.json fields of a summary: the verifiers-compatible top-level keys
+    (avg_reward, avg_metrics, pass_at_k, avg_error, usage), everything else under "summary"."""
+    fields = {key: summary.get(key) for key in METADATA_SUMMARY_KEYS}
+    fields["summary"] = {key: value for key, value in summary.items() if key not in METADATA_SUMMARY_KEYS}
+    return fields
+
+
+class RunningStats:
+    """Running totals for the live display: O(1) per added row. Agrees with `summarize`."""
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.errors = 0
+        self.metrics_errors = 0
+        self._reward_sum = 0.0
+        self._metric_sums: dict[str, float] = {}
+        self._metric_counts: dict[str, int] = {}
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.done += 1
+        self._reward_sum += _reward(row.get("reward"))
+        for name, value in (row.get("metrics") or {}).items():
+            number = _metric(value)
+            if number is not None:
+                self._metric_sums[name] = self._metric_sums.get(name, 0.0) + number
+                self._metric_counts[name] = self._metric_counts.get(name, 0) + 1
+        if error_kind(row.get("error")):
+            self.errors += 1
+        self.metrics_errors += len(_failed_funcs(row))
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "done": self.done,
+            "avg_reward": self._reward_sum / self.done if self.done else None,
+            "avg_metrics": {name: total / self._metric_counts[name] for name, total in self._metric_sums.items()},
+            "errors": self.errors,
+            "metrics_errors": self.metrics_errors,
+        }

@@ -1,0 +1,334 @@
+"""A real OpenAI-compatible HTTP server with scripted replies and faults, for tests and benchmarks.
+
+    with ScriptedOpenAIServer(faults=["500", "ok"]) as server:
+        client = OpenAIChatClient(EndpointSpec("m", "m", server.url, None))
+
+Serves POST /v1/chat/completions, POST /v1/completions and GET /v1/models on 127.0.0.1 (HTTP/1.1,
+keep-alive) from a background thread. Every request is recorded in `server.requests` as
+{"method", "path", "headers" (lower-case names), "json"}. Standalone, for benchmarks:
+
+    python -m tests.support.scripted_server --port 8765 [--fault-rate 0.1 --seed 0 --token-ids]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import random
+import socket
+import threading
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+FAULT_KINDS = ("ok", "429", "500", "timeout", "drop", "garbage", "slow", "overlong")
+RANDOM_FAULT_KINDS = ("429", "500", "drop", "garbage")
+Reply = Callable[[dict[str, Any]], "str | dict[str, Any]"]
+
+
+def token_id(word: str) -> int:
+    return zlib.crc32(word.encode("utf-8")) % 50_000
+
+
+def token_logprob(word: str) -> float:
+    return -((zlib.crc32(word.encode("utf-8")) % 1000) + 1) / 1000.0
+
+
+def content_text(content: Any) -> str:
+    """The text of a message content: a string or a list of {"type": "text", "text": ...} parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def default_reply(request: dict[str, Any]) -> str:
+    """The last user message (or the prompt) reversed, in <reversed_text> tags (reverse-text scores 1.0)."""
+    if "messages" in request:
+        users = [m for m in request.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
+        text = content_text(users[-1].get("content")) if users else ""
+    else:
+        text = str(request.get("prompt") or "")
+    return f"<reversed_text>{text[::-1]}</reversed_text>"
+
+
+def usage(prompt: list[str], completion: list[str]) -> dict[str, int]:
+    return {"prompt_tokens": len(prompt), "completion_tokens": len(completion), "total_tokens": len(prompt) + len(completion)}
+
+
+def _shutdown(conn: socket.socket) -> None:
+    try:
+        conn.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def error_body(message: str, kind: str, code: Any = None, param: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+    request_queue_size = 256
+    scripted: ScriptedOpenAIServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients that time out or go away are part of the script
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def handle(self) -> None:  # track open connections, so that stop() can close them
+        self.server.scripted._track(self.connection, add=True)
+        try:
+            super().handle()
+        finally:
+            self.server.scripted._track(self.connection, add=False)
+
+    def do_GET(self) -> None:
+        self.server.scripted._handle(self)
+
+    do_POST = do_GET
+
+
+class ScriptedOpenAIServer:
+    """See the module docstring. Faults: a list consumed one per generation request ("ok" = none),
+    or `fault_rate` with `fault_kinds` and `seed` (deterministic sequence of random choices)."""
+
+    def __init__(self, reply: Reply | None = None, *, models: Iterable[str] | None = None,
+                 api_key: str | None = None, token_ids: bool = False, faults: Iterable[str] | None = None,
+                 fault_rate: float = 0.0, fault_kinds: Iterable[str] = RANDOM_FAULT_KINDS, seed: int = 0,
+                 retry_after: float | str | None = 0, timeout_delay: float = 2.0, slow_delay: float = 0.2,
+                 delay: float = 0.0, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.reply, self.api_key, self.token_ids = reply or default_reply, api_key, token_ids
+        self.models = list(models) if models is not None else None
+        self.fault_kinds, faults = list(fault_kinds), None if faults is None else list(faults)
+        for name in [*(faults or []), *self.fault_kinds]:
+            if name not in FAULT_KINDS:
+                raise ValueError(f"unknown fault {name!r}; known: {', '.join(FAULT_KINDS)}")
+        self._faults = None if faults is None else deque(faults)
+        self.fault_rate = fault_rate
+        self._rng = random.Random(seed)
+        self.retry_after, self.timeout_delay, self.slow_delay, self.delay = retry_after, timeout_delay, slow_delay, delay
+        self.host, self.port = host, port
+        self.faults_served: list[str] = []  # the fault drawn for each generation request
+        self.in_flight = self.max_in_flight = 0
+        self._ids = itertools.count(1)
+        self._requests: list[dict[str, Any]] = []
+        self._lock, self._stopping = threading.Lock(), threading.Event()
+        self._connections: set[socket.socket] = set()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self) -> ScriptedOpenAIServer:
+        self._stopping.clear()
+        self._httpd = _HTTPServer((self.host, self.port), _Handler)
+        self._httpd.scripted = self
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name=f"scripted-openai-{self.port}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            _shutdown(conn)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    __enter__ = start
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._requests)
+
+    def requests_to(self, path: str) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"] == path]
+
+    def _track(self, conn: socket.socket, *, add: bool) -> None:
+        with self._lock:
+            (self._connections.add if add else self._connections.discard)(conn)
+
+    def _next_fault(self) -> str:
+        with self._lock:
+            if self._faults is not None:
+                fault = self._faults.popleft() if self._faults else "ok"
+            elif self.fault_rate > 0 and self._rng.random() < self.fault_rate:
+                fault = self._rng.choice(self.fault_kinds)
+            else:
+                fault = "ok"
+            self.faults_served.append(fault)
+            return fault
+
+    def _send(self, h: _Handler, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
+        try:
+            h.send_response(status)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                h.send_header(name, value)
+            h.end_headers()
+            h.wfile.write(data)
+        except OSError:
+            h.close_connection = True
+
+    def _handle(self, h: _Handler) -> None:
+        raw = h.rfile.read(int(h.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        path, method = h.path.split("?", 1)[0], h.command
+        with self._lock:
+            self._requests.append({"method": method, "path": path, "json": body,
+                                   "headers": {k.lower(): v for k, v in h.headers.items()}})
+        if method == "GET":
+            if path == "/v1/models":
+                return self._send(h, 200, {"object": "list", "data": [
+                    {"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
+                    for m in (self.models or ["scripted-model"])]})
+            return self._send(h, 404, error_body(f"no route GET {path}", "not_found"))
+        if path not in ("/v1/chat/completions", "/v1/completions"):
+            return self._send(h, 404, error_body(f"no route POST {path}", "not_found"))
+        if not isinstance(body, dict):
+            return self._send(h, 400, error_body("request body is not a JSON object", "invalid_request_error"))
+        if self.api_key is not None:
+            given = h.headers.get("Authorization", "").removeprefix("Bearer ")
+            if given != self.api_key:  # echoes the key, as careless proxies do: clients must redact it
+                return self._send(h, 401, error_body(f"Incorrect API key provided: {given}.",
+                                                     "invalid_request_error", "invalid_api_key"))
+        model = body.get("model")
+        if self.models is not None and model not in self.models:
+            return self._send(h, 404, error_body(f"The model `{model}` does not exist or you do not have access to it.",
+                                                 "invalid_request_error", "model_not_found", "model"))
+        fault = self._next_fault()
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            self._answer(h, path, body, fault)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _answer(self, h: _Handler, path: str, body: dict[str, Any], fault: str) -> None:
+        if fault == "429":
+            headers = {} if self.retry_after is None else {"Retry-After": str(self.retry_after)}
+            return self._send(h, 429, error_body("Rate limit reached (scripted).", "requests", "rate_limit_exceeded"), headers)
+        if fault == "500":
+            return self._send(h, 500, error_body("Internal server error (scripted).", "server_error"))
+        if fault == "overlong":
+            return self._send(h, 400, error_body(
+                "This model's maximum context length is 2048 tokens. However, you requested 4096 tokens "
+                "in the messages. Please reduce the length of the messages.", "BadRequestError", 400))
+        if fault == "drop":
+            h.close_connection = True
+            return _shutdown(h.connection)
+        if fault == "garbage":
+            return self._send(h, 200, b'{"id": "chatcmpl-garbage", "choices": [{"index": 0, "mess')
+        wait = {"timeout": self.timeout_delay, "slow": self.slow_delay}.get(fault, 0.0) + self.delay
+        if wait and self._stopping.wait(wait):
+            h.close_connection = True
+            return None
+        chat = path.endswith("/chat/completions")
+        return self._send(h, 200, self._chat_body(body) if chat else self._completion_body(body))
+
+    def _generate(self, body: dict[str, Any]) -> tuple[dict[str, Any], list[str], list[str], str]:
+        reply = self.reply(body)
+        message: dict[str, Any] = {"role": "assistant", "content": reply} if isinstance(reply, str) \
+            else {"role": "assistant", "content": None, **reply}
+        calls = message.get("tool_calls")
+        if calls:
+            message["tool_calls"] = [{
+                "id": call.get("id") or f"call_{i}", "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": call["function"]["arguments"]
+                             if isinstance(call["function"]["arguments"], str) else json.dumps(call["function"]["arguments"])},
+            } for i, call in enumerate(calls)]
+        completion = (message.get("content") or "").split()
+        finish = "tool_calls" if calls else "stop"
+        limit = body.get("max_tokens") or body.get("max_completion_tokens")
+        if isinstance(limit, int) and not calls and len(completion) > limit:
+            completion, finish = completion[:limit], "length"
+            message["content"] = " ".join(completion)
+        if "messages" in body:
+            prompt = [w for m in body["messages"] if isinstance(m, dict) for w in content_text(m.get("content")).split()]
+        else:
+            prompt = str(body.get("prompt") or "").split()
+        return message, prompt, completion, finish
+
+    def _chat_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        message, prompt, completion, finish = self._generate(body)
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+        if body.get("logprobs"):
+            choice["logprobs"] = {"content": [{"token": w, "logprob": token_logprob(w), "bytes": list(w.encode()),
+                                               "top_logprobs": []} for w in completion]}
+        response = {"id": f"chatcmpl-{next(self._ids)}", "object": "chat.completion", "created": int(time.time()),
+                    "model": body.get("model"), "choices": [choice], "usage": usage(prompt, completion)}
+        if self.token_ids:
+            response["prompt_token_ids"] = [token_id(w) for w in prompt]
+            choice["token_ids"] = [token_id(w) for w in completion]
+        return response
+
+    def _completion_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        message, prompt, completion, finish = self._generate(body)
+        choice: dict[str, Any] = {"index": 0, "text": message.get("content") or "", "finish_reason": finish,
+                                  "logprobs": None}
+        if body.get("logprobs") is not None:
+            choice["logprobs"] = {"tokens": completion, "token_logprobs": [token_logprob(w) for w in completion],
+                                  "top_logprobs": None, "text_offset": None}
+        if self.token_ids:
+            choice["prompt_token_ids"] = [token_id(w) for w in prompt]
+            choice["token_ids"] = [token_id(w) for w in completion]
+        return {"id": f"cmpl-{next(self._ids)}", "object": "text_completion", "created": int(time.time()),
+                "model": body.get("model"), "choices": [choice], "usage": usage(prompt, completion)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible server (tests and benchmarks).")
+    for flag, kind, default in [("--host", str, "127.0.0.1"), ("--port", int, 8765), ("--models", str, None),
+                                ("--api-key", str, None), ("--fault-rate", float, 0.0), ("--seed", int, 0),
+                                ("--fault-kinds", str, ",".join(RANDOM_FAULT_KINDS)), ("--delay", float, 0.0)]:
+        parser.add_argument(flag, type=kind, default=default)
+    parser.add_argument("--token-ids", action="store_true")
+    args = parser.parse_args(argv)
+    server = ScriptedOpenAIServer(models=args.models.split(",") if args.models else None, api_key=args.api_key,
+                                  token_ids=args.token_ids, fault_rate=args.fault_rate,
+                                  fault_kinds=args.fault_kinds.split(","), seed=args.seed, delay=args.delay,
+                                  host=args.host, port=args.port)
+    with server, contextlib.suppress(KeyboardInterrupt):
+        print(f"serving on {server.url}", flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
