@@ -24,8 +24,11 @@ from .store import (
 )
 
 
-def _row_key(row: dict[str, Any]) -> tuple[str, int]:
-    return (str(row["example_id"]), int(row["rollout_idx"]))
+def _row_key(row: dict[str, Any]) -> tuple[int, Any, int]:
+    example_id = row["example_id"]
+    if isinstance(example_id, (int, float)):
+        return (0, example_id, int(row["rollout_idx"]))
+    return (1, str(example_id), int(row["rollout_idx"]))
 
 
 @dataclass
@@ -83,7 +86,7 @@ class RunFiles:
             import json
 
             parts += ["-a", json.dumps(config.env_args)]
-        parts += ["-R", str(self.run_dir)]
+        parts += ["-R", str(self.run_dir.resolve())]
         return shlex.join(parts)
 
 
