@@ -22,3 +22,7 @@ lint: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache
+
+.PHONY: bench
+bench: setup
+	$(BIN)/python benchmarks/eval_throughput.py
