@@ -6,13 +6,13 @@ Its own retries are off; the shared retry policy applies (LiteLLM's exceptions s
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import Any
 
 from prime_cli.envs.types import ChatResponse, Message, SamplingArgs
 
 from .errors import ClientConfigError
+from .limits import LoopSemaphore
 from .openai_client import NEVER_SENT, chat_response_from
 from .registry import LITELLM_PREFIX, EndpointSpec, api_key_for, secret_header_values
 from .retry import RetryPolicy, call_with_retries, logger
@@ -36,8 +36,7 @@ class LiteLLMChatClient:
     def __init__(self, spec: EndpointSpec, max_concurrent: int = 32, retry: RetryPolicy | None = None, *,
                  timeout: float = 600.0, return_token_ids: bool = False) -> None:
         self._litellm = import_litellm()
-        if max_concurrent < 1:
-            raise ValueError("max_concurrent must be at least 1")
+        self._limit = LoopSemaphore(max_concurrent)  # checks max_concurrent >= 1 before anything else
         self.spec = spec
         self.max_concurrent = max_concurrent
         self.retry = retry or RetryPolicy()
@@ -46,19 +45,10 @@ class LiteLLMChatClient:
         # No key variable: LiteLLM reads the provider's own variable (ANTHROPIC_API_KEY, ...).
         self._api_key = api_key_for(spec) if spec.key_var else None
         self._secrets = tuple(v for v in (self._api_key, *secret_header_values(spec.headers)) if v)
-        self._semaphore: asyncio.Semaphore | None = None
-        self._semaphore_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(endpoint_id={self.spec.endpoint_id!r}, model={self.spec.model!r}, "
                 f"key_var={self.spec.key_var!r}, max_concurrent={self.max_concurrent})")
-
-    def _limit(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if self._semaphore is None or self._semaphore_loop is not loop:
-            self._semaphore = asyncio.Semaphore(self.max_concurrent)
-            self._semaphore_loop = loop
-        return self._semaphore
 
     def _request(self, model: str, messages: list[Message], tools: list[dict[str, Any]] | None,
                  sampling_args: SamplingArgs | None) -> dict[str, Any]:
@@ -82,7 +72,7 @@ class LiteLLMChatClient:
     async def chat(self, messages: list[Message], *, model: str, tools: list[dict[str, Any]] | None = None,
                    sampling_args: SamplingArgs | None = None) -> ChatResponse:
         kwargs = self._request(model, messages, tools, sampling_args)
-        semaphore = self._limit()
+        semaphore = self._limit.get()
 
         async def attempt() -> ChatResponse:
             async with semaphore:

@@ -5,13 +5,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from typing import Any
 
 from prime_cli.envs.types import ChatResponse, Message, SamplingArgs, Usage
 
 from .errors import MalformedResponseError
+from .limits import LoopSemaphore
 from .registry import EndpointSpec, api_key_for, secret_header_values
 from .retry import RetryPolicy, call_with_retries, logger
 
@@ -152,8 +152,7 @@ class OpenAIChatClient:
                  timeout: float = 600.0, return_token_ids: bool = False) -> None:
         import openai
 
-        if max_concurrent < 1:
-            raise ValueError("max_concurrent must be at least 1")
+        self._limit = LoopSemaphore(max_concurrent)  # checks max_concurrent >= 1 before anything else
         self.spec = spec
         self.max_concurrent = max_concurrent
         self.retry = retry or RetryPolicy()
@@ -165,22 +164,13 @@ class OpenAIChatClient:
                                           timeout=timeout, default_headers=dict(spec.headers) or None)
         self._chat_params = _parameters(self._client.chat.completions.create)
         self._completion_params = _parameters(self._client.completions.create)
-        self._semaphore: asyncio.Semaphore | None = None
-        self._semaphore_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(endpoint_id={self.spec.endpoint_id!r}, url={self.spec.url!r}, "
                 f"key_var={self.spec.key_var!r}, max_concurrent={self.max_concurrent})")
 
-    def _limit(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if self._semaphore is None or self._semaphore_loop is not loop:
-            self._semaphore = asyncio.Semaphore(self.max_concurrent)
-            self._semaphore_loop = loop
-        return self._semaphore
-
     async def _call(self, create: Any, convert: Any, model: str, kwargs: dict[str, Any]) -> ChatResponse:
-        semaphore = self._limit()
+        semaphore = self._limit.get()
 
         async def attempt() -> ChatResponse:
             async with semaphore:

@@ -7,6 +7,7 @@ handling, the model call, and group running and scoring, which eval, GEPA and th
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 from typing import Any
@@ -108,8 +109,6 @@ class Environment:
     # -- one rollout ----------------------------------------------------------------------------
 
     def init_state(self, row: dict[str, Any]) -> State:
-        import copy
-
         prompt = copy.deepcopy(row["prompt"])
         return State(
             prompt=prompt,

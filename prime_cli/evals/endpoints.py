@@ -30,5 +30,10 @@ def open_pool(config: EvalConfig, specs: list[Any]) -> Any:
 
 
 def secrets_of(specs: list[Any]) -> list[str]:
+    """API keys and credential-like header values, redacted from eval.log."""
+    from prime_cli.clients.registry import secret_header_values
+
     values = [os.environ.get(spec.key_var or "") for spec in specs]
+    for spec in specs:
+        values.extend(secret_header_values(spec.headers))
     return [v for v in values if v and len(v) >= 4 and v != "EMPTY"]

@@ -139,7 +139,8 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
                 files.write(result)
                 new_rows.append(result)
                 stats.add(result)
-                display.progress(done=stats.snapshot()["done"], total=total, stats=stats.snapshot())
+                snapshot = stats.snapshot()
+                display.progress(done=snapshot["done"], total=total, stats=snapshot)
         finally:
             for _ in range(width):
                 slots.release()

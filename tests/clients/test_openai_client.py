@@ -110,11 +110,11 @@ async def test_concurrency_limit_is_respected(make_client, limit, expected):
 async def test_client_works_across_event_loops_of_its_semaphore(make_client):
     with ScriptedOpenAIServer() as server:
         client = make_client(server.url, max_concurrent=1)
-        first = client._limit()
+        first = client._limit.get()
         await client.chat(USER, model="m")
-        assert client._limit() is first  # one semaphore per running loop, created lazily
-        client._semaphore_loop = object()  # pretend the loop changed (e.g. a new asyncio.run)
-        assert client._limit() is not first
+        assert client._limit.get() is first  # one semaphore per running loop, created lazily
+        client._limit._loop = object()  # pretend the loop changed (e.g. a new asyncio.run)
+        assert client._limit.get() is not first
 
 
 async def test_models_endpoint_lists_accepted_models():
