@@ -30,9 +30,19 @@ def root(
     """prime: environments, evals, GEPA and LoRA RL for language models."""
 
 
+from .env_cmd import env_app  # noqa: E402
 from .eval_cmd import eval_app  # noqa: E402
+from .gepa_cmd import gepa_app  # noqa: E402
+from .lab_cmd import lab_app  # noqa: E402
+from .serve_cmd import serve  # noqa: E402
+from .tui_cmd import tui  # noqa: E402
 
+eval_app.command("tui")(tui)
 app.add_typer(eval_app, name="eval")
+app.add_typer(gepa_app, name="gepa")
+app.add_typer(env_app, name="env")
+app.add_typer(lab_app, name="lab")
+app.command("serve")(serve)
 
 EVAL_SUBCOMMANDS = {"run", "tui", "--help", "-h"}
 OPTIONAL_VALUE_FLAGS = {"-R", "--resume"}
