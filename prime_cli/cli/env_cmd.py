@@ -2,6 +2,113 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import typer
 
+from .errors import fail
+
 env_app = typer.Typer(help="Create, install, list and inspect environments.", no_args_is_help=True)
+
+
+@env_app.command("init")
+def init(
+    name: str = typer.Argument(..., help="Environment id, e.g. my-env (the module and folder become my_env)."),
+    path: Path = typer.Option(Path("."), "-p", "--path", help="Workspace holding the environments/ folder."),
+    force: bool = typer.Option(False, "--force", help="Overwrite the files of an existing environment."),
+) -> None:
+    """Create ./environments/<module>/ with a pyproject ([tool.prime.eval] defaults), a README and load_environment()."""
+    from prime_cli.workspace import WorkspaceError, init_environment
+
+    try:
+        files = init_environment(name, path, force=force)
+    except WorkspaceError as exc:
+        fail(str(exc))
+    for file in files:
+        typer.echo(f"created {file}")
+    typer.echo(f"next: prime env install {name.strip()} && prime eval run {name.strip()} -m MODEL")
+
+
+@env_app.command("install")
+def install(
+    target: str = typer.Argument(..., help="An environment name (./environments/<module>/) or the path of a folder with a pyproject.toml."),
+    path: Path = typer.Option(Path("."), "-p", "--path", help="Workspace holding the environments/ folder."),
+) -> None:
+    """Install an environment editable (pip install -e) into this Python environment."""
+    from rich.console import Console
+
+    from prime_cli.workspace import WorkspaceError, install_environment
+
+    try:
+        with Console(stderr=True).status(f"installing {target} with pip ..."):
+            result = install_environment(target, path)
+    except WorkspaceError as exc:
+        fail(str(exc))
+    typer.echo(f"installed {result.folder} (editable)")
+
+
+@env_app.command("list")
+def list_(
+    path: Path = typer.Option(Path("."), "-p", "--path", help="Workspace holding the environments/ folder."),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Installed environments (packages depending on prime-cli or verifiers) and local ones in ./environments/."""
+    from prime_cli.workspace import list_environments
+
+    entries = list_environments(path)
+    if json_output:
+        typer.echo(json.dumps([{"name": e.name, "installed_version": e.version, "local_version": e.local_version,
+                                "location": e.location} for e in entries], indent=1))
+        return
+    if not entries:
+        typer.echo("no environments: create one with `prime env init NAME`")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("environment", "installed", "local", "location", box=None)
+    for e in entries:
+        table.add_row(e.name, e.version or "-", e.local_version or "-", e.location or "")
+    Console().print(table)
+
+
+@env_app.command("info")
+def info(
+    name: str = typer.Argument(..., help="Environment id, e.g. gsm8k."),
+    env_args: str | None = typer.Option(None, "-a", "--env-args", help="JSON of load_environment() arguments, used to load its datasets."),
+    path: Path = typer.Option(Path("."), "-p", "--path", help="Workspace holding the environments/ folder."),
+) -> None:
+    """Arguments (with defaults), dataset sizes, reward functions and tools of an environment."""
+    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.workspace import environment_info
+
+    args = {}
+    if env_args:
+        try:
+            args = json.loads(env_args)
+        except json.JSONDecodeError as exc:
+            fail(f"-a/--env-args is not valid JSON ({exc.msg}): {env_args}")
+        if not isinstance(args, dict):
+            fail(f"-a/--env-args must be a JSON object like '{{\"key\": 1}}', got {env_args}")
+    try:
+        described = environment_info(name, args, path)
+    except EnvConfigError as exc:
+        fail(str(exc))
+    typer.echo(f"{described.env_id}  ({described.module_file})")
+    if described.env_class:
+        typer.echo(f"class: {described.env_class}")
+    typer.echo("arguments:")
+    for arg, annotation, default in described.arguments:
+        typer.echo(f"  {arg}{': ' + annotation if annotation else ''}{' = ' + default if default else ''}")
+    sizes = [f"{label} {size}" for label, size in (("train", described.dataset_size), ("eval", described.eval_dataset_size))
+             if size is not None]
+    typer.echo(f"datasets: {', '.join(sizes) if sizes else 'not loaded'}")
+    if described.dataset_problem:
+        typer.echo(f"  ({described.dataset_problem})")
+    if described.reward_functions:
+        typer.echo("reward functions: " + ", ".join(f"{n} (weight {w:g})" for n, w in described.reward_functions))
+    if described.tools:
+        typer.echo("tools: " + ", ".join(described.tools))
+    if described.eval_defaults:
+        typer.echo("eval defaults: " + ", ".join(f"{k}={v}" for k, v in described.eval_defaults.items()))

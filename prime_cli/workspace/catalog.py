@@ -1,0 +1,156 @@
+"""`prime env list` and `prime env info`: what environments exist and what they take."""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import inspect
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .names import check_env_name, dist_name, module_name
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+FRAMEWORKS = {"prime-cli", "verifiers"}
+
+
+@dataclass
+class EnvironmentEntry:
+    name: str
+    version: str | None = None  # installed version
+    local_version: str | None = None  # version in ./environments/<module>/pyproject.toml
+    location: str | None = None
+
+    @property
+    def installed(self) -> bool:
+        return self.version is not None
+
+    @property
+    def local(self) -> bool:
+        return self.local_version is not None
+
+
+def _requirement_name(requirement: str) -> str:
+    return re.split(r"[\s<>=!~;\[(]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def installed_environments() -> dict[str, tuple[str, str | None]]:
+    """Installed distributions that depend on prime-cli or verifiers: name -> (version, location)."""
+    found: dict[str, tuple[str, str | None]] = {}
+    for dist in metadata.distributions():
+        name = dist_name(dist.metadata["Name"] or "")
+        if not name or name in FRAMEWORKS:
+            continue
+        if FRAMEWORKS & {_requirement_name(r) for r in dist.requires or []}:
+            found[name] = (dist.version, _location(dist))
+    return found
+
+
+def _location(dist: metadata.Distribution) -> str | None:
+    direct = dist.read_text("direct_url.json") or ""
+    match = re.search(r'"url"\s*:\s*"file://([^"]+)"', direct)
+    return match.group(1) if match else None
+
+
+def local_environments(root: Path | None = None) -> dict[str, tuple[str, str]]:
+    """./environments/*/pyproject.toml: name -> (version, folder)."""
+    base = (root or Path.cwd()) / "environments"
+    found: dict[str, tuple[str, str]] = {}
+    for pyproject in sorted(base.glob("*/pyproject.toml")) if base.is_dir() else []:
+        try:
+            project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+        except (tomllib.TOMLDecodeError, OSError):
+            continue
+        name = dist_name(project.get("name") or pyproject.parent.name)
+        found[name] = (str(project.get("version", "?")), str(pyproject.parent))
+    return found
+
+
+def list_environments(root: Path | None = None) -> list[EnvironmentEntry]:
+    installed, local = installed_environments(), local_environments(root)
+    entries = []
+    for name in sorted(set(installed) | set(local)):
+        version, location = installed.get(name, (None, None))
+        local_version, folder = local.get(name, (None, None))
+        entries.append(EnvironmentEntry(name, version, local_version, folder or location))
+    return entries
+
+
+@dataclass
+class EnvironmentInfo:
+    env_id: str
+    module_file: str | None
+    signature: str
+    arguments: list[tuple[str, str, str]]  # name, annotation, default ("" when required)
+    doc: str
+    env_class: str = ""
+    dataset_size: int | None = None
+    eval_dataset_size: int | None = None
+    dataset_problem: str | None = None  # why the datasets could not be loaded
+    reward_functions: list[tuple[str, float]] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    eval_defaults: dict[str, Any] = field(default_factory=dict)
+
+
+def _arguments(factory: Any) -> list[tuple[str, str, str]]:
+    rows = []
+    for param in inspect.signature(factory).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            rows.append((("*" if param.kind == param.VAR_POSITIONAL else "**") + param.name, "", ""))
+            continue
+        annotation = "" if param.annotation is param.empty else (
+            param.annotation if isinstance(param.annotation, str) else getattr(param.annotation, "__name__", str(param.annotation)))
+        default = "" if param.default is param.empty else repr(param.default)
+        if len(default) > 80:
+            default = default[:77] + "..."
+        rows.append((param.name, annotation, default))
+    return rows
+
+
+def _eval_defaults(module: Any, env_id: str, root: Path | None) -> dict[str, Any]:
+    origin = Path(getattr(module, "__file__", "") or ".").resolve()
+    candidates = [(root or Path.cwd()) / "environments" / module_name(env_id) / "pyproject.toml",
+                  origin.parent / "pyproject.toml", origin.parent.parent / "pyproject.toml"]
+    for candidate in candidates:
+        if candidate.is_file():
+            tool = tomllib.loads(candidate.read_text(encoding="utf-8")).get("tool", {})
+            return dict(tool.get("prime", {}).get("eval") or tool.get("verifiers", {}).get("eval") or {})
+    return {}
+
+
+def environment_info(env_id: str, env_args: dict[str, Any] | None = None, root: Path | None = None) -> EnvironmentInfo:
+    """Load the environment and describe it. Dataset problems (e.g. missing data) are reported, not raised."""
+    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.envs.loader import import_environment_module, load_environment
+
+    env_id = check_env_name(env_id)
+    module = import_environment_module(env_id, root)
+    factory = getattr(module, "load_environment", None)
+    info = EnvironmentInfo(env_id, getattr(module, "__file__", None), "", [], "")
+    if callable(factory):
+        info.signature = f"load_environment{inspect.signature(factory)}"
+        info.arguments = _arguments(factory)
+        info.doc = inspect.getdoc(factory) or ""
+    info.eval_defaults = _eval_defaults(module, env_id, root)
+    try:
+        env = load_environment(env_id, **(env_args or {}))
+    except Exception as exc:  # the description so far is still useful; say why loading stopped
+        info.dataset_problem = str(exc) if isinstance(exc, EnvConfigError) else f"{type(exc).__name__}: {exc}"
+        return info
+    info.env_class = type(env).__name__
+    names = env.rubric.get_reward_func_names()
+    weights = env.rubric.get_reward_weights() if hasattr(env.rubric, "get_reward_weights") else [1.0] * len(names)
+    info.reward_functions = list(zip(names, weights, strict=False))
+    info.tools = [tool["function"]["name"] for tool in env.oai_tools or []]
+    try:
+        info.dataset_size = len(env.dataset) if env.dataset is not None else None
+        info.eval_dataset_size = len(env.eval_dataset) if env.eval_dataset is not None else None
+    except Exception as exc:
+        info.dataset_problem = str(exc) if isinstance(exc, EnvConfigError) else f"{type(exc).__name__}: {exc}"
+    return info

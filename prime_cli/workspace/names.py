@@ -1,0 +1,33 @@
+"""Environment names: `my-env` is the id, `my_env` the module and folder name."""
+
+from __future__ import annotations
+
+import re
+
+from .errors import WorkspaceError
+
+VALID_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+
+
+def check_env_name(name: str) -> str:
+    """The name, stripped, or WorkspaceError saying why it cannot name an environment."""
+    name = name.strip()
+    if "/" in name or "\\" in name or ".." in name:
+        raise WorkspaceError(
+            f"environment name {name!r} contains a path separator or '..'; use a plain name like 'my-env' "
+            "(to install a folder, give `prime env install` its path)"
+        )
+    if not VALID_NAME.match(name):
+        raise WorkspaceError(
+            f"environment name {name!r} is not valid; start with a letter and use only letters, digits, "
+            "'-' and '_' (at most 64 characters), e.g. 'my-env'"
+        )
+    return name
+
+
+def module_name(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def dist_name(name: str) -> str:
+    return name.replace("_", "-").lower()

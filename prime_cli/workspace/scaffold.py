@@ -1,0 +1,92 @@
+"""`prime env init NAME`: a new environment package in ./environments/<module>/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import WorkspaceError
+from .names import check_env_name, dist_name, module_name
+
+PYPROJECT = '''[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{dist}"
+version = "0.1.0"
+description = "{name}: a prime environment."
+requires-python = ">=3.10"
+dependencies = ["prime-cli"]
+
+[tool.setuptools]
+py-modules = ["{module}"]
+
+# Defaults for `prime eval run {name}` (flags override them).
+[tool.prime.eval]
+num_examples = 5
+rollouts_per_example = 3
+'''
+
+README = '''# {name}
+
+A prime environment. Edit `{module}.py`: the dataset, the system prompt, the parser and the rewards.
+
+```
+prime env install {name}              # editable install into the current Python environment
+prime env info {name}                 # arguments, dataset sizes, reward functions
+prime eval run {name} -m MODEL -n 5 -r 3
+```
+'''
+
+MODULE = '''"""{name}: a single-turn environment. Replace the dataset and the reward with your task."""
+
+from __future__ import annotations
+
+import prime_cli.envs as vf
+
+SYSTEM_PROMPT = "Answer the question. Put only the final answer inside <answer></answer> tags."
+
+
+def load_environment(system_prompt: str = SYSTEM_PROMPT, format_weight: float = 0.2) -> vf.Environment:
+    """{name} environment.
+
+    Args:
+        system_prompt: the instruction given to the model (GEPA optimises it).
+        format_weight: weight of the <answer> format reward.
+    """
+    parser = vf.XMLParser(["answer"], answer_field="answer")
+
+    def correct_answer(completion, answer, parser) -> float:
+        """1.0 when the <answer> equals the reference answer."""
+        return 1.0 if (parser.parse_answer(completion) or "").strip() == answer else 0.0
+
+    rubric = vf.Rubric(
+        funcs=[correct_answer, parser.get_format_reward_func()], weights=[1.0, format_weight], parser=parser
+    )
+    dataset = [
+        {{"question": "What is 2 + 3?", "answer": "5"}},
+        {{"question": "What is the capital of France?", "answer": "Paris"}},
+        {{"question": "How many legs does a spider have?", "answer": "8"}},
+    ]
+    return vf.SingleTurnEnv(dataset=dataset, system_prompt=system_prompt, parser=parser, rubric=rubric)
+'''
+
+
+def init_environment(name: str, root: Path | None = None, force: bool = False) -> list[Path]:
+    """Write pyproject.toml, README.md and <module>.py under <root>/environments/<module>/."""
+    name = check_env_name(name)
+    module = module_name(name)
+    folder = (root or Path.cwd()) / "environments" / module
+    files = {
+        folder / "pyproject.toml": PYPROJECT.format(name=name, dist=dist_name(name), module=module),
+        folder / "README.md": README.format(name=name, module=module),
+        folder / f"{module}.py": MODULE.format(name=name),
+    }
+    existing = [p for p in files if p.exists()]
+    if existing and not force:
+        raise WorkspaceError(f"{folder} already holds {', '.join(p.name for p in existing)}; "
+                             "pick another name or pass --force to overwrite")
+    folder.mkdir(parents=True, exist_ok=True)
+    for path, text in files.items():
+        path.write_text(text, encoding="utf-8")
+    return list(files)

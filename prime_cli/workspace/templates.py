@@ -1,0 +1,144 @@
+"""The files `prime lab setup` writes: endpoint registry, eval / GEPA / RL configs, .gitignore."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LOCAL_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
+LOCAL_URL = "http://127.0.0.1:8000/v1"
+
+
+@dataclass(frozen=True)
+class Example:
+    env_id: str
+    num_examples: int = 10
+    rollouts_per_example: int = 2
+    max_tokens: int = 512
+    perfect_score: float = 1.0  # the highest reward: the sum of the reward weights
+    needs_data: str = ""  # how to point the environment at its data, for a config comment
+
+
+EXAMPLES = (
+    Example("reverse-text", perfect_score=1.2),
+    Example("alphabet-sort", perfect_score=1.2),
+    Example("gsm8k", perfect_score=1.2, needs_data="set PRIME_DATA_DIR to a folder with gsm8k/train.jsonl and test.jsonl, "
+                                "or env_args = { data_dir = \"...\" }"),
+    Example("wordle", max_tokens=256, perfect_score=2.0),
+    Example("math-python", needs_data="set PRIME_DATA_DIR (gsm8k/ JSONL files) or env_args = { data_dir = \"...\" }"),
+    Example("wiki-search", needs_data="set PRIME_DATA_DIR (hotpotqa/dev_distractor_sample.jsonl) or "
+                                      "env_args = { corpus_path = \"...\" }"),
+)
+
+ENDPOINTS = f'''# Endpoint registry: `prime eval run ENV -m <endpoint_id>`.
+# `key` names the environment variable holding the API key; never put a key in this file.
+# Several blocks with one endpoint_id are replicas, used round-robin per example group.
+
+# The embedded default model (`prime serve`): SmolLM2-135M-Instruct served by vLLM on this machine.
+[[endpoint]]
+endpoint_id = "local"
+model = "{LOCAL_MODEL}"
+url = "{LOCAL_URL}"
+
+# OpenAI (OPENAI_API_KEY)
+[[endpoint]]
+endpoint_id = "gpt-4.1-mini"
+model = "gpt-4.1-mini"
+url = "https://api.openai.com/v1"
+key = "OPENAI_API_KEY"
+
+[[endpoint]]
+endpoint_id = "gpt-4.1-nano"
+model = "gpt-4.1-nano"
+url = "https://api.openai.com/v1"
+key = "OPENAI_API_KEY"
+
+# OpenRouter (OPENROUTER_API_KEY)
+[[endpoint]]
+endpoint_id = "qwen3-8b"
+model = "qwen/qwen3-8b"
+url = "https://openrouter.ai/api/v1"
+key = "OPENROUTER_API_KEY"
+
+# Together AI (TOGETHER_API_KEY)
+[[endpoint]]
+endpoint_id = "llama-3.1-8b"
+model = "meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo"
+url = "https://api.together.xyz/v1"
+key = "TOGETHER_API_KEY"
+
+# DeepSeek (DEEPSEEK_API_KEY)
+[[endpoint]]
+endpoint_id = "deepseek-chat"
+model = "deepseek-chat"
+url = "https://api.deepseek.com/v1"
+key = "DEEPSEEK_API_KEY"
+'''
+
+GITIGNORE = '''# prime outputs: eval runs, GEPA runs, training checkpoints
+outputs/
+environments/*/outputs/
+__pycache__/
+*.egg-info/
+.venv/
+'''
+
+
+def _data_note(example: Example) -> str:
+    return f"# Data: {example.needs_data}.\n" if example.needs_data else ""
+
+
+def eval_config(example: Example) -> str:
+    return f'''# prime eval run configs/eval/{example.env_id}.toml   (flags such as -m MODEL override these keys)
+{_data_note(example)}model = "local"
+save_results = true
+
+[[eval]]
+env_id = "{example.env_id}"
+num_examples = {example.num_examples}
+rollouts_per_example = {example.rollouts_per_example}
+max_tokens = {example.max_tokens}
+'''
+
+
+def gepa_config(example: Example) -> str:
+    return f'''# prime gepa run configs/gepa/{example.env_id}.toml: optimise the system prompt of {example.env_id}.
+{_data_note(example)}env_id = "{example.env_id}"
+model = "local"
+reflection_model = "gpt-4.1-mini"
+max_calls = 500
+num_train = 50
+num_val = 20
+minibatch_size = 3
+perfect_score = {example.perfect_score}
+state_columns = []
+'''
+
+
+def rl_config(example: Example) -> str:
+    return f'''# prime train configs/rl/{example.env_id}.toml: LoRA RL on {example.env_id} (prime-rl v0.4 shape).
+{_data_note(example)}inference_gpu_ids = [0]
+trainer_gpu_ids = [0]
+max_steps = 100
+seq_len = 2048
+
+[model]
+name = "{LOCAL_MODEL}"
+
+[trainer.optim]
+lr = 1e-5
+
+[trainer.model.lora]
+rank = 16
+alpha = 32
+
+[orchestrator]
+batch_size = 64
+rollouts_per_example = 8
+
+[orchestrator.sampling]
+max_tokens = {example.max_tokens}
+temperature = 1.0
+
+[[orchestrator.env]]
+id = "{example.env_id}"
+'''
