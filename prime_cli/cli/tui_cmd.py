@@ -2,7 +2,32 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 
-def tui() -> None:
-    """Browse evaluation and GEPA runs."""
-    raise SystemExit("prime eval tui: not built yet")
+import typer
+
+from .errors import fail
+
+
+def tui(
+    path: Path | None = typer.Argument(
+        None,
+        help="A run folder to open directly, or a folder to search for runs (e.g. ./outputs). "
+        "Default: ./environments/*/outputs and ./outputs.",
+        show_default=False,
+    ),
+    interval: float = typer.Option(1.0, "--interval", min=0.1, help="Seconds between checks for new rows of a running run."),
+) -> None:
+    """Browse, inspect and compare evaluations and GEPA runs (q goes back, ? shows the keys)."""
+    from prime_cli.evals.store import RunDirError
+    from prime_cli.tui.locate import NoRunsError, locate
+
+    try:
+        entries, start, roots = locate(path)
+    except NoRunsError as exc:
+        fail(str(exc))
+    except RunDirError as exc:
+        fail(f"{exc}")
+    from prime_cli.tui.app import PrimeTui  # Textual is imported only here
+
+    PrimeTui(entries, start, roots, live_interval=interval).run()

@@ -1,1 +1,2 @@
-"""tui layer (see DESIGN.md)."""
+"""The Textual browser of eval and GEPA runs (`prime eval tui`). Import `make_app` from
+`prime_cli.tui.app`; this package itself imports nothing heavy."""

@@ -1,0 +1,155 @@
+"""Reader of GEPA run folders (`<root>/outputs/gepa/<env_id>--<model>/<run_id>/`).
+
+The format is fixed in DESIGN.md ("GEPA runs on disk"): metadata.json, candidates.jsonl,
+iterations.jsonl, pareto_frontier.jsonl, best_prompt.txt. A run may still be being written: files
+may be missing and the last line of a jsonl file may be cut short; both are tolerated.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prime_cli.evals.store import RunDirError, read_metadata
+
+logger = logging.getLogger(__name__)
+
+CANDIDATES_FILE = "candidates.jsonl"
+ITERATIONS_FILE = "iterations.jsonl"
+FRONTIER_FILE = "pareto_frontier.jsonl"
+BEST_PROMPT_FILE = "best_prompt.txt"
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a jsonl file; a missing file is empty, an invalid line is skipped
+    (with a warning unless it is the last one: a write in progress)."""
+    if not path.is_file():
+        return []
+    rows: list[dict[str, Any]] = []
+    lines = path.read_bytes().split(b"\n")
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if isinstance(row, dict):
+            rows.append(row)
+        elif i != last:
+            logger.warning("%s:%d: skipped an invalid line", path, i + 1)
+    return rows
+
+
+@dataclass
+class Candidate:
+    idx: int
+    system_prompt: str
+    parent_idx: int | None
+    val_scores: list[float]
+    val_mean: float | None
+    iteration: int
+    discovered_at_calls: int | None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Candidate:
+        scores = [float(s) if isinstance(s, (int, float)) else 0.0 for s in row.get("val_scores") or []]
+        mean = row.get("val_mean")
+        if not isinstance(mean, (int, float)):
+            mean = sum(scores) / len(scores) if scores else None
+        parent = row.get("parent_idx")
+        return cls(
+            idx=int(row.get("candidate_idx", 0)),
+            system_prompt=str(row.get("system_prompt") or ""),
+            parent_idx=int(parent) if isinstance(parent, int) else None,
+            val_scores=scores,
+            val_mean=mean,
+            iteration=int(row.get("iteration") or 0),
+            discovered_at_calls=row.get("discovered_at_calls"),
+        )
+
+
+@dataclass
+class GepaRun:
+    path: Path
+    metadata: dict[str, Any]
+    candidates: list[Candidate] = field(default_factory=list)
+    iterations: list[dict[str, Any]] = field(default_factory=list)
+    frontier: list[dict[str, Any]] = field(default_factory=list)
+    best_prompt: str | None = None
+
+    @property
+    def status(self) -> str:
+        return str(self.metadata.get("status") or "completed")
+
+    def candidate(self, idx: int) -> Candidate | None:
+        for cand in self.candidates:
+            if cand.idx == idx:
+                return cand
+        return None
+
+    @property
+    def best_idx(self) -> int | None:
+        best = self.metadata.get("best_idx")
+        if isinstance(best, int):
+            return best
+        scored = [c for c in self.candidates if c.val_mean is not None]
+        return max(scored, key=lambda c: c.val_mean).idx if scored else None
+
+    def lineage(self, idx: int) -> list[int]:
+        """Candidate indices from the seed down to `idx` (a broken or cyclic chain stops early)."""
+        chain: list[int] = []
+        current: int | None = idx
+        while current is not None and current not in chain:
+            chain.append(current)
+            cand = self.candidate(current)
+            current = cand.parent_idx if cand else None
+        return chain[::-1]
+
+    def frontier_counts(self) -> dict[int, int]:
+        """How many validation rows each candidate is among the best on."""
+        counts: dict[int, int] = {}
+        for row in self.frontier:
+            for prompt in row.get("best_prompts") or []:
+                idx = prompt.get("candidate_idx") if isinstance(prompt, dict) else None
+                if isinstance(idx, int):
+                    counts[idx] = counts.get(idx, 0) + 1
+        return counts
+
+    def best_prompt_text(self) -> str:
+        if self.best_prompt is not None:
+            return self.best_prompt
+        best = self.best_idx
+        cand = self.candidate(best) if best is not None else None
+        return cand.system_prompt if cand else ""
+
+
+def is_gepa_run(run_dir: Path) -> bool:
+    run_dir = Path(run_dir)
+    return (run_dir / "metadata.json").is_file() and (
+        (run_dir / CANDIDATES_FILE).is_file() or run_dir.parent.parent.name == "gepa"
+    )
+
+
+def read_gepa_run(run_dir: Path) -> GepaRun:
+    """Everything in a GEPA run folder. Raises RunDirError when metadata.json is missing or bad."""
+    run_dir = Path(run_dir)
+    metadata = read_metadata(run_dir)
+    best_file = run_dir / BEST_PROMPT_FILE
+    try:
+        best_prompt = best_file.read_text(encoding="utf-8") if best_file.is_file() else None
+    except OSError as exc:
+        raise RunDirError(f"{best_file} cannot be read ({exc})") from None
+    candidates = [Candidate.from_row(row) for row in read_jsonl(run_dir / CANDIDATES_FILE)]
+    return GepaRun(
+        path=run_dir,
+        metadata=metadata,
+        candidates=candidates,
+        iterations=read_jsonl(run_dir / ITERATIONS_FILE),
+        frontier=read_jsonl(run_dir / FRONTIER_FILE),
+        best_prompt=best_prompt,
+    )

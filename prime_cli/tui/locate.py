@@ -1,0 +1,50 @@
+"""Resolve `prime eval tui [PATH]` to the runs to show, without importing Textual (the CLI checks
+the path and fails cleanly before the app starts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prime_cli.evals.reader import RunEntry, default_roots, discover_runs, read_entry
+from prime_cli.evals.store import METADATA_FILE, RunDirError
+
+
+class NoRunsError(RunDirError):
+    """No run folder where the user pointed (or in the default places)."""
+
+
+@dataclass
+class Located:
+    entries: list[RunEntry]
+    start: RunEntry | None = None  # the run to open directly
+    roots: list[Path] = field(default_factory=list)  # folders searched (the browser's reload)
+    rows_first: bool = False  # results.jsonl given: show its rows at once
+
+
+def locate(path: str | Path | None, cwd: str | Path | None = None) -> Located:
+    """What `prime eval tui [PATH]` shows. A run folder opens that run; results.jsonl opens its
+    rows; any other folder is searched for runs."""
+    base = Path(cwd) if cwd is not None else Path.cwd()
+    if path is None:
+        roots = default_roots(base)
+        entries = discover_runs(roots)
+        if not entries:
+            raise NoRunsError(f"no runs under {base / 'outputs'} or {base / 'environments'}/*/outputs; "
+                              "save one with `prime eval run ENV -s`, or pass the folder: `prime eval tui PATH`")
+        return Located(entries, None, roots)
+    target = Path(path).expanduser()
+    target = target if target.is_absolute() else base / target
+    if not target.exists():
+        raise NoRunsError(f"{path} does not exist; pass a run folder or a folder holding runs (e.g. ./outputs)")
+    rows_first = target.is_file() and target.suffix == ".jsonl"
+    if target.is_file():
+        target = target.parent
+    if (target / METADATA_FILE).is_file():
+        entry = read_entry(target)
+        return Located([entry], entry, [target], rows_first=rows_first and entry.kind == "eval")
+    entries = discover_runs([target])
+    if not entries:
+        raise NoRunsError(f"no eval or GEPA runs under {path} (looked for folders holding metadata.json); "
+                          "pass a run folder or an outputs folder")
+    return Located(entries, None, [target])

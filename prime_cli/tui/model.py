@@ -1,0 +1,146 @@
+"""One eval run as the screens see it: metadata, a lazy row index, and the small fields of every row.
+
+The first screenful is read synchronously (`open_first`); the rest of the file is indexed and its
+small fields parsed by `load_all`, which screens run in a worker thread. `refresh` follows a run
+that is still being written.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from prime_cli.evals.reader import SCAN_SLICE, ResultsIndex, metadata_mtime, parse_line, slim_row
+from prime_cli.evals.store import RunDirError, read_metadata
+from prime_cli.evals.summary import summarize
+from prime_cli.tui.filters import RowFilter
+from prime_cli.tui.rows import metric_names, sort_value
+
+FIRST_PAINT_BYTES = 512 << 10
+
+
+class RunModel:
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.metadata: dict[str, Any] = read_metadata(self.run_dir)
+        self._meta_mtime = metadata_mtime(self.run_dir)
+        self.index = ResultsIndex(self.run_dir)
+        self.slim: list[dict[str, Any]] = []
+        self._generation = 0
+        self._lock = threading.Lock()
+        self.loaded = False
+        self.version = 0  # bumped whenever rows or metadata change, so every screen sees it
+
+    @property
+    def status(self) -> str:
+        return str(self.metadata.get("status") or "completed")
+
+    @property
+    def live(self) -> bool:
+        return self.status == "running"
+
+    @property
+    def title(self) -> str:
+        meta = self.metadata
+        return f"{meta.get('env_id', '?')} · {meta.get('model', '?')} · {self.run_dir.name}"
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def open_first(self) -> None:
+        """Index the first rows, enough for a first screen, without reading the whole file.
+        Does nothing when a full load is already under way (it indexes the file itself)."""
+        if self._lock.acquire(blocking=False):
+            try:
+                if not len(self.index):
+                    self.index.scan(FIRST_PAINT_BYTES)
+            finally:
+                self._lock.release()
+
+    def load_all(self, progress: Any = None) -> None:
+        """Index the rest of the file and keep every row's small fields (thread-safe)."""
+        with self._lock:
+            while self.index.scan(SCAN_SLICE):  # in slices, so the UI thread can read rows between them
+                pass
+            self.index.scan()
+            self._sync_slim(progress)
+            self.loaded = True
+            self.version += 1
+
+    def _sync_slim(self, progress: Any = None) -> None:
+        if self.index.generation != self._generation:  # the file was rewritten (sorted) at the end
+            self.slim, self._generation = [], self.index.generation
+        total = len(self.index)
+        for i in range(len(self.slim), total):
+            self.slim.append(slim_row(parse_line(self.index.raw(i), i)))
+            if i % 1000 == 999:
+                time.sleep(0.0005)  # hand the GIL to the UI thread now and then: it stays responsive
+            if progress is not None and i % 5000 == 0:
+                progress(i, total)
+
+    def refresh(self) -> bool:
+        """Pick up new rows and a rewritten metadata.json; True when anything changed."""
+        with self._lock:
+            changed = False
+            mtime = metadata_mtime(self.run_dir)
+            if mtime != self._meta_mtime:
+                try:
+                    self.metadata = read_metadata(self.run_dir)
+                    self._meta_mtime, changed = mtime, True
+                except RunDirError:
+                    pass  # caught mid-rename: read it next time
+            generation, before = self.index.generation, len(self.index)
+            self.index.scan()
+            if self.index.generation != generation or len(self.index) != before:
+                changed = True
+            if self.loaded:
+                self._sync_slim()
+            if changed:
+                self.version += 1
+            return changed
+
+    def row(self, i: int) -> dict[str, Any]:
+        return self.index.row(i)
+
+    def small(self, i: int) -> dict[str, Any]:
+        """Row `i`'s small fields: from memory once loaded, else parsed from the file."""
+        return self.slim[i] if i < len(self.slim) else slim_row(self.index.row(i))
+
+    def metric_names(self) -> list[str]:
+        names = list((self.metadata.get("avg_metrics") or {}).keys())
+        rows = self.slim or [self.small(i) for i in range(min(len(self), 200))]
+        return names + [n for n in metric_names(rows) if n not in names]
+
+    def summary(self) -> dict[str, Any] | None:
+        """The run's summary: computed from the rows once loaded, else from a finished run's
+        metadata, else None (still loading)."""
+        if self.loaded:
+            return summarize(self.slim, float((self.metadata.get("summary") or {}).get("pass_threshold", 1.0)))
+        meta = self.metadata
+        if self.status != "running" and isinstance(meta.get("summary"), dict):
+            return {**meta["summary"], **{k: meta.get(k) for k in ("avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage")}}
+        return None
+
+    def select(self, row_filter: RowFilter | None, sort_key: str, descending: bool) -> list[int]:
+        """Row numbers passing `row_filter`, sorted by `sort_key` ("row" = file order).
+        Needs `load_all` first."""
+        rows = self.slim
+        indices: list[int] = list(range(len(rows)))
+        if row_filter is not None:
+            if row_filter.needs_text:
+                indices = [i for i in indices if row_filter(parse_line(self.index.raw(i), i))]
+            else:
+                indices = [i for i in indices if row_filter(rows[i])]
+        if sort_key != "row":
+            indices.sort(key=lambda i: sort_value(rows[i], sort_key), reverse=descending)
+            if descending:  # keep missing values last either way
+                missing = [i for i in indices if sort_value(rows[i], sort_key)[0] == 2]
+                indices = [i for i in indices if sort_value(rows[i], sort_key)[0] != 2] + missing
+        elif descending:
+            indices.reverse()
+        return indices
+
+    def close(self) -> None:
+        self.index.close()

@@ -1,0 +1,159 @@
+"""Pure row logic behind the screens: sort keys, grouping repeats, joining two runs, histograms."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from prime_cli.tui.filters import field_value
+
+Row = dict[str, Any]
+
+
+def number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def reward_of(row: Row) -> float:
+    """A row's reward; None (errored, unscored) counts as 0.0 as in the summary."""
+    value = number(row.get("reward"))
+    return 0.0 if value is None else value
+
+
+def sort_keys(metric_names: list[str]) -> list[str]:
+    """The columns the rollouts table can sort by, in the order `s` cycles through them."""
+    return ["row", "reward", *(f"metrics.{m}" for m in metric_names), "example_id", "tokens", "time_ms", "error"]
+
+
+def sort_value(row: Row, key: str) -> tuple[int, Any]:
+    """A comparable key: numbers before text, missing values last."""
+    value = field_value(row, key)
+    if key == "error":
+        return (0, 1) if value else (0, 0)
+    num = number(value)
+    if num is not None:
+        return (0, num)
+    if value is None:
+        return (2, "")
+    return (1, str(value))
+
+
+def metric_names(rows: list[Row], limit: int = 2000) -> list[str]:
+    """Metric names in first-seen order, from the first `limit` rows."""
+    names: dict[str, None] = {}
+    for row in rows[:limit]:
+        metrics = row.get("metrics")
+        if isinstance(metrics, dict):
+            names.update((str(k), None) for k in metrics)
+    return list(names)
+
+
+def example_key(row: Row) -> Any:
+    value = row.get("example_id")
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+@dataclass
+class ExampleGroup:
+    """The repeats (rollouts) of one example."""
+
+    example_id: Any
+    indices: list[int] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    errors: int = 0
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.rewards) if self.rewards else 0.0
+
+    @property
+    def spread(self) -> float:
+        return max(self.rewards) - min(self.rewards) if self.rewards else 0.0
+
+
+def group_examples(rows: list[Row], indices: list[int] | None = None) -> list[ExampleGroup]:
+    """Groups of `rows[i]` by example_id, in first-seen order."""
+    groups: dict[Any, ExampleGroup] = {}
+    for i in range(len(rows)) if indices is None else indices:
+        row = rows[i]
+        key = example_key(row)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = ExampleGroup(row.get("example_id"))
+        group.indices.append(i)
+        group.rewards.append(reward_of(row))
+        group.errors += bool(row.get("error"))
+    return list(groups.values())
+
+
+@dataclass
+class PairedExample:
+    example_id: Any
+    a: ExampleGroup | None
+    b: ExampleGroup | None
+
+    @property
+    def delta(self) -> float | None:
+        if self.a is None or self.b is None:
+            return None
+        return self.b.mean - self.a.mean
+
+    @property
+    def changed(self) -> bool:
+        delta = self.delta
+        return delta is None or abs(delta) > 1e-9
+
+
+@dataclass
+class Comparison:
+    pairs: list[PairedExample]
+
+    @property
+    def joined(self) -> list[PairedExample]:
+        return [p for p in self.pairs if p.a is not None and p.b is not None]
+
+    def stats(self) -> dict[str, Any]:
+        deltas = [p.delta for p in self.joined if p.delta is not None]
+        return {
+            "joined": len(deltas),
+            "only_a": sum(1 for p in self.pairs if p.b is None),
+            "only_b": sum(1 for p in self.pairs if p.a is None),
+            "mean_delta": statistics.fmean(deltas) if deltas else None,
+            "better": sum(1 for d in deltas if d > 1e-9),
+            "worse": sum(1 for d in deltas if d < -1e-9),
+            "same": sum(1 for d in deltas if abs(d) <= 1e-9),
+        }
+
+
+def compare(rows_a: list[Row], rows_b: list[Row]) -> Comparison:
+    """Join two runs on example_id; rewards are averaged over each example's rollouts."""
+    groups_a = {example_key({"example_id": g.example_id}): g for g in group_examples(rows_a)}
+    groups_b = {example_key({"example_id": g.example_id}): g for g in group_examples(rows_b)}
+    keys = list(groups_a) + [k for k in groups_b if k not in groups_a]
+    pairs = []
+    for key in keys:
+        a, b = groups_a.get(key), groups_b.get(key)
+        pairs.append(PairedExample((a or b).example_id, a, b))
+    return Comparison(pairs)
+
+
+def histogram(values: list[float], bins: int = 10) -> list[tuple[float, float, int]]:
+    """(low, high, count) for `bins` equal-width bins over the range of `values`."""
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    if high - low < 1e-12:
+        return [(low, high, len(values))]
+    width = (high - low) / bins
+    counts = [0] * bins
+    for value in values:
+        counts[min(int((value - low) / width), bins - 1)] += 1
+    return [(low + i * width, low + (i + 1) * width, c) for i, c in enumerate(counts)]

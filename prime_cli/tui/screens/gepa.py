@@ -1,0 +1,176 @@
+"""GEPA run: candidates with validation scores and lineage, each prompt's diff against its parent,
+the Pareto frontier per validation row, the iterations, and the best prompt."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from rich.console import Group
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+
+from prime_cli.evals.reader import metadata_mtime
+from prime_cli.gepa.reader import GepaRun, read_gepa_run
+from prime_cli.tui.style import fmt, short_date, signed, status_text
+
+HELP = """Candidates in creation order (0 is the seed). ★ marks the best; 'front' counts the validation
+rows on which a candidate is among the best (the Pareto frontier). The pane on the right shows
+the selected candidate's lineage, scores, and its prompt as a diff against its parent.
+1-4 switch tabs: candidates, frontier, iterations, best prompt. c copies the selected prompt."""
+
+
+def prompt_diff(parent: str, child: str) -> Text:
+    """A line diff of two prompts, additions green and removals red."""
+    text = Text()
+    for line in difflib.unified_diff(parent.splitlines(), child.splitlines(), "parent", "candidate", lineterm="", n=3):
+        style = "green" if line.startswith("+") else "red" if line.startswith("-") else "cyan" if line.startswith("@@") else ""
+        if line.startswith(("+++", "---")):
+            style = "bold"
+        text.append(line + "\n", style=style)
+    return text if text.plain else Text("(same text as its parent)", style="dim")
+
+
+class GepaScreen(Screen):
+    HELP_TITLE = "GEPA run"
+    HELP_TEXT = HELP
+    BINDINGS = [
+        Binding("1", "tab('candidates')", "Candidates"),
+        Binding("2", "tab('frontier')", "Frontier"),
+        Binding("3", "tab('iterations')", "Iterations"),
+        Binding("4", "tab('best')", "Best prompt"),
+        Binding("c", "copy_prompt", "Copy prompt"),
+    ]
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__()
+        self.run_dir = Path(run_dir)
+        self.run: GepaRun = read_gepa_run(self.run_dir)
+        self._mtime = metadata_mtime(self.run_dir)
+        self.selected = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="title", classes="title")
+        with TabbedContent(initial="candidates"):
+            with TabPane("Candidates", id="candidates"), Horizontal():
+                yield DataTable(id="cand-table", cursor_type="row")
+                with VerticalScroll(id="cand-detail"):
+                    yield Static(id="cand-text")
+            with TabPane("Frontier", id="frontier"):
+                yield DataTable(id="frontier-table", cursor_type="row")
+            with TabPane("Iterations", id="iterations"):
+                yield DataTable(id="iter-table", cursor_type="row")
+            with TabPane("Best prompt", id="best"), VerticalScroll():
+                yield Static(id="best-text")
+        yield Static("", id="status", classes="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        cand = self.query_one("#cand-table", DataTable)
+        cand.add_columns("idx", "parent", "iter", "val mean", "Δ parent", "front", "calls")
+        self.query_one("#frontier-table", DataTable).add_columns("val row", "best score", "# best", "candidates")
+        self.query_one("#iter-table", DataTable).add_columns(
+            "iter", "parent", "minibatch", "parent", "child", "accepted", "reason", "child", "calls", "time s")
+        self.fill()
+        cand.focus()
+        self.set_interval(self.app.live_interval, self.follow)
+
+    def follow(self) -> None:
+        """Live mode: re-read a run that is still being written."""
+        if self.run.status != "running":
+            return
+        mtime = metadata_mtime(self.run_dir)
+        sizes = sum(p.stat().st_size for p in self.run_dir.glob("*.jsonl"))
+        if (mtime, sizes) != getattr(self, "_seen", None):
+            self._seen = (mtime, sizes)
+            self.run = read_gepa_run(self.run_dir)
+            self.fill()
+
+    def fill(self) -> None:
+        run, meta = self.run, self.run.metadata
+        self.query_one("#title", Static).update(Text.assemble(
+            (f"GEPA · {meta.get('env_id', '?')} · {meta.get('model', '?')} · {self.run_dir.name}", "bold"), "  ",
+            status_text(run.status),
+            f"  {short_date(str(meta.get('created_at', '')))}  reflection {meta.get('reflection_model', '?')}"
+            f"  best #{fmt(run.best_idx)} val {fmt(meta.get('best_score'))} (seed {fmt(meta.get('seed_val_score'))})"
+            f"  test {fmt(meta.get('seed_test_score'))} → {fmt(meta.get('best_test_score'))}"
+            f"  calls {fmt(meta.get('total_metric_calls'))}/{fmt(meta.get('max_calls'))}"))
+        front = run.frontier_counts()
+        table = self.query_one("#cand-table", DataTable)
+        table.clear()
+        for cand in run.candidates:
+            parent = run.candidate(cand.parent_idx) if cand.parent_idx is not None else None
+            gain = cand.val_mean - parent.val_mean if parent and cand.val_mean is not None and parent.val_mean is not None else None
+            star = "★ " if cand.idx == run.best_idx else ""
+            table.add_row(f"{star}{cand.idx}", fmt(cand.parent_idx), str(cand.iteration), fmt(cand.val_mean),
+                          signed(gain), str(front.get(cand.idx, 0)), fmt(cand.discovered_at_calls))
+        if run.candidates:
+            table.move_cursor(row=min(self.selected, len(run.candidates) - 1))
+        self._fill_frontier()
+        self._fill_iterations()
+        self.query_one("#best-text", Static).update(Text(run.best_prompt_text() or "(no best prompt yet)"))
+        self.show_candidate(min(self.selected, max(len(run.candidates) - 1, 0)))
+
+    def _fill_frontier(self) -> None:
+        table = self.query_one("#frontier-table", DataTable)
+        table.clear()
+        for row in self.run.frontier:
+            idxs = [str(p.get("candidate_idx")) for p in row.get("best_prompts") or [] if isinstance(p, dict)]
+            table.add_row(fmt(row.get("valset_row")), fmt(row.get("best_score")), fmt(row.get("num_best_prompts")),
+                          ", ".join(idxs))
+
+    def _fill_iterations(self) -> None:
+        table = self.query_one("#iter-table", DataTable)
+        table.clear()
+        for it in self.run.iterations:
+            def mean(values: object) -> str:
+                nums = [v for v in values or [] if isinstance(v, (int, float))] if isinstance(values, list) else []
+                return fmt(sum(nums) / len(nums)) if nums else "–"
+            accepted = bool(it.get("accepted"))
+            table.add_row(fmt(it.get("iteration")), fmt(it.get("parent_idx")),
+                          ",".join(str(r) for r in it.get("minibatch_rows") or []),
+                          mean(it.get("parent_minibatch_scores")), mean(it.get("child_minibatch_scores")),
+                          Text("yes", style="green") if accepted else Text("no", style="red"),
+                          str(it.get("reason") or ""), fmt(it.get("child_idx")), fmt(it.get("metric_calls")),
+                          fmt(it.get("time_s"), 1))
+
+    def show_candidate(self, position: int) -> None:
+        if not self.run.candidates:
+            self.query_one("#cand-text", Static).update(Text("no candidates yet", style="dim"))
+            return
+        self.selected = position
+        cand = self.run.candidates[position]
+        lineage = " → ".join(f"#{i}" for i in self.run.lineage(cand.idx))
+        scores = " ".join(fmt(s, 2) for s in cand.val_scores)
+        parent = self.run.candidate(cand.parent_idx) if cand.parent_idx is not None else None
+        body = prompt_diff(parent.system_prompt, cand.system_prompt) if parent else Text(cand.system_prompt)
+        self.query_one("#cand-text", Static).update(Group(
+            Text.assemble(("candidate ", "bold"), f"#{cand.idx}", ("  lineage ", "bold"), lineage),
+            Text.assemble(("validation ", "bold"), f"mean {fmt(cand.val_mean)}  per row: {scores}"),
+            Text(f"diff against parent #{cand.parent_idx}" if parent else "seed prompt", style="bold underline"),
+            body,
+        ))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "cand-table":
+            self.show_candidate(event.cursor_row)
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        table = {"candidates": "#cand-table", "frontier": "#frontier-table", "iterations": "#iter-table"}.get(tab)
+        if table:
+            self.query_one(table, DataTable).focus()
+
+    def action_copy_prompt(self) -> None:
+        if self.query_one(TabbedContent).active == "best":
+            text = self.run.best_prompt_text()
+        elif self.run.candidates:
+            text = self.run.candidates[self.selected].system_prompt
+        else:
+            return
+        self.app.copy_to_clipboard(text)
+        self.query_one("#status", Static).update("copied the prompt to the clipboard")

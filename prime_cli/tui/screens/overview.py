@@ -1,0 +1,176 @@
+"""Run overview: metrics (mean, std), pass@k, reward histogram, error kinds, tokens, timing, config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from prime_cli.tui.model import RunModel
+from prime_cli.tui.rows import histogram, reward_of
+from prime_cli.tui.style import fmt, short_date, status_text
+
+HELP = """The summary of one eval run. While a run is still being written (status running) the
+numbers follow it as rows are appended. Press r or enter for the rollouts table."""
+CONFIG_KEYS = ("env_args", "sampling_args", "base_url", "num_examples", "rollouts_per_example", "state_columns",
+               "tools", "reward_functions", "independent_scoring", "version_info")
+
+
+def _table(*headers: str) -> Table:
+    table = Table(box=None, padding=(0, 2, 0, 0), show_header=True, header_style="bold")
+    for i, header in enumerate(headers):
+        table.add_column(header, justify="left" if i == 0 else "right")
+    return table
+
+
+def metric_table(summary: dict[str, Any]) -> Table:
+    table = _table("metric", "mean", "std")
+    table.add_row(Text("reward", style="bold"), fmt(summary.get("avg_reward")), fmt(summary.get("std_reward")))
+    stds = summary.get("std_metrics") or {}
+    for name, mean in (summary.get("avg_metrics") or {}).items():
+        table.add_row(name, fmt(mean), fmt(stds.get(name)))
+    return table
+
+
+def pass_table(summary: dict[str, Any]) -> Table:
+    table = _table("k", "pass@k")
+    for k, value in (summary.get("pass_at_k") or {}).items():
+        table.add_row(str(k), fmt(value))
+    return table
+
+
+def histogram_view(rewards: list[float], width: int = 30) -> Group | Text:
+    bins = histogram(rewards, bins=10)
+    if not bins:
+        return Text("no rows yet", style="dim")
+    top = max(count for _, _, count in bins) or 1
+    lines = []
+    for low, high, count in bins:
+        bar = "█" * round(count / top * width)
+        lines.append(Text.assemble(f"{low:7.3f}–{high:<7.3f} ", (bar, "cyan"), f" {count}"))
+    return Group(*lines)
+
+
+def errors_view(summary: dict[str, Any]) -> Table | Text:
+    kinds = summary.get("error_kinds") or {}
+    failed = summary.get("metrics_errors") or {}
+    if not kinds and not failed:
+        return Text(f"no errors (error rate {fmt(summary.get('avg_error'))})", style="green")
+    table = _table("error kind", "rollouts")
+    for kind, count in sorted(kinds.items(), key=lambda kv: -kv[1]):
+        table.add_row(Text(kind, style="red"), str(count))
+    for func, count in failed.items():
+        table.add_row(Text(f"reward fn {func} raised", style="yellow"), str(count))
+    return table
+
+
+def usage_view(summary: dict[str, Any]) -> Table:
+    usage, timing = summary.get("usage") or {}, summary.get("timing") or {}
+    table = _table("", "")
+    table.show_header = False
+    table.add_row("rollouts", fmt(summary.get("num_rollouts")))
+    table.add_row("prompt tokens", f"{fmt(usage.get('prompt_tokens'))} (avg {fmt(usage.get('avg_prompt_tokens'), 1)})")
+    table.add_row("completion tokens", f"{fmt(usage.get('completion_tokens'))} (avg {fmt(usage.get('avg_completion_tokens'), 1)})")
+    table.add_row("generation", f"{fmt(timing.get('avg_generation_ms'), 0)} ms")
+    table.add_row("scoring", f"{fmt(timing.get('avg_scoring_ms'), 0)} ms")
+    table.add_row("total p50 / p95", f"{fmt(timing.get('p50_total_ms'), 0)} / {fmt(timing.get('p95_total_ms'), 0)} ms")
+    stops = summary.get("stop_conditions") or {}
+    for stop, count in stops.items():
+        table.add_row(f"stop: {stop}", str(count))
+    return table
+
+
+def config_view(metadata: dict[str, Any]) -> Table:
+    table = _table("", "")
+    table.show_header = False
+    table.columns[1].justify = "left"
+    for key in CONFIG_KEYS:
+        if key in metadata:
+            value = metadata[key]
+            table.add_row(key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+    return table
+
+
+class OverviewScreen(Screen):
+    HELP_TITLE = "run overview"
+    HELP_TEXT = HELP
+    BINDINGS = [Binding("r,enter", "rollouts", "Rollouts")]
+
+    def __init__(self, run_dir: Path, model: RunModel | None = None) -> None:
+        super().__init__()
+        self.model = model or RunModel(run_dir)
+        self.seen_version = -1
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._title(), id="title", classes="title")
+        with VerticalScroll():
+            with Grid(id="overview-grid"):
+                yield Static(id="metrics", classes="card")
+                yield Static(id="passk", classes="card")
+                yield Static(id="histogram", classes="card")
+                yield Static(id="errors", classes="card")
+                yield Static(id="usage", classes="card")
+                yield Static(id="config", classes="card")
+        yield Footer()
+
+    def _title(self) -> Text:
+        meta = self.model.metadata
+        n, r = meta.get("num_examples"), meta.get("rollouts_per_example")
+        return Text.assemble(
+            (self.model.title, "bold"), "  ", status_text(self.model.status),
+            f"  {short_date(str(meta.get('date', '')))}  {n}x{r}  {len(self.model)} rows saved",
+        )
+
+    def on_mount(self) -> None:
+        for card, title in (("metrics", "metrics"), ("passk", "pass@k"), ("histogram", "reward histogram"),
+                            ("errors", "errors"), ("usage", "tokens and timing"), ("config", "configuration")):
+            self.query_one(f"#{card}").border_title = title
+        self.render_cards()
+        self.call_after_refresh(self.load)  # paint first: the load competes for the GIL
+        self.set_interval(self.app.live_interval, self.follow)
+
+    @work(thread=True, exclusive=True, group="load")
+    def load(self) -> None:
+        self.model.load_all()
+        self.app.call_from_thread(self.render_cards)
+
+    def follow(self) -> None:
+        """Live mode: pick up appended rows and the final metadata while the run is written."""
+        if not self.model.loaded:
+            return
+        if self.model.live:
+            self.model.refresh()
+        if self.model.version != self.seen_version:
+            self.render_cards()
+
+    def render_cards(self) -> None:
+        self.seen_version = self.model.version
+        self.query_one("#title", Static).update(self._title())
+        summary = self.model.summary()
+        self.query_one("#config", Static).update(config_view(self.model.metadata))
+        if summary is None:
+            for card in ("metrics", "passk", "errors", "usage"):
+                self.query_one(f"#{card}", Static).update(Text("loading…", style="dim"))
+        else:
+            self.query_one("#metrics", Static).update(metric_table(summary))
+            self.query_one("#passk", Static).update(pass_table(summary))
+            self.query_one("#errors", Static).update(errors_view(summary))
+            self.query_one("#usage", Static).update(usage_view(summary))
+        rewards = [reward_of(row) for row in self.model.slim] if self.model.loaded else []
+        self.query_one("#histogram", Static).update(
+            histogram_view(rewards) if self.model.loaded else Text("loading…", style="dim"))
+
+    def action_rollouts(self) -> None:
+        from prime_cli.tui.screens.rollouts import RolloutsScreen
+
+        self.app.push_screen(RolloutsScreen(self.model))

@@ -1,0 +1,115 @@
+"""Pilot tests of the compare screens and the GEPA screen."""
+
+from prime_cli.tui.app import make_app
+from prime_cli.tui.screens.compare import CompareScreen, SideBySideScreen
+from prime_cli.tui.screens.gepa import GepaScreen
+from tests.tui.conftest import SIZE, screen_text, settle
+from tests.tui.fixtures import CHILD, GRANDCHILD, write_gepa_run
+
+GEPA_RUN = "outputs/gepa/reverse-text--m/20260102-090000-def456"
+
+
+async def open_compare(pilot):
+    await settle(pilot)
+    await pilot.press("m", "down", "down", "c")
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, CompareScreen)
+    return pilot.app.screen
+
+
+def mean(values):
+    return sum(values) / len(values)
+
+
+async def test_compare_joins_on_example_id_with_paired_deltas(runs_root):
+    app = make_app(cwd=runs_root)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_compare(pilot)
+        assert len(screen.shown) == 6
+        a_rows = [screen.a.row(i) for i in range(len(screen.a))]
+        b_rows = [screen.b.row(i) for i in range(len(screen.b))]
+        for pair in screen.shown:
+            a = mean([r["reward"] or 0.0 for r in a_rows if r["example_id"] == pair.example_id])
+            b = mean([r["reward"] or 0.0 for r in b_rows if r["example_id"] == pair.example_id])
+            assert abs(pair.delta - (b - a)) < 1e-9
+        deltas = [p.delta for p in screen.shown]
+        text = screen_text(app)
+        assert f"mean delta {mean(deltas):+.3f}" in text
+        assert f"better on {sum(d > 0 for d in deltas)}" in text and f"same on {sum(d == 0 for d in deltas)}" in text
+
+
+async def test_only_changed_toggle_and_sort_by_delta(runs_root):
+    app = make_app(cwd=runs_root)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_compare(pilot)
+        await pilot.press("o")
+        assert screen.shown and all(abs(p.delta) > 1e-9 for p in screen.shown) and len(screen.shown) < 6
+        assert "[only changed]" in screen_text(app)
+        await pilot.press("o", "s")
+        deltas = [p.delta for p in screen.shown]
+        assert len(deltas) == 6 and deltas == sorted(deltas)
+
+
+async def test_side_by_side_shows_both_completions_and_steps_rollouts(runs_root):
+    app = make_app(cwd=runs_root)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_compare(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        side = app.screen
+        assert isinstance(side, SideBySideScreen) and side.pair.example_id == 1
+        text = screen_text(app)
+        a_reply = screen.a.row(side.pair.a.indices[0])["completion"][-1]["content"]
+        b_reply = screen.b.row(side.pair.b.indices[0])["completion"][-1]["content"]
+        assert a_reply in text and b_reply in text and "rollout 1 of 3" in text
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        assert side.rollout == 1 and "rollout 2 of 3" in screen_text(app)
+
+
+async def test_gepa_candidates_lineage_and_diff_against_parent(runs_root):
+    app = make_app(runs_root / GEPA_RUN)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, GepaScreen)
+        text = screen_text(app)
+        assert "★ 1" in text and "+0.250" in text and "seed prompt" in text
+        await pilot.press("down", "down")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "lineage #0 → #1 → #2" in text and "diff against parent #1" in text
+        assert "-Answer inside <reversed_text> tags." in text and "+Answer only inside <reversed_text> tags." in text
+        await pilot.press("c")
+        assert app.clipboard == GRANDCHILD
+
+
+async def test_gepa_tabs_frontier_iterations_best_prompt(runs_root):
+    app = make_app(runs_root / GEPA_RUN)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        frontier = [line.split() for line in screen_text(app).splitlines()
+                    if line.strip()[:1].isdigit() and "Candidates" not in line]  # not the footer
+        assert [row[0] for row in frontier] == ["0", "1", "2", "3"] and frontier[3][-1] == "2"
+        await pilot.press("3")
+        await pilot.pause()
+        assert "minibatch already perfect" in screen_text(app)
+        await pilot.press("4")
+        await pilot.pause()
+        assert "Check the first letter." in screen_text(app)
+        await pilot.press("c")
+        assert app.clipboard == CHILD
+
+
+async def test_gepa_run_being_written_with_a_truncated_line_refreshes(tmp_path):
+    run_dir = write_gepa_run(tmp_path, status="running", truncated_tail=True)
+    app = make_app(run_dir, live_interval=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert len(app.screen.run.candidates) == 3 and "running" in screen_text(app)
+        text = (run_dir / "candidates.jsonl").read_text()
+        (run_dir / "candidates.jsonl").write_text(text + 'ort", "parent_idx": 2, "val_scores": [1, 1, 1, 1], "val_mean": 1.0}\n')
+        await pilot.pause(0.3)
+        await settle(pilot)
+        assert len(app.screen.run.candidates) == 4 and "1.000" in screen_text(app)
