@@ -2,6 +2,66 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
+from .errors import fail
+from .eval_cmd import _json_arg
+
 gepa_app = typer.Typer(help="Optimise an environment's system prompt with GEPA.", no_args_is_help=True)
+
+
+@gepa_app.command("run")
+def run(
+    target: str = typer.Argument(..., help="Environment id (e.g. reverse-text) or a TOML config (configs/gepa/*.toml)."),
+    model: str | None = typer.Option(None, "-m", "--model", help="Student model: an endpoint id from the registry, or a model id used with -b. Default: local."),
+    reflection_model: str | None = typer.Option(None, "-M", "--reflection-model", help="Model that rewrites the prompt from feedback (endpoint id or model id). Default: the student model."),
+    base_url: str | None = typer.Option(None, "-b", "--api-base-url", help="OpenAI-compatible base URL for -m (and for -M unless --reflection-base-url)."),
+    reflection_base_url: str | None = typer.Option(None, "--reflection-base-url", help="Base URL for -M when it is served elsewhere."),
+    api_key_var: str | None = typer.Option(None, "-k", "--api-key-var", help="NAME of the environment variable holding the API key (never the key)."),
+    endpoints_path: str | None = typer.Option(None, "-e", "--endpoints-path", help="Endpoint registry TOML (default configs/endpoints.toml)."),
+    max_calls: int | None = typer.Option(None, "-B", "--max-calls", help="Budget in student rollouts (validation + minibatches; the test set is extra). Default 500."),
+    num_train: int | None = typer.Option(None, "-n", "--num-train", help="Training rows (from the dataset) that minibatches are drawn from. Default 100."),
+    num_val: int | None = typer.Option(None, "-N", "--num-val", help="Validation rows (from the eval dataset) that accepted prompts are scored on. Default 50."),
+    num_test: int | None = typer.Option(None, "--num-test", help="Held-out rows (eval dataset, after the validation rows) to score the seed and the best prompt on at the end. Default 0 (off)."),
+    minibatch_size: int | None = typer.Option(None, "--minibatch-size", help="Train rows per reflection; a child must beat its parent on them. Default 3."),
+    rollouts_per_example: int | None = typer.Option(None, "-r", "--rollouts-per-example", help="Rollouts per row; a row's score is their mean (less noisy acceptance). Default 1."),
+    perfect_score: float | None = typer.Option(None, "--perfect-score", help="Skip minibatches where the parent already scores at least this on every row (e.g. 1.0). Default: never skip."),
+    state_columns: str | None = typer.Option(None, "--state-columns", help="Comma-separated extra rollout-state keys shown to the reflection model."),
+    max_concurrent: int | None = typer.Option(None, "-c", "--max-concurrent", help="Most student rollouts in flight at once. Default 32."),
+    parallel_proposals: int | None = typer.Option(None, "-P", "--parallel-proposals", help="Proposals in flight at once, committed in order (faster; each sees the front up to P-1 proposals late). Default 1: GEPA's serial loop."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed for row selection, minibatches and parent choice. Default 0."),
+    run_dir: str | None = typer.Option(None, "-o", "--run-dir", help="Run directory. An existing one (with state.json) is resumed. Default: outputs/gepa/<env>--<model>/<run_id>."),
+    env_args: str | None = typer.Option(None, "-a", "--env-args", help="JSON of arguments for the environment's load_environment()."),
+    sampling_args: str | None = typer.Option(None, "-S", "--sampling-args", help="JSON of sampling arguments for the student, e.g. '{\"temperature\": 0.7}'."),
+    reflection_sampling_args: str | None = typer.Option(None, "--reflection-sampling-args", help="JSON of sampling arguments for the reflection model, e.g. '{\"max_tokens\": 2048}'."),
+    max_reflection_failures: int | None = typer.Option(None, "--max-reflection-failures", help="Stop after this many reflection-model failures in a row (each already retried). Default 3."),
+    max_retries: int | None = typer.Option(None, "--max-retries", help="Retries per model call on 429/5xx/timeouts. Default 3."),
+    timeout: float | None = typer.Option(None, "--timeout", help="Seconds per model call. Default 600."),
+    plain: bool = typer.Option(False, "--plain", help="Plain progress lines instead of the live panel."),
+) -> None:
+    """Optimise the environment's system prompt with GEPA (reflective Pareto search) and print the best one."""
+    values: dict[str, Any] = {
+        "model": model, "reflection_model": reflection_model, "base_url": base_url,
+        "reflection_base_url": reflection_base_url, "api_key_var": api_key_var, "endpoints_path": endpoints_path,
+        "max_calls": max_calls, "num_train": num_train, "num_val": num_val, "num_test": num_test,
+        "minibatch_size": minibatch_size, "rollouts_per_example": rollouts_per_example,
+        "perfect_score": perfect_score,
+        "state_columns": [c.strip() for c in state_columns.split(",") if c.strip()] if state_columns else None,
+        "max_concurrent": max_concurrent, "parallel_proposals": parallel_proposals, "seed": seed, "run_dir": run_dir,
+        "env_args": _json_arg("-a/--env-args", env_args),
+        "sampling_args": _json_arg("-S/--sampling-args", sampling_args),
+        "reflection_sampling_args": _json_arg("--reflection-sampling-args", reflection_sampling_args),
+        "max_reflection_failures": max_reflection_failures, "max_retries": max_retries, "timeout": timeout,
+        "display": "plain" if plain else None,
+    }
+    values = {k: v for k, v in values.items() if v is not None}
+    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.gepa.api import run_gepa
+
+    try:
+        code = run_gepa(target, values)
+    except EnvConfigError as exc:
+        fail(str(exc))
+    raise typer.Exit(code)

@@ -1,0 +1,133 @@
+"""prime gepa run vs the `gepa` package (0.1.4) on a simulated task suite, at equal concurrency.
+
+    .venv/bin/python benchmarks/gepa_vs_gepa.py [--budgets 150 300 600] [--concurrency 8] [--seeds 0 1]
+
+Both optimisers get the same train/validation/test rows, the same scripted student and reflection
+models on one loopback server (benchmarks/gepa_bench/sim.py says what is simulated), the same
+minibatch size (3), perfect-score skipping at 1.0, the same reflection max_tokens and the same
+number of student rollouts in flight. gepa runs in its own venv (benchmarks/.venv-gepa, created
+on first use with `pip install gepa==0.1.4`). Reported per budget: best validation score, held-out
+test score (100 rows), budget used, and wall time (the whole command, test scoring included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "benchmarks" / "gepa_bench"
+GEPA_VENV = REPO / "benchmarks" / ".venv-gepa"
+sys.path[:0] = [str(REPO), str(BENCH)]
+
+import sim  # noqa: E402
+
+from tests.support.scripted_server import ScriptedOpenAIServer  # noqa: E402
+
+NUM_TRAIN, NUM_VAL, NUM_TEST, MINIBATCH = 100, 50, 100, 3
+REFLECTION_ARGS = {"max_tokens": 160}
+
+
+def ensure_gepa_venv() -> Path:
+    python = GEPA_VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(GEPA_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "gepa==0.1.4"], check=True)
+    return python
+
+
+def splits(seed: int) -> dict[str, list[dict]]:
+    """The rows prime's GEPA takes (prime_cli.gepa.rows.make_splits), handed to gepa as well."""
+    import prime_cli.envs as vf
+    from prime_cli.gepa.rows import make_splits
+
+    cwd = os.getcwd()
+    os.chdir(BENCH)
+    try:
+        env = vf.load_environment("gepa-sim")
+        parts = make_splits(env, sim.SEED_PROMPT, NUM_TRAIN, NUM_VAL, NUM_TEST, seed)
+    finally:
+        os.chdir(cwd)
+    plain = lambda rows: [{"question": r["prompt"][-1]["content"], "answer": r["answer"]} for r in rows]  # noqa: E731
+    return {"train": plain(parts.train), "val": plain(parts.val), "test": plain(parts.test)}
+
+
+def run_prime(budget: int, concurrency: int, seed: int, out: Path, parallel: int) -> dict:
+    with ScriptedOpenAIServer(sim.server_reply) as server:
+        run_dir = out / f"prime-{budget}-{seed}-P{parallel}"
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        start = time.perf_counter()
+        result = subprocess.run(
+            [sys.executable, "-m", "prime_cli", "gepa", "run", "gepa-sim", "-m", "student", "-M", "reflector",
+             "-b", server.url, "-B", str(budget), "-n", str(NUM_TRAIN), "-N", str(NUM_VAL), "--num-test", str(NUM_TEST),
+             "--minibatch-size", str(MINIBATCH), "--perfect-score", "1.0", "-c", str(concurrency), "--seed", str(seed),
+             "--reflection-sampling-args", json.dumps(REFLECTION_ARGS), "-o", str(run_dir), "--plain",
+             "-P", str(parallel)],
+            cwd=BENCH, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"prime gepa failed:\n{result.stderr[-2000:]}")
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    return {"best_val": meta["best_score"], "test": meta["best_test_score"], "seed_test": meta["seed_test_score"],
+            "metric_calls": meta["total_metric_calls"], "num_candidates": meta["num_candidates"], "wall_s": wall}
+
+
+def run_gepa(python: Path, budget: int, concurrency: int, seed: int, rows: dict, out: Path) -> dict:
+    with ScriptedOpenAIServer(sim.server_reply) as server:
+        spec = {"url": server.url, "budget": budget, "concurrency": concurrency, "seed": seed,
+                "minibatch_size": MINIBATCH, "seed_prompt": sim.SEED_PROMPT, "reflection_sampling_args": REFLECTION_ARGS,
+                **rows}
+        spec_path = out / f"gepa-{budget}-{seed}.json"
+        spec_path.write_text(json.dumps(spec))
+        start = time.perf_counter()
+        result = subprocess.run([str(python), str(BENCH / "run_gepa_pkg.py"), str(spec_path)], cwd=BENCH,
+                                capture_output=True, text=True)
+        wall = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"gepa failed:\n{result.stderr[-2000:]}")
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    data["wall_s"] = wall
+    return data
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--budgets", type=int, nargs="+", default=[150, 300, 600])
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--parallel", type=int, nargs="+", default=[1, 4],
+                        help="prime's -P values to compare (proposals in flight)")
+    args = parser.parse_args()
+    python = ensure_gepa_venv()
+    table = []
+    with tempfile.TemporaryDirectory(prefix="gepa-bench-") as tmp:
+        out = Path(tmp)
+        for budget in args.budgets:
+            runs: dict[str, list[dict]] = {f"prime -P {p}": [] for p in args.parallel}
+            runs["gepa 0.1.4"] = []
+            for seed in args.seeds:
+                rows = splits(seed)
+                for p in args.parallel:
+                    runs[f"prime -P {p}"].append(run_prime(budget, args.concurrency, seed, out, p))
+                runs["gepa 0.1.4"].append(run_gepa(python, budget, args.concurrency, seed, rows, out))
+            for name, results in runs.items():
+                mean = lambda key: statistics.mean(r[key] for r in results)  # noqa: E731,B023
+                table.append((budget, name, mean("best_val"), mean("seed_test"), mean("test"), mean("metric_calls"),
+                              mean("num_candidates"), mean("wall_s")))
+                print(f"budget {budget} {name}: " + json.dumps(results), file=sys.stderr, flush=True)
+    print(f"\nsimulated task suite, c={args.concurrency}, seeds {args.seeds} (means)\n")
+    print("| budget | optimiser | best val | seed test | best test | rollouts used | candidates | wall s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for budget, name, val, seed_test, test, calls, cands, wall in table:
+        print(f"| {budget} | {name} | {val:.3f} | {seed_test:.3f} | {test:.3f} | {calls:.0f} | {cands:.1f} | {wall:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

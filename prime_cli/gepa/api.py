@@ -1,0 +1,191 @@
+"""The GEPA engine's entry point for the CLI: a config in, a run executed, an exit code out."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import shlex
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import prime_cli.envs as vf
+from prime_cli.envs.errors import EnvConfigError
+
+from .config import SEARCH_KEYS, GepaConfig, build_config, config_for
+from .display import make_display
+from .engine import GepaEngine, Outcome
+from .evaluator import Evaluator, RolloutCache
+from .rows import make_splits, seed_prompt
+from .run_dir import STATE_FILE, GepaRunDir, RunDirError, default_base
+from .state import SearchState
+
+logger = logging.getLogger("prime_cli.gepa")
+
+
+def resolve_config(target: str, values: dict[str, Any]) -> tuple[GepaConfig, bool]:
+    """The config, and whether it resumes the run in -o/--run-dir (which keeps its search settings)."""
+    config = config_for(target, values)
+    run_dir = Path(config.run_dir) if config.run_dir else None
+    if run_dir is None or not (run_dir / STATE_FILE).is_file():
+        return config, False
+    try:
+        stored = json.loads((run_dir / "metadata.json").read_text(encoding="utf-8"))["config"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise RunDirError(f"{run_dir} has a state.json but no readable metadata.json config; "
+                          "pass a new -o/--run-dir to start afresh") from None
+    given = config.model_dump()
+    explicit = set(values) | ({"env_id"} if not target.endswith(".toml") else set(given))
+    for key in SEARCH_KEYS:
+        if key in explicit and key in stored and given[key] != stored[key]:
+            raise RunDirError(f"{run_dir} was started with {key}={stored[key]!r}, not {given[key]!r}; resume it "
+                              f"with the same value, or pass a new -o/--run-dir for a new run")
+    merged = {**stored, **{k: v for k, v in given.items() if k not in SEARCH_KEYS}}
+    return build_config("resumed run", **merged), True
+
+
+def eval_config(config: GepaConfig, model: str, base_url: str | None) -> Any:
+    from prime_cli.evals.config import EvalConfig
+
+    return EvalConfig(env_id=config.env_id, model=model, base_url=base_url, api_key_var=config.api_key_var,
+                      endpoints_path=config.endpoints_path, max_concurrent=config.max_concurrent,
+                      max_retries=config.max_retries, timeout=config.timeout)
+
+
+def open_pools(config: GepaConfig) -> tuple[Any, Any, list[str]]:
+    """Student and reflection clients, resolved exactly as `prime eval run` resolves -m."""
+    from prime_cli.evals.endpoints import endpoint_specs, open_pool, secrets_of
+
+    student_cfg = eval_config(config, config.model, config.base_url)
+    student_specs = endpoint_specs(student_cfg)
+    reflect_url = config.reflection_base_url or config.base_url
+    if config.reflector == config.model and reflect_url == config.base_url:
+        pool = open_pool(student_cfg, student_specs)
+        return pool, pool, secrets_of(student_specs)
+    reflect_cfg = eval_config(config, config.reflector, reflect_url)
+    reflect_specs = endpoint_specs(reflect_cfg)
+    return (open_pool(student_cfg, student_specs), open_pool(reflect_cfg, reflect_specs),
+            secrets_of(student_specs + reflect_specs))
+
+
+def eval_command(config: GepaConfig, prompt: str) -> str:
+    """`prime eval run ENV -a '{"system_prompt": ...}'`, ready to paste."""
+    args = json.dumps({**config.env_args, "system_prompt": prompt}, ensure_ascii=False)
+    return f"prime eval run {shlex.quote(config.env_id)} -m {shlex.quote(config.model)} -a {shlex.quote(args)}"
+
+
+def takes_system_prompt(env_id: str) -> bool:
+    try:
+        module = vf.loader.import_environment_module(env_id)
+        params = inspect.signature(module.load_environment).parameters
+    except Exception:  # noqa: BLE001 - only decides which hint to print
+        return False
+    return "system_prompt" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, stream: IO[str]) -> None:
+    best, seed = outcome.best, outcome.state.candidates[0]
+    out = [f"GEPA {outcome.status}: {len(outcome.state.candidates)} candidate(s), "
+           f"{outcome.total_metric_calls}/{config.max_calls} rollouts of budget used"
+           + (f" (+{outcome.test_metric_calls} for the test set)" if outcome.test_metric_calls else ""),
+           f"validation score: seed {seed.val_mean:.4f} -> best {best.val_mean:.4f} (candidate {best.idx})"]
+    if outcome.converged:
+        out.append("stopped before the budget: the last proposals only repeated rollouts already made")
+    if outcome.best_test_score is not None:
+        out.append(f"held-out test score ({config.num_test} rows): seed {outcome.seed_test_score:.4f} -> "
+                   f"best {outcome.best_test_score:.4f}")
+    out += ["", "Best system prompt:", "-" * 40, best.prompt, "-" * 40]
+    if takes_system_prompt(config.env_id):
+        out.append("Use it: " + eval_command(config, best.prompt))
+    else:
+        out.append(f"Use it as the system prompt of {config.env_id}'s environment.")
+    if run_dir is not None:
+        out.append(f"Run directory: {run_dir}")
+        if outcome.status != "completed":
+            out.append(f"Resume with: prime gepa run {shlex.quote(config.env_id)} -m {shlex.quote(config.model)} "
+                       f"-o {shlex.quote(str(run_dir))}")
+    stream.write("\n".join(out) + "\n")
+    stream.flush()
+
+
+def start_metadata(config: GepaConfig) -> dict[str, Any]:
+    return {"env_id": config.env_id, "env_args": config.env_args, "model": config.model,
+            "reflection_model": config.reflector, "num_candidates": 0, "best_idx": None, "best_score": None,
+            "total_metric_calls": 0, "max_calls": config.max_calls, "seed_val_score": None,
+            "seed_test_score": None, "best_test_score": None,
+            "config": config.model_dump(exclude={"display"})}
+
+
+async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools: tuple[Any, Any] | None = None,
+                     on_commit: Callable[[dict[str, Any]], None] | None = None) -> tuple[Outcome, Path | None]:
+    from prime_cli.evals.run_log import run_log
+    from prime_cli.evals.store import new_run_id
+
+    config.check_budget()
+    env = vf.load_environment(config.env_id, **config.env_args)
+    seed_text = seed_prompt(env)
+    splits = make_splits(env, seed_text, config.num_train, config.num_val, config.num_test, config.seed)
+    secrets: list[str] = []
+    if pools is None:
+        student, reflector, secrets = open_pools(config)
+    else:
+        student, reflector = pools
+    if resume:
+        run, state = GepaRunDir.open(Path(config.run_dir))  # type: ignore[arg-type]
+        run.write_metadata(status="running", completed_at=None, max_calls=config.max_calls, config=config.model_dump(exclude={"display"}))
+    else:
+        path = Path(config.run_dir) if config.run_dir else default_base(config.env_id, config.model) / new_run_id()
+        run = GepaRunDir.create(path, start_metadata(config))
+        state = SearchState(seed=config.seed, num_train=len(splits.train))
+    display = make_display(config.display, stream)
+    cache = RolloutCache(run.rollouts_path)
+    evaluator = Evaluator(env, {"train": splits.train, "val": splits.val, "test": splits.test}, student, cache,
+                          rollouts_per_example=config.rollouts_per_example, max_concurrent=config.max_concurrent,
+                          sampling_args=dict(config.sampling_args), state_columns=list(config.state_columns),
+                          on_rollout=display.rollout_done)
+    engine = GepaEngine(config, evaluator, state, reflector, seed_text, run=run, display=display,
+                        metric_names=env.rubric.get_reward_func_names(), on_commit=on_commit)
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    try:
+        loop.add_signal_handler(signal.SIGINT, task.cancel)  # type: ignore[union-attr]
+        handler = True
+    except (NotImplementedError, RuntimeError, AttributeError):
+        handler = False
+    try:
+        with run_log(run.path / "gepa.log", secrets), display:
+            if not seed_text:
+                display.message("the environment has no system prompt: optimising from an empty one", "warning")
+                logger.warning("%s has no system prompt; GEPA starts from an empty one", config.env_id)
+            display.start(env_id=config.env_id, model=config.model, reflector=config.reflector,
+                          max_calls=config.max_calls, run_dir=str(run.path), used=len(state.charged))
+            outcome = await engine.run()
+    finally:
+        if handler:
+            loop.remove_signal_handler(signal.SIGINT)
+        cache.close()
+        if pools is None:
+            for pool in {id(student): student, id(reflector): reflector}.values():
+                await pool.aclose()
+    return outcome, run.path
+
+
+def run_gepa(target: str, values: dict[str, Any], stream: IO[str] | None = None) -> int:
+    """Run (or resume) one GEPA search; 0 completed, 1 cancelled or failed. Bad input raises EnvConfigError."""
+    stream = stream or sys.stdout
+    config, resume = resolve_config(target, values)
+    outcome, run_dir = asyncio.run(run_search(config, resume, stream))
+    if not outcome.state.candidates:
+        print(f"error: {outcome.error or 'the run stopped before the seed prompt was scored'}", file=sys.stderr)
+        return 1
+    print_result(outcome, config, run_dir, stream)
+    if outcome.error:
+        print(f"error: {outcome.error}", file=sys.stderr)
+    return 0 if outcome.status == "completed" else 1
+
+
+__all__ = ["EnvConfigError", "resolve_config", "run_gepa", "run_search"]

@@ -1,0 +1,135 @@
+"""GEPA configuration: one validated model for flags and `configs/gepa/*.toml` files."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from prime_cli.envs.errors import EnvConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+# Settings that decide the search itself: a resumed run keeps the values it was started with.
+SEARCH_KEYS = ("env_id", "env_args", "num_train", "num_val", "minibatch_size", "rollouts_per_example",
+               "seed", "perfect_score", "parallel_proposals", "sampling_args", "state_columns")
+
+
+class GepaConfig(BaseModel):
+    """Everything one GEPA run needs. Field names are the TOML keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    env_id: str
+    env_args: dict[str, Any] = Field(default_factory=dict)
+    model: str = "local"
+    reflection_model: str | None = None
+    base_url: str | None = None
+    reflection_base_url: str | None = None
+    api_key_var: str | None = None
+    endpoints_path: str | None = None
+    max_calls: int = 500
+    num_train: int = 100
+    num_val: int = 50
+    num_test: int = 0
+    minibatch_size: int = 3
+    rollouts_per_example: int = 1
+    perfect_score: float | None = None
+    state_columns: list[str] = Field(default_factory=list)
+    max_concurrent: int = 32
+    parallel_proposals: int = 1
+    max_reflection_failures: int = 3
+    sampling_args: dict[str, Any] = Field(default_factory=dict)
+    reflection_sampling_args: dict[str, Any] = Field(default_factory=dict)
+    seed: int = 0
+    run_dir: str | None = None
+    max_retries: int = 3
+    timeout: float = 600.0
+    display: Literal["auto", "rich", "plain"] = "auto"
+
+    @field_validator("max_calls", "num_train", "num_val", "minibatch_size", "rollouts_per_example",
+                     "max_concurrent", "parallel_proposals", "max_reflection_failures")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError("must be at least 1")
+        return value
+
+    @field_validator("num_test", "max_retries")
+    @classmethod
+    def _non_negative(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError("must be 0 or more")
+        return value
+
+    @property
+    def reflector(self) -> str:
+        return self.reflection_model or self.model
+
+    @property
+    def validation_pass_cost(self) -> int:
+        return self.num_val * self.rollouts_per_example
+
+    @property
+    def proposal_cost(self) -> int:
+        """Most rollouts one proposal pays for: parent and child on one minibatch."""
+        return 2 * self.minibatch_size * self.rollouts_per_example
+
+    def minimum_budget(self) -> int:
+        """The seed's validation pass plus one parent/child comparison."""
+        return self.validation_pass_cost + self.proposal_cost
+
+    def check_budget(self) -> None:
+        if self.max_calls < self.minimum_budget():
+            raise EnvConfigError(
+                f"--max-calls {self.max_calls} is below the minimum of {self.minimum_budget()} rollouts for "
+                f"this run (one validation pass of {self.num_val} rows x {self.rollouts_per_example} rollout(s), "
+                f"plus {self.proposal_cost} for one proposal); raise -B to at least {self.minimum_budget()} "
+                f"or lower -N/--num-val")
+
+
+def describe_errors(exc: ValidationError, where: str) -> str:
+    import difflib
+
+    lines = []
+    for error in exc.errors():
+        key = ".".join(str(p) for p in error["loc"]) or "(entry)"
+        if error["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(str(error["loc"][-1]), list(GepaConfig.model_fields), n=1)
+            lines.append(f"{where}: unknown key '{key}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+        elif error["type"] == "missing":
+            lines.append(f"{where}: missing required key '{key}'")
+        else:
+            lines.append(f"{where}: {key}: {error['msg']}")
+    return "; ".join(lines)
+
+
+def build_config(where: str, **values: Any) -> GepaConfig:
+    try:
+        return GepaConfig(**values)
+    except ValidationError as exc:
+        raise EnvConfigError(describe_errors(exc, where)) from None
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise EnvConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise EnvConfigError(f"{path} is not valid TOML: {exc}") from None
+    if isinstance(data.get("gepa"), dict):  # a [gepa] table is accepted as well as top-level keys
+        data = {**{k: v for k, v in data.items() if k != "gepa"}, **data["gepa"]}
+    return data
+
+
+def config_for(target: str, values: dict[str, Any]) -> GepaConfig:
+    """An environment id, or a TOML file (flags given on the command line override its keys)."""
+    if target.endswith(".toml") or Path(target).is_file():
+        return build_config(str(target), **{**load_toml(Path(target)), **values})
+    return build_config("command line", env_id=target, **values)

@@ -1,0 +1,285 @@
+"""The GEPA search loop: proposals run concurrently, commit in order.
+
+Proposal i is planned (parent drawn from the Pareto front, next minibatch) right after proposal
+i - P is committed, and runs at once: parent on the minibatch, reflection, child on the
+minibatch. Commits happen strictly in iteration order: charge the budget, accept the child if it
+beats its parent on the same minibatch, score an accepted child on the validation set, save.
+Every decision is made at a commit from committed data only, so the run's choices do not depend
+on timing, and a run resumed from state.json makes exactly the choices an uninterrupted run
+makes. With P = 1 this is GEPA's serial loop.
+
+Budget: beside the first, a proposal is launched only if the budget could still pay the minibatch
+and validation rollouts of every proposal in flight (so the search turns serial as the budget
+runs out); a validation pass starts only while the committed spend plus the most the in-flight
+proposals can still spend is under --max-calls. So the budget is overshot by less than one
+validation pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from prime_cli.clients.errors import FatalEndpointError
+from prime_cli.envs.errors import ModelError
+from prime_cli.envs.messages import content_text
+
+from .config import GepaConfig
+from .evaluator import EndpointAborted, Evaluator, Ledger
+from .pareto import best_candidate, select_parent
+from .reflection import Proposal, parse_reply, reflection_prompt
+from .run_dir import GepaRunDir, now_iso
+from .state import Candidate, Plan, SearchState
+
+logger = logging.getLogger("prime_cli.gepa")
+MAX_IDLE_COMMITS = 20
+"""Stop after this many proposals in a row that needed no new rollout: with deterministic models the
+search can only repeat itself from there."""
+
+
+class ReflectionAborted(Exception):
+    """The reflection model failed for good (endpoint unusable, or too many failures in a row)."""
+
+
+@dataclass
+class ProposalResult:
+    plan: Plan
+    parent_scores: list[float]
+    keys: list[str]
+    reason: str = ""
+    child_prompt: str | None = None
+    child_scores: list[float] | None = None
+    reflected: bool = False
+    reflection_failed: bool = False
+    started: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Outcome:
+    status: str
+    state: SearchState
+    total_metric_calls: int
+    error: str | None = None
+    seed_test_score: float | None = None
+    best_test_score: float | None = None
+    test_metric_calls: int = 0
+    converged: bool = False
+    """True when the search stopped before the budget because proposals only repeated known rollouts."""
+
+    @property
+    def best(self) -> Candidate:
+        return self.state.candidates[best_candidate(self.state.val_scores)]
+
+
+class GepaEngine:
+    def __init__(self, config: GepaConfig, evaluator: Evaluator, state: SearchState, reflector: Any,
+                 seed_prompt: str, *, run: GepaRunDir | None = None, display: Any = None,
+                 metric_names: list[str] | None = None,
+                 on_commit: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.config = config
+        self.evaluator = evaluator
+        self.state = state
+        self.ledger = Ledger(state.charged)
+        self.reflector = reflector
+        self.seed_prompt = seed_prompt
+        self.run_dir = run
+        self.display = display
+        self.metric_names = metric_names or []
+        self.on_commit = on_commit
+        self.num_val = len(evaluator.splits["val"])
+        self._tasks: dict[int, asyncio.Task] = {}
+        self._plans: dict[int, Plan] = {}
+
+    # -- public ------------------------------------------------------------------------------------
+
+    async def run(self) -> Outcome:
+        status, error = "completed", None
+        try:
+            if not self.state.candidates:
+                await self._score_seed()
+            for plan in self.state.pending:
+                self._launch(plan)
+            self._plan_more()
+            self._save()
+            while self._tasks:
+                iteration = min(self._tasks)
+                result = await self._tasks[iteration]
+                del self._tasks[iteration], self._plans[iteration]
+                line = await self._commit(result)
+                self._plan_more()
+                self._save()
+                self._show(line)
+                if self.on_commit is not None:
+                    self.on_commit(line)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            status = "cancelled"
+        except (ReflectionAborted, EndpointAborted) as exc:
+            status, error = "failed", str(exc)
+        finally:
+            await self._cancel_all()
+        outcome = Outcome(status, self.state, self.ledger.used, error,
+                          converged=self.state.idle_commits >= MAX_IDLE_COMMITS)
+        if status == "completed" and self.config.num_test > 0:
+            await self._score_test(outcome)
+        self._finish(outcome)
+        return outcome
+
+    # -- steps ---------------------------------------------------------------------------------------
+
+    async def _score_seed(self) -> None:
+        rows = list(range(self.num_val))
+        scores = await self.evaluator.scores(self.seed_prompt, "val", rows)
+        self.ledger.charge(self.evaluator.keys(self.seed_prompt, "val", rows))
+        self.state.candidates.append(Candidate(0, self.seed_prompt, None, scores, 0, self.ledger.used))
+        if self.run_dir is not None:
+            self.run_dir.save_candidate(self.state.candidates[0])
+
+    def _reserved(self) -> int:
+        return len(self._tasks) * self.config.proposal_cost
+
+    def _can_launch(self) -> bool:
+        used, cost = self.ledger.used, self.config.proposal_cost
+        if self.state.idle_commits >= MAX_IDLE_COMMITS:  # everything asked for is already known
+            return False
+        if not self._tasks:
+            return used < self.config.max_calls
+        # in parallel only as many proposals as the budget could still validate if all were accepted
+        return used + (len(self._tasks) + 1) * (cost + self.config.validation_pass_cost) <= self.config.max_calls
+
+    def _plan_more(self) -> None:
+        while len(self._tasks) < self.config.parallel_proposals and self._can_launch():
+            self.state.last_planned += 1
+            assert self.state.sampler is not None
+            parent = select_parent(self.state.val_scores, self.state.rng)
+            minibatch = self.state.sampler.next(self.config.minibatch_size, self.state.rng)
+            self._launch(Plan(self.state.last_planned, parent, minibatch))
+
+    def _launch(self, plan: Plan) -> None:
+        self._plans[plan.iteration] = plan
+        self._tasks[plan.iteration] = asyncio.ensure_future(self._propose(plan))
+
+    async def _propose(self, plan: Plan) -> ProposalResult:
+        parent = self.state.candidates[plan.parent]
+        entries = await self.evaluator.row_results(parent.prompt, "train", plan.minibatch)
+        parent_scores = [sum(e["reward"] for e in row) / len(row) for row in entries]
+        result = ProposalResult(plan, parent_scores, self.evaluator.keys(parent.prompt, "train", plan.minibatch))
+        perfect = self.config.perfect_score
+        if perfect is not None and all(s >= perfect for s in parent_scores):
+            result.reason = "minibatch already perfect"
+            return result
+        records = [e["record"] for row in entries for e in row]
+        proposal = await self._reflect(parent.prompt, records)
+        result.reflected = True
+        if proposal.prompt is None:
+            result.reason = proposal.reason
+            result.reflection_failed = proposal.reason.startswith("reflection failed")
+            return result
+        result.child_prompt = proposal.prompt
+        if proposal.prompt == parent.prompt:
+            result.reason = "reflection returned the parent prompt unchanged"
+            return result
+        result.child_scores = await self.evaluator.scores(proposal.prompt, "train", plan.minibatch)
+        result.keys += self.evaluator.keys(proposal.prompt, "train", plan.minibatch)
+        return result
+
+    async def _reflect(self, current: str, records: list[dict[str, Any]]) -> Proposal:
+        client, model = self.reflector.for_group(0)
+        text = reflection_prompt(current, records, self.metric_names)
+        try:
+            response = await client.chat([{"role": "user", "content": text}], model=model,
+                                         sampling_args=dict(self.config.reflection_sampling_args))
+        except FatalEndpointError as exc:
+            raise ReflectionAborted(f"reflection model {self.config.reflector}: {exc}") from None
+        except ModelError as exc:
+            return Proposal(None, f"reflection failed: {exc}")
+        return parse_reply(content_text(response.message), response.finish_reason)
+
+    async def _commit(self, result: ProposalResult) -> dict[str, Any]:
+        plan, state = result.plan, self.state
+        spent = self.ledger.charge(result.keys)
+        if result.reflected:
+            state.consecutive_reflection_failures = state.consecutive_reflection_failures + 1 if result.reflection_failed else 0
+        accepted, child_idx, reason = False, None, result.reason
+        if result.child_scores is not None:
+            duplicate = next((c.idx for c in state.candidates if c.prompt == result.child_prompt), None)
+            if duplicate is not None:
+                reason = f"same prompt as candidate {duplicate}"
+            elif sum(result.child_scores) <= sum(result.parent_scores):
+                reason = "not better on minibatch"
+            elif self.ledger.used + self._reserved() >= self.config.max_calls:
+                reason = "better on minibatch, but the budget ran out before validation"
+            else:
+                rows = list(range(self.num_val))
+                scores = await self.evaluator.scores(result.child_prompt, "val", rows)
+                self.ledger.charge(self.evaluator.keys(result.child_prompt, "val", rows))
+                child_idx = len(state.candidates)
+                state.candidates.append(Candidate(child_idx, result.child_prompt, plan.parent, scores,
+                                                  plan.iteration, self.ledger.used))
+                accepted, reason = True, "accepted"
+                if self.run_dir is not None:
+                    self.run_dir.save_candidate(state.candidates[-1])
+        state.last_committed = plan.iteration
+        state.idle_commits = 0 if spent or accepted else state.idle_commits + 1
+        line = {"iteration": plan.iteration, "parent_idx": plan.parent, "minibatch_rows": plan.minibatch,
+                "parent_minibatch_scores": result.parent_scores,
+                "child_minibatch_scores": result.child_scores or [], "accepted": accepted, "reason": reason,
+                "child_idx": child_idx, "child_prompt": result.child_prompt, "metric_calls": self.ledger.used,
+                "time_s": round(time.monotonic() - result.started, 3)}
+        if self.run_dir is not None:
+            self.run_dir.save_iteration(line)
+        if state.consecutive_reflection_failures >= self.config.max_reflection_failures:
+            self._save()
+            raise ReflectionAborted(
+                f"the reflection model {self.config.reflector} failed {state.consecutive_reflection_failures} times "
+                f"in a row (last: {result.reason.removeprefix('reflection failed: ')}); the run stopped and kept its "
+                f"{len(state.candidates)} candidate(s)")
+        return line
+
+    async def _score_test(self, outcome: Outcome) -> None:
+        rows = list(range(len(self.evaluator.splits["test"])))
+        seed, best = self.state.candidates[0].prompt, outcome.best.prompt
+        seed_scores = await self.evaluator.scores(seed, "test", rows)
+        best_scores = seed_scores if best == seed else await self.evaluator.scores(best, "test", rows)
+        outcome.seed_test_score = sum(seed_scores) / len(seed_scores)
+        outcome.best_test_score = sum(best_scores) / len(best_scores)
+        outcome.test_metric_calls = len(set(self.evaluator.keys(seed, "test", rows) + self.evaluator.keys(best, "test", rows)))
+
+    async def _cancel_all(self) -> None:
+        tasks = list(self._tasks.values())
+        self._tasks.clear()
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- saving and showing -------------------------------------------------------------------------
+
+    def _save(self) -> None:
+        """Save after a commit: the state then holds only committed data and the in-flight plans."""
+        self.state.pending = [self._plans[i] for i in sorted(self._plans)]
+        self.state.charged = sorted(self.ledger.charged)
+        if self.run_dir is not None and self.state.candidates:
+            self.run_dir.save_progress(self.state, self.ledger.charged)
+
+    def _show(self, line: dict[str, Any]) -> None:
+        if self.display is not None:
+            best = self.state.candidates[best_candidate(self.state.val_scores)]
+            self.display.update(used=self.ledger.used, max_calls=self.config.max_calls, line=line,
+                                candidates=len(self.state.candidates), best_idx=best.idx, best_score=best.val_mean,
+                                seed_score=self.state.candidates[0].val_mean, in_flight=len(self._tasks))
+
+    def _finish(self, outcome: Outcome) -> None:
+        if self.run_dir is None or not self.state.candidates:
+            return
+        if outcome.status == "completed":
+            self._save()
+        else:  # interrupted, maybe mid-commit: state.json keeps the last committed iteration
+            outcome.total_metric_calls = len(self.state.charged)
+        self.run_dir.write_metadata(status=outcome.status, completed_at=now_iso(),
+                                    total_metric_calls=outcome.total_metric_calls,
+                                    seed_test_score=outcome.seed_test_score, best_test_score=outcome.best_test_score,
+                                    test_metric_calls=outcome.test_metric_calls, error=outcome.error)

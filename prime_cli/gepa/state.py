@@ -1,0 +1,120 @@
+"""The search state: candidates, the budget ledger, planned proposals, the sampler and the RNG.
+
+It is saved as JSON (state.json) after every committed iteration; a resumed run loads it and
+continues exactly where the saved run stood, the RNG included.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Candidate:
+    idx: int
+    prompt: str
+    parent: int | None
+    val_scores: list[float]
+    iteration: int
+    discovered_at_calls: int
+
+    @property
+    def val_mean(self) -> float:
+        return sum(self.val_scores) / len(self.val_scores) if self.val_scores else 0.0
+
+    def line(self) -> dict[str, Any]:
+        """The candidates.jsonl line (the shared run-directory format)."""
+        return {"candidate_idx": self.idx, "system_prompt": self.prompt, "parent_idx": self.parent,
+                "val_scores": self.val_scores, "val_mean": self.val_mean, "iteration": self.iteration,
+                "discovered_at_calls": self.discovered_at_calls}
+
+
+@dataclass
+class Plan:
+    """A proposal chosen but not yet committed: which parent, on which train rows."""
+
+    iteration: int
+    parent: int
+    minibatch: list[int]
+
+
+class MinibatchSampler:
+    """Epoch-shuffled minibatches of train rows: every row once per epoch, reshuffled each epoch."""
+
+    def __init__(self, num_rows: int, order: list[int] | None = None, pos: int = 0) -> None:
+        self.num_rows = num_rows
+        self.order = list(order or [])
+        self.pos = pos
+
+    def next(self, size: int, rng: random.Random) -> list[int]:
+        size = min(size, self.num_rows)
+        if not self.order or self.pos + size > len(self.order):
+            self.order = list(range(self.num_rows))
+            rng.shuffle(self.order)
+            self.pos = 0
+        batch = self.order[self.pos:self.pos + size]
+        self.pos += size
+        return batch
+
+
+def rng_to_json(rng: random.Random) -> list[Any]:
+    version, internal, gauss = rng.getstate()
+    return [version, list(internal), gauss]
+
+
+def rng_from_json(data: list[Any]) -> random.Random:
+    rng = random.Random()
+    rng.setstate((data[0], tuple(data[1]), data[2]))
+    return rng
+
+
+@dataclass
+class SearchState:
+    seed: int
+    num_train: int
+    candidates: list[Candidate] = field(default_factory=list)
+    charged: list[str] = field(default_factory=list)
+    last_planned: int = 0
+    last_committed: int = 0
+    pending: list[Plan] = field(default_factory=list)
+    consecutive_reflection_failures: int = 0
+    idle_commits: int = 0
+    rng: random.Random = field(default_factory=random.Random)
+    sampler: MinibatchSampler | None = None
+
+    def __post_init__(self) -> None:
+        if self.sampler is None:
+            self.rng = random.Random(self.seed)
+            self.sampler = MinibatchSampler(self.num_train)
+
+    @property
+    def val_scores(self) -> list[list[float]]:
+        return [c.val_scores for c in self.candidates]
+
+    def to_json(self, charged: set[str]) -> dict[str, Any]:
+        assert self.sampler is not None
+        return {
+            "version": 1, "seed": self.seed, "num_train": self.num_train,
+            "candidates": [asdict(c) for c in self.candidates],
+            "charged": sorted(charged),
+            "last_planned": self.last_planned, "last_committed": self.last_committed,
+            "pending": [asdict(p) for p in self.pending],
+            "consecutive_reflection_failures": self.consecutive_reflection_failures,
+            "idle_commits": self.idle_commits,
+            "rng": rng_to_json(self.rng),
+            "sampler": {"order": self.sampler.order, "pos": self.sampler.pos},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SearchState:
+        sampler = MinibatchSampler(int(data["num_train"]), data["sampler"]["order"], int(data["sampler"]["pos"]))
+        state = cls(seed=int(data["seed"]), num_train=int(data["num_train"]),
+                    candidates=[Candidate(**c) for c in data["candidates"]], charged=list(data["charged"]),
+                    last_planned=int(data["last_planned"]), last_committed=int(data["last_committed"]),
+                    pending=[Plan(**p) for p in data["pending"]],
+                    consecutive_reflection_failures=int(data.get("consecutive_reflection_failures", 0)),
+                    idle_commits=int(data.get("idle_commits", 0)),
+                    rng=rng_from_json(data["rng"]), sampler=sampler)
+        return state

@@ -1,0 +1,182 @@
+"""The GEPA engine with scripted student and reflection models (in process, deterministic)."""
+
+import asyncio
+import io
+import json
+
+import pytest
+
+from prime_cli.envs.errors import EnvConfigError
+from prime_cli.gepa.api import run_search
+from prime_cli.gepa.config import build_config
+from tests.gepa import support
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    support.write_toy_env(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def config(run_dir, **overrides):
+    values = {"env_id": "toy-gepa", "model": "student", "reflection_model": "reflector", "max_calls": 200,
+              "num_train": 20, "num_val": 10, "minibatch_size": 3, "run_dir": str(run_dir), "display": "plain"}
+    return build_config("test", **{**values, **overrides})
+
+
+def search(cfg, student=None, reflector=None, resume=False, on_commit=None):
+    student = student or support.student()
+    reflector = reflector or support.reflector()
+    outcome, run_dir = asyncio.run(run_search(cfg, resume, io.StringIO(), pools=(student, reflector),
+                                              on_commit=on_commit))
+    return outcome, run_dir, student, reflector
+
+
+def lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def without_time(rows):
+    return [{k: v for k, v in row.items() if k != "time_s"} for row in rows]
+
+
+def test_search_improves_and_every_rollout_is_paid_once(workdir):
+    outcome, run_dir, student, reflector = search(config(workdir / "run"))
+    assert outcome.status == "completed"
+    candidates = lines(run_dir / "candidates.jsonl")
+    iterations = lines(run_dir / "iterations.jsonl")
+    assert candidates[0]["candidate_idx"] == 0 and candidates[0]["parent_idx"] is None
+    assert candidates[-1]["val_mean"] > candidates[0]["val_mean"]
+    # the budget counts distinct rollouts, and the cache means each was sent to the model once
+    sent = {(c["messages"][0]["content"] if c["messages"][0]["role"] == "system" else "", c["messages"][-1]["content"])
+            for c in student.client.calls}
+    assert len(student.client.calls) == len(sent) == outcome.total_metric_calls
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    assert meta["total_metric_calls"] == outcome.total_metric_calls == iterations[-1]["metric_calls"]
+    assert meta["status"] == "completed" and meta["num_candidates"] == len(candidates)
+    # only accepted children were scored on validation rows (the seed too): 10 val rows each
+    val_calls = [c for c in student.client.calls if "item" in c["messages"][-1]["content"]
+                 and any(c["messages"][-1]["content"] == f"kind:{k} item {i}" for k in support.KINDS for i in range(40))]
+    assert len(val_calls) >= 10 * len(candidates)
+    accepted = [it for it in iterations if it["accepted"]]
+    assert [it["child_idx"] for it in accepted] == list(range(1, len(candidates)))
+    assert len(reflector.client.calls) == sum(1 for it in iterations if it["reason"] != "minibatch already perfect")
+
+
+def test_acceptance_is_strict_improvement_on_the_same_minibatch(workdir):
+    _, run_dir, _, _ = search(config(workdir / "run", max_calls=300))
+    iterations = lines(run_dir / "iterations.jsonl")
+    assert any(it["accepted"] for it in iterations) and any(not it["accepted"] for it in iterations)
+    for it in iterations:
+        assert len(it["parent_minibatch_scores"]) == len(it["minibatch_rows"]) == 3
+        if it["child_minibatch_scores"]:
+            better = sum(it["child_minibatch_scores"]) > sum(it["parent_minibatch_scores"])
+            assert it["accepted"] == (better and it["reason"] == "accepted") or not better
+            if not better:
+                assert not it["accepted"] and it["reason"] == "not better on minibatch"
+
+
+def test_front_and_parents(workdir):
+    _, run_dir, _, _ = search(config(workdir / "run", max_calls=300))
+    candidates = lines(run_dir / "candidates.jsonl")
+    frontier = lines(run_dir / "pareto_frontier.jsonl")
+    assert [f["valset_row"] for f in frontier] == list(range(10))
+    for row in frontier:
+        best = max(c["val_scores"][row["valset_row"]] for c in candidates)
+        on_front = [c["candidate_idx"] for c in candidates if c["val_scores"][row["valset_row"]] == best]
+        assert row["best_score"] == best and [p["candidate_idx"] for p in row["best_prompts"]] == on_front
+        assert row["num_best_prompts"] == len(on_front)
+    assert (run_dir / "best_prompt.txt").read_text() == (run_dir / "system_prompt.txt").read_text()
+    best = max(candidates, key=lambda c: (c["val_mean"], -c["candidate_idx"]))
+    assert (run_dir / "best_prompt.txt").read_text() == best["system_prompt"]
+
+
+@pytest.mark.parametrize("budget", [56, 75, 123, 260])
+def test_budget_is_reported_exactly_and_overshoots_by_less_than_one_validation_pass(workdir, budget):
+    outcome, run_dir, student, _ = search(config(workdir / f"run{budget}", max_calls=budget, parallel_proposals=3))
+    assert outcome.total_metric_calls < budget + 10
+    assert outcome.total_metric_calls >= budget or outcome.converged
+    assert outcome.converged == (budget == 260)  # the toy task runs out of new things to try
+    assert len(student.client.calls) == outcome.total_metric_calls
+
+
+def test_budget_below_one_validation_pass_is_a_clear_error(workdir):
+    with pytest.raises(EnvConfigError, match=r"below the minimum of 16 rollouts.*at least 16"):
+        search(config(workdir / "run", max_calls=12))
+
+
+def test_truncated_reflection_is_rejected(workdir):
+    outcome, run_dir, _, _ = search(config(workdir / "run", max_calls=80),
+                                    reflector=support.reflector(support.truncating_reflector))
+    iterations = lines(run_dir / "iterations.jsonl")
+    assert iterations and all(it["reason"] == "reflection truncated" and not it["accepted"] for it in iterations)
+    assert len(outcome.state.candidates) == 1
+
+
+def test_perfect_minibatches_are_skipped_without_reflection(workdir):
+    all_kinds = "\n".join(f"kind {k}" for k in support.KINDS)
+    cfg = config(workdir / "run", max_calls=60, perfect_score=1.0, env_args={"system_prompt": all_kinds})
+    _, run_dir, _, reflector = search(cfg)
+    iterations = lines(run_dir / "iterations.jsonl")
+    assert iterations and all(it["reason"] == "minibatch already perfect" for it in iterations)
+    assert reflector.client.calls == []
+
+
+@pytest.mark.parametrize("parallel", [1, 4])
+def test_interrupted_and_resumed_run_makes_the_same_choices(workdir, parallel):
+    full, full_dir, full_student, _ = search(config(workdir / "full", max_calls=260, parallel_proposals=parallel))
+
+    def interrupt(line):
+        if line["iteration"] == 5:
+            raise KeyboardInterrupt
+
+    first, part_dir, first_student, _ = search(config(workdir / "part", max_calls=260, parallel_proposals=parallel),
+                                               on_commit=interrupt)
+    assert first.status == "cancelled"
+    assert json.loads((part_dir / "metadata.json").read_text())["status"] == "cancelled"
+    assert len(lines(part_dir / "iterations.jsonl")) == 5
+    assert len(json.loads((part_dir / "state.json").read_text())["pending"]) == parallel
+    resumed, _, resumed_student, _ = search(config(workdir / "part", max_calls=260, parallel_proposals=parallel),
+                                            resume=True)
+    assert resumed.status == "completed"
+    assert without_time(lines(part_dir / "iterations.jsonl")) == without_time(lines(full_dir / "iterations.jsonl"))
+    assert lines(part_dir / "candidates.jsonl") == lines(full_dir / "candidates.jsonl")
+    assert json.loads((part_dir / "state.json").read_text()) == json.loads((full_dir / "state.json").read_text())
+    # rollouts finished before the interrupt came from the cache, not from the model again
+    assert len(first_student.client.calls) + len(resumed_student.client.calls) == len(full_student.client.calls)
+
+
+def test_reflection_failures_stop_the_run_and_keep_what_it_found(workdir):
+    outcome, run_dir, _, reflector = search(config(workdir / "run", max_calls=200, parallel_proposals=1),
+                                            reflector=support.reflector(support.failing_reflector))
+    assert outcome.status == "failed" and "failed 3 times in a row" in outcome.error
+    assert len(reflector.client.calls) == 3
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    assert meta["status"] == "failed" and meta["num_candidates"] == 1
+    assert (run_dir / "best_prompt.txt").read_text() == "Answer the question."
+
+
+def test_empty_system_prompt_is_optimised_from_empty(workdir):
+    outcome, run_dir, _, _ = search(config(workdir / "run", env_args={"system_prompt": ""}))
+    candidates = lines(run_dir / "candidates.jsonl")
+    assert candidates[0]["system_prompt"] == "" and candidates[0]["val_mean"] == 0.0
+    assert outcome.best.val_mean > 0.0
+    assert "no system prompt" in (run_dir / "gepa.log").read_text()
+
+
+def test_env_group_with_one_shared_prompt_is_supported(workdir):
+    outcome, _, _, _ = search(config(workdir / "run", env_args={"group": True}))
+    assert outcome.status == "completed" and outcome.best.val_mean > outcome.state.candidates[0].val_mean
+
+
+def test_env_group_with_different_prompts_is_a_clear_error(workdir):
+    with pytest.raises(EnvConfigError, match="different system prompts"):
+        search(config(workdir / "run", env_args={"group": True, "other_prompt": "Something else."}))
+
+
+def test_held_out_test_scores(workdir):
+    outcome, run_dir, _, _ = search(config(workdir / "run", num_test=10))
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    assert meta["seed_test_score"] == outcome.seed_test_score < meta["best_test_score"] == outcome.best_test_score
+    assert meta["total_metric_calls"] <= 200 + 10

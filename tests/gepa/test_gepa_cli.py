@@ -1,0 +1,101 @@
+"""`prime gepa run` end to end: the real CLI in a subprocess, scripted models on a loopback server."""
+
+import json
+
+from tests.evals.cli_support import run_prime
+from tests.gepa import support
+from tests.support.scripted_server import ScriptedOpenAIServer
+
+FILES = {"metadata.json", "candidates.jsonl", "iterations.jsonl", "pareto_frontier.jsonl", "best_prompt.txt",
+         "system_prompt.txt", "state.json"}
+META = {"run_id", "env_id", "env_args", "model", "reflection_model", "status", "created_at", "completed_at",
+        "num_candidates", "best_idx", "best_score", "total_metric_calls", "max_calls", "seed_val_score",
+        "seed_test_score", "best_test_score", "config"}
+
+
+def reply(body):
+    messages = body["messages"]
+    if body["model"] == "reflector":
+        return support.reflector_reply(messages, None, None)
+    return support.student_reply(messages, None, None)
+
+
+def gepa(tmp_path, url, *extra, models=None):
+    support.write_toy_env(tmp_path)
+    return run_prime(["gepa", "run", "toy-gepa", "-m", "student", "-M", "reflector", "-b", url, "-n", "20", "-N", "10",
+                      *extra], tmp_path)
+
+
+def test_run_writes_every_file_and_prints_the_best_prompt(tmp_path):
+    with ScriptedOpenAIServer(reply) as server:
+        result = gepa(tmp_path, server.url, "-B", "150", "--num-test", "10", "-c", "4")
+    assert result.returncode == 0, result.stderr
+    runs = list((tmp_path / "environments" / "toy_gepa" / "outputs" / "gepa" / "toy-gepa--student").iterdir())
+    assert len(runs) == 1
+    run_dir = runs[0]
+    assert FILES <= {p.name for p in run_dir.iterdir()}
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    assert META <= set(meta) and meta["status"] == "completed" and meta["run_id"] == run_dir.name
+    assert meta["best_score"] > meta["seed_val_score"] and meta["best_test_score"] > meta["seed_test_score"]
+    assert meta["config"]["num_val"] == 10 and meta["max_calls"] == 150
+    best = (run_dir / "best_prompt.txt").read_text()
+    assert best in result.stdout and "prime eval run toy-gepa -m student -a " in result.stdout
+    assert f"{meta['total_metric_calls']}/150 rollouts" in result.stdout
+    student_calls = [r for r in server.requests_to("/v1/chat/completions") if r["json"]["model"] == "student"]
+    assert len(student_calls) == meta["total_metric_calls"] + meta["test_metric_calls"]
+
+
+def test_toml_config_with_flag_overrides(tmp_path):
+    with ScriptedOpenAIServer(reply) as server:
+        config = tmp_path / "gepa.toml"
+        config.write_text(f'env_id = "toy-gepa"\nmodel = "student"\nreflection_model = "reflector"\n'
+                          f'base_url = "{server.url}"\nmax_calls = 100\nnum_train = 20\nnum_val = 10\n'
+                          f'minibatch_size = 2\nperfect_score = 1.0\nstate_columns = ["turn"]\n')
+        support.write_toy_env(tmp_path)
+        result = run_prime(["gepa", "run", str(config), "-B", "90", "-o", str(tmp_path / "run")], tmp_path)
+    assert result.returncode == 0, result.stderr
+    meta = json.loads((tmp_path / "run" / "metadata.json").read_text())
+    assert meta["max_calls"] == 90 and meta["config"]["minibatch_size"] == 2
+    assert meta["config"]["perfect_score"] == 1.0 and meta["config"]["state_columns"] == ["turn"]
+
+
+def test_budget_below_one_validation_pass_names_the_minimum(tmp_path):
+    result = gepa(tmp_path, "http://127.0.0.1:9/v1", "-B", "10")
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: --max-calls 10 is below the minimum of 16") and "Traceback" not in result.stderr
+
+
+def test_bad_config_key_is_one_line(tmp_path):
+    config = tmp_path / "gepa.toml"
+    config.write_text('env_id = "toy-gepa"\nmax_cals = 100\n')
+    result = run_prime(["gepa", "run", str(config)], tmp_path)
+    assert result.returncode == 2 and "unknown key 'max_cals' (did you mean 'max_calls'?)" in result.stderr
+
+
+def test_unusable_reflection_model_stops_the_run_and_keeps_what_it_found(tmp_path):
+    with ScriptedOpenAIServer(reply, models=["student"]) as server:
+        result = gepa(tmp_path, server.url, "-B", "100", "-o", str(tmp_path / "run"))
+    assert result.returncode == 1
+    assert "reflection model reflector" in result.stderr and "not found" in result.stderr
+    assert "Traceback" not in result.stderr
+    meta = json.loads((tmp_path / "run" / "metadata.json").read_text())
+    assert meta["status"] == "failed" and meta["num_candidates"] == 1
+    assert (tmp_path / "run" / "best_prompt.txt").read_text() == "Answer the question."
+    assert "Resume with: prime gepa run toy-gepa" in result.stdout
+
+
+def test_resume_from_the_run_directory_continues_to_a_larger_budget(tmp_path):
+    with ScriptedOpenAIServer(reply) as server:
+        first = gepa(tmp_path, server.url, "-B", "30", "-o", str(tmp_path / "run"))
+        calls_first = len(server.requests_to("/v1/chat/completions"))
+        first_calls = json.loads((tmp_path / "run" / "metadata.json").read_text())["total_metric_calls"]
+        again = gepa(tmp_path, server.url, "-B", "48", "-o", str(tmp_path / "run"))
+        mismatch = gepa(tmp_path, server.url, "-B", "130", "-N", "12", "-o", str(tmp_path / "run"))
+    assert first.returncode == 0 and again.returncode == 0, again.stderr
+    assert calls_first > 0
+    meta = json.loads((tmp_path / "run" / "metadata.json").read_text())
+    assert 30 <= first_calls < 40
+    assert meta["max_calls"] == 48 and 48 <= meta["total_metric_calls"] < 58
+    iterations = [json.loads(line) for line in (tmp_path / "run" / "iterations.jsonl").read_text().splitlines()]
+    assert [it["iteration"] for it in iterations] == list(range(1, len(iterations) + 1))
+    assert mismatch.returncode == 2 and "was started with num_val=10, not 12" in mismatch.stderr

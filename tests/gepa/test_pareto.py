@@ -1,0 +1,49 @@
+"""Pareto fronts per validation row and GEPA's parent selection."""
+
+import random
+from collections import Counter
+
+from prime_cli.gepa.pareto import (
+    best_candidate,
+    front_counts,
+    non_dominated,
+    row_fronts,
+    select_parent,
+)
+
+SCORES = [
+    [0.0, 0.0, 0.0, 0.0],  # 0: on no front
+    [1.0, 0.0, 0.5, 0.0],  # 1: rows 0, 2
+    [1.0, 1.0, 0.0, 0.0],  # 2: rows 0, 1
+    [0.0, 1.0, 0.0, 1.0],  # 3: rows 1, 3
+    [1.0, 1.0, 0.0, 0.0],  # 4: same rows as 2
+    [0.0, 0.0, 0.5, 0.0],  # 5: row 2 only, inside 1's fronts -> dominated
+]
+
+
+def test_row_fronts_hold_every_candidate_with_the_best_score():
+    assert row_fronts(SCORES) == [{1, 2, 4}, {2, 3, 4}, {1, 5}, {3}]
+
+
+def test_dominated_and_frontless_candidates_are_dropped_ties_kept():
+    assert non_dominated(row_fronts(SCORES)) == {1, 2, 3, 4}
+    assert front_counts(row_fronts(SCORES)) == {1: 2, 2: 2, 3: 2, 4: 2}
+
+
+def test_parent_is_drawn_among_non_dominated_weighted_by_front_count():
+    scores = [[1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0], [0.5, 0.5, 0.5, 0.0]]
+    assert front_counts(row_fronts(scores)) == {0: 3, 1: 1}
+    rng = random.Random(7)
+    draws = Counter(select_parent(scores, rng) for _ in range(4000))
+    assert set(draws) == {0, 1}
+    assert 2.5 < draws[0] / draws[1] < 3.5
+
+
+def test_selection_is_reproducible_from_the_rng_state():
+    a, b = random.Random(3), random.Random(3)
+    assert [select_parent(SCORES, a) for _ in range(50)] == [select_parent(SCORES, b) for _ in range(50)]
+
+
+def test_best_candidate_is_the_highest_mean_earliest_on_ties():
+    assert best_candidate(SCORES) == 2
+    assert best_candidate([[0.5], [0.5]]) == 0
