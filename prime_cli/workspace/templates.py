@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 LOCAL_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
-LOCAL_URL = "http://127.0.0.1:8000/v1"
 
 
 @dataclass(frozen=True)
@@ -33,11 +32,8 @@ ENDPOINTS = f'''# Endpoint registry: `prime eval run ENV -m <endpoint_id>`.
 # `key` names the environment variable holding the API key; never put a key in this file.
 # Several blocks with one endpoint_id are replicas, used round-robin per example group.
 
-# The embedded default model (`prime serve`): SmolLM2-135M-Instruct served by vLLM on this machine.
-[[endpoint]]
-endpoint_id = "local"
-model = "{LOCAL_MODEL}"
-url = "{LOCAL_URL}"
+# `-m local` (the default) is built in: the embedded SmolLM2-135M-Instruct served by vLLM on this
+# machine (`prime serve`, or started for the run). It needs no entry here.
 
 # OpenAI (OPENAI_API_KEY)
 [[endpoint]]

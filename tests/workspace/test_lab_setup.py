@@ -29,7 +29,8 @@ def workspace(tmp_path):
 
 def test_setup_writes_configs_environments_and_gitignore(workspace):
     registry = load_registry(workspace / "configs" / "endpoints.toml")
-    assert "local" in registry and {s.key_var for specs in registry.values() for s in specs} >= {
+    assert "local" not in registry, "`local` is built in; an entry would shadow it"
+    assert {s.key_var for specs in registry.values() for s in specs} >= {
         "OPENAI_API_KEY", "OPENROUTER_API_KEY"}
     for env_id in ENV_IDS:
         module = env_id.replace("-", "_")

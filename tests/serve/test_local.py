@@ -1,0 +1,91 @@
+"""`-m local` finds the server `prime serve` recorded; stale records are dropped; `prime serve` reuses."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from prime_cli.serve import api, local
+from prime_cli.serve.errors import ServeError
+from prime_cli.serve.server import ServerOptions, free_port
+from tests.evals.cli_support import only_run_dir, read_rows, run_prime
+from tests.support.scripted_server import ScriptedOpenAIServer
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIME_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def record(server, name="SmolLM2-135M-Instruct", pid=None):
+    port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+    opts = ServerOptions(model_path=Path("/models/x"), served_names=[name], port=port)
+    return local.record_server(opts, pid or os.getpid())
+
+
+def test_a_recorded_live_server_is_used_without_starting_one(cache):
+    with ScriptedOpenAIServer(models=["SmolLM2-135M-Instruct"]) as server:
+        record(server)
+        messages = []
+        with local.local_endpoint(messages.append) as endpoint:
+            assert (endpoint.url, endpoint.model, endpoint.started_here) == (server.url, "SmolLM2-135M-Instruct", False)
+        assert "using the local server" in messages[0]
+
+
+def test_records_of_dead_processes_or_silent_ports_are_pruned(cache):
+    with ScriptedOpenAIServer() as server:
+        dead = record(server, pid=2**22 + 12345)  # no such process
+    opts = ServerOptions(model_path=Path("/m"), served_names=["x"], port=free_port())
+    silent = local.record_server(opts, os.getpid())
+    assert local.running_servers() == []
+    assert not dead.exists() and not silent.exists()
+
+
+def test_the_embedded_model_is_preferred_over_other_recorded_servers(cache):
+    with ScriptedOpenAIServer() as other, ScriptedOpenAIServer() as smol:
+        record(other, name="my-finetune")
+        record(smol)
+        assert [r["models"][0] for r in local.running_servers()] == ["SmolLM2-135M-Instruct", "my-finetune"]
+
+
+def test_eval_with_the_default_model_uses_the_recorded_server(cache, tmp_path):
+    with ScriptedOpenAIServer(models=["SmolLM2-135M-Instruct"]) as server:
+        record(server)
+        out = tmp_path / "runs"
+        done = run_prime(["eval", "run", "reverse-text", "-n", "2", "-r", "2", "-s", "-o", str(out)], cwd=REPO,
+                         extra_env={"PRIME_CACHE_DIR": str(cache)})
+        assert done.returncode == 0, done.stderr
+        assert f"using the local server at {server.url}" in done.stderr
+        assert {r["json"]["model"] for r in server.requests_to("/v1/chat/completions")} == {"SmolLM2-135M-Instruct"}
+    run_dir = only_run_dir(out)
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["model"] == "SmolLM2-135M-Instruct" and metadata["base_url"] == server.url
+    assert len(read_rows(run_dir)) == 4
+
+
+def test_prime_serve_reuses_a_server_already_serving_the_same_model(cache):
+    with ScriptedOpenAIServer(models=["SmolLM2-135M-Instruct"]) as server:
+        record(server)
+        port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+        opts = ServerOptions(model_path=Path("/m"), served_names=["SmolLM2-135M-Instruct"], port=port)
+        seen = []
+        code = api.serve(opts, lambda _: None, lambda _: None, lambda o, pid, reused: seen.append((o.port, pid, reused)))
+        assert code == 0 and seen == [(port, os.getpid(), True)]
+
+
+def test_prime_serve_names_what_holds_a_busy_port(cache):
+    with ScriptedOpenAIServer(models=["someone-else"]) as server:
+        port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+        opts = ServerOptions(model_path=Path("/m"), served_names=["SmolLM2-135M-Instruct"], port=port)
+        with pytest.raises(ServeError, match=f"port {port} is in use by a server for someone-else; pick a free one with --port"):
+            api.serve(opts, lambda _: None, lambda _: None, lambda *a: None)
+
+
+def test_prime_serve_bad_model_folder_is_one_line_exit_2(tmp_path):
+    done = run_prime(["serve", str(tmp_path)], cwd=REPO)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"error: {tmp_path} is not a model folder: it has no config.json (save one with transformers' save_pretrained)"

@@ -1,0 +1,38 @@
+import json
+
+import pytest
+
+from prime_cli.serve.errors import ServeError
+from prime_cli.serve.model_dir import check_model_dir
+
+
+def make_model(path, config=None, weights="model.safetensors", tokenizer="tokenizer.json"):
+    path.mkdir(parents=True, exist_ok=True)
+    if config is not False:
+        (path / "config.json").write_text(json.dumps(config or {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}))
+    if weights:
+        (path / weights).write_bytes(b"\0" * 8)
+    if tokenizer:
+        (path / tokenizer).write_text("{}")
+    return path
+
+
+def test_a_complete_folder_passes(tmp_path):
+    check_model_dir(make_model(tmp_path / "m"))
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        (lambda p: p / "missing", "does not exist"),
+        (lambda p: (p / "f.txt").write_text("x") and p / "f.txt", "is a file"),
+        (lambda p: make_model(p / "m", config=False), "no config.json"),
+        (lambda p: (make_model(p / "m"), (p / "m" / "config.json").write_text("{nope"))[0], "not valid JSON"),
+        (lambda p: make_model(p / "m", config={"hidden_size": 3}), "no model architecture"),
+        (lambda p: make_model(p / "m", weights=None), "no weights"),
+        (lambda p: make_model(p / "m", tokenizer=None), "no tokenizer"),
+    ],
+)
+def test_each_problem_is_named(tmp_path, build, expected):
+    with pytest.raises(ServeError, match=expected):
+        check_model_dir(build(tmp_path))
