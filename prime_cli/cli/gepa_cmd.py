@@ -59,9 +59,10 @@ def run(
     values = {k: v for k, v in values.items() if v is not None}
     from prime_cli.envs.errors import EnvConfigError
     from prime_cli.gepa.api import run_gepa
+    from prime_cli.serve.errors import ServeError
 
     try:
         code = run_gepa(target, values)
-    except EnvConfigError as exc:
+    except (EnvConfigError, ServeError) as exc:
         fail(str(exc))
     raise typer.Exit(code)

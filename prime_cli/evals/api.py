@@ -52,14 +52,14 @@ def run_evals(target: str, values: dict[str, Any], stream: Any = None) -> int:
         return _execute(configs, stream)
     from prime_cli.serve.local import local_endpoint
 
-    with _server_status() as (status, tick), local_endpoint(status, tick) as endpoint:
+    with local_server_status() as (status, tick), local_endpoint(status, tick) as endpoint:
         configs = [c.model_copy(update={"model": endpoint.model, "base_url": endpoint.url}) if _uses_local(c)
                    else c for c in configs]
         return _execute(configs, stream)
 
 
 @contextlib.contextmanager
-def _server_status() -> Iterator[tuple[Callable[[str], None], Callable[[float], None]]]:
+def local_server_status() -> Iterator[tuple[Callable[[str], None], Callable[[float], None]]]:
     """Startup messages on stderr (a spinner on a terminal) so stdout stays the run's own output."""
     from rich.console import Console
 

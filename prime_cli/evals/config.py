@@ -125,6 +125,9 @@ def load_toml_configs(path: Path, overrides: dict[str, Any] | None = None) -> li
     return configs
 
 
+ENV_DEFAULT_KEYS = ("num_examples", "rollouts_per_example", "max_tokens", "temperature")
+
+
 def env_eval_defaults(env_id: str) -> dict[str, Any]:
     """`[tool.prime.eval]` (or `[tool.verifiers.eval]`) of the environment's pyproject, if found."""
     from prime_cli.envs.loader import module_name
@@ -147,5 +150,5 @@ def env_eval_defaults(env_id: str) -> dict[str, Any]:
             except tomllib.TOMLDecodeError:
                 continue
             section = tool.get("prime", {}).get("eval") or tool.get("verifiers", {}).get("eval") or {}
-            return {k: v for k, v in section.items() if k in ("num_examples", "rollouts_per_example")}
+            return {k: v for k, v in section.items() if k in ENV_DEFAULT_KEYS}
     return {}

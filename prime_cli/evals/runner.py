@@ -71,6 +71,14 @@ def resolve_counts(config: EvalConfig) -> tuple[int, int]:
     return int(n), int(r)
 
 
+def with_env_sampling_defaults(config: EvalConfig) -> EvalConfig:
+    """The environment's `max_tokens` / `temperature` defaults where the user gave none."""
+    defaults = env_eval_defaults(config.env_id)
+    update = {key: defaults[key] for key in ("max_tokens", "temperature")
+              if key in defaults and getattr(config, key) is None and key not in config.sampling_args}
+    return config.model_copy(update=update) if update else config
+
+
 class _Cancel:
     """First Ctrl-C: drain. Second: stop now."""
 
@@ -93,6 +101,7 @@ class _Cancel:
 async def run_eval(config: EvalConfig, display: EvalDisplay, *, pool: Any = None) -> EvalOutcome:
     """Run the evaluation described by `config`, reporting to `display`."""
     env = load_env(config)
+    config = with_env_sampling_defaults(config)
     num_examples, rollouts = resolve_counts(config)
     secrets: list[str] = []
     if pool is None:  # endpoints are checked before any file is written

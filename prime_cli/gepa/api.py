@@ -178,6 +178,30 @@ def run_gepa(target: str, values: dict[str, Any], stream: IO[str] | None = None)
     """Run (or resume) one GEPA search; 0 completed, 1 cancelled or failed. Bad input raises EnvConfigError."""
     stream = stream or sys.stdout
     config, resume = resolve_config(target, values)
+    if not _uses_local(config):
+        return _finish(config, resume, stream)
+    from prime_cli.evals.api import local_server_status
+    from prime_cli.serve.local import local_endpoint
+
+    with local_server_status() as (status, tick), local_endpoint(status, tick) as endpoint:
+        update: dict[str, Any] = {}
+        if config.model == LOCAL_MODEL and not config.base_url:
+            update.update(model=endpoint.model, base_url=endpoint.url)
+        if config.reflector == LOCAL_MODEL and not config.reflection_base_url:
+            update.update(reflection_model=endpoint.model, reflection_base_url=endpoint.url)
+        return _finish(config.model_copy(update=update), resume, stream)
+
+
+LOCAL_MODEL = "local"
+
+
+def _uses_local(config: GepaConfig) -> bool:
+    """The student or the reflection model is the embedded `local` model without a URL of its own."""
+    return ((config.model == LOCAL_MODEL and not config.base_url)
+            or (config.reflector == LOCAL_MODEL and not config.reflection_base_url))
+
+
+def _finish(config: GepaConfig, resume: bool, stream: IO[str]) -> int:
     outcome, run_dir = asyncio.run(run_search(config, resume, stream))
     if not outcome.state.candidates:
         print(f"error: {outcome.error or 'the run stopped before the seed prompt was scored'}", file=sys.stderr)

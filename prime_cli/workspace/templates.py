@@ -28,7 +28,7 @@ EXAMPLES = (
                                       "env_args = { corpus_path = \"...\" }"),
 )
 
-ENDPOINTS = f'''# Endpoint registry: `prime eval run ENV -m <endpoint_id>`.
+ENDPOINTS = '''# Endpoint registry: `prime eval run ENV -m <endpoint_id>`.
 # `key` names the environment variable holding the API key; never put a key in this file.
 # Several blocks with one endpoint_id are replicas, used round-robin per example group.
 

@@ -47,8 +47,9 @@ def test_tokenizer_config_is_made_loadable_by_transformers_4(tmp_path):
 
 
 def test_chat_template_renders_chatml_with_tool_calls():
-    import jinja2
     from importlib import resources
+
+    import jinja2
 
     source = resources.files("prime_cli.serve").joinpath("chat_template.jinja").read_text()
     template = jinja2.Environment().from_string(source)

@@ -10,7 +10,14 @@ import pytest
 
 from prime_cli.serve import server as server_mod
 from prime_cli.serve.errors import ServeError
-from prime_cli.serve.server import ServerOptions, VllmServer, build_command, build_env, free_port, served_models
+from prime_cli.serve.server import (
+    ServerOptions,
+    VllmServer,
+    build_command,
+    build_env,
+    free_port,
+    served_models,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
