@@ -65,6 +65,13 @@ def hub_texts(dataset_name: str, split: str) -> list[str]:
     return [str(t) for t in data[column]]
 
 
+def completion_text(completion: vf.Messages) -> str:
+    if isinstance(completion, str):
+        return completion
+    replies = [m for m in completion if m.get("role") == "assistant"]
+    return str(replies[-1].get("content") or "") if replies else ""
+
+
 def rows_for(texts: list[str]) -> list[dict[str, Any]]:
     return [{"question": text, "answer": text[::-1]} for text in texts]
 
@@ -78,6 +85,7 @@ def load_environment(
     system_prompt: str = SYSTEM_PROMPT,
     dataset_name: str | None = None,
     format_weight: float = 0.2,
+    answer_without_tags: bool = False,
 ) -> vf.Environment:
     """Reverse-text environment.
 
@@ -89,6 +97,9 @@ def load_environment(
         system_prompt: the instruction given to the model (GEPA optimises it).
         dataset_name: a Hugging Face dataset to use instead of generated text (train and test splits).
         format_weight: weight of the <reversed_text> format reward.
+        answer_without_tags: score the whole reply when it has no <reversed_text> tags (instead of
+            0). Small models rarely use the tags; this gives them partial credit to learn from
+            (SmolLM2-135M: mean 0.15, within-group std 0.07 at temperature 1).
     """
     if min_words < 1 or max_words < min_words:
         raise vf.EnvConfigError(f"need 1 <= min_words <= max_words (got {min_words} and {max_words})")
@@ -96,7 +107,10 @@ def load_environment(
 
     def lcs_reward(completion, answer, parser) -> float:
         """Similarity of the parsed answer to the true reversal."""
-        return lcs_ratio(parser.parse_answer(completion) or "", answer)
+        parsed = parser.parse_answer(completion)
+        if parsed is None and answer_without_tags:
+            parsed = completion_text(completion).strip()
+        return lcs_ratio(parsed or "", answer)
 
     rubric = vf.Rubric(funcs=[lcs_reward, parser.get_format_reward_func()], weights=[1.0, format_weight], parser=parser)
 

@@ -19,6 +19,7 @@ def serve(
     gpu_memory_utilization: float = typer.Option(0.85, "--gpu-memory-utilization", help="GPU only: fraction of GPU memory vLLM may use."),
     kv_cache_gib: int = typer.Option(1, "--kv-cache-gib", help="CPU only: GiB of RAM for the KV cache (VLLM_CPU_KVCACHE_SPACE)."),
     compile_model: bool = typer.Option(False, "--compile", help="CPU only: torch.compile the model (minutes at start on small machines; eager by default)."),
+    loras: list[str] | None = typer.Option(None, "--lora", help="Serve a PEFT adapter (e.g. a `prime train` weights/step_N folder) as model NAME: --lora NAME=PATH (repeatable). Then: prime eval run ENV -m NAME -b URL."),
     vllm_args: list[str] | None = typer.Option(None, "--vllm-arg", help="Extra argument passed to vLLM as is (repeatable), e.g. --vllm-arg=--seed=1."),
 ) -> None:
     """Serve a local model with vLLM's OpenAI-compatible server until Ctrl-C.
@@ -34,6 +35,7 @@ def serve(
     from prime_cli.serve.api import resolve_model
     from prime_cli.serve.api import serve as serve_model
     from prime_cli.serve.errors import ServerDied
+    from prime_cli.serve.model_dir import parse_lora_option
     from prime_cli.serve.server import ServerOptions
 
     console = Console(stderr=True, highlight=False)
@@ -55,7 +57,10 @@ def serve(
 
     try:
         model_path, names = resolve_model(model, served_model_name, status)
+        adapters = [parse_lora_option(value) for value in loras or []]
+        max_lora_rank = max([max_lora_rank, *(rank for _, _, rank in adapters)])
         options = ServerOptions(model_path=model_path, served_names=names, host=host, port=port,
+                                loras={name: path for name, path, _ in adapters},
                                 enable_lora=enable_lora, max_lora_rank=max_lora_rank, max_loras=max_loras,
                                 max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
                                 kv_cache_gib=kv_cache_gib, compile=compile_model, extra_args=list(vllm_args or []))

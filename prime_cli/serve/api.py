@@ -48,6 +48,8 @@ def serve(options: ServerOptions, status: Status, tick: Callable[[float], None],
         raise ServeError(f"port {options.port} is in use by {what}; pick a free one with --port")
     server = VllmServer(options, logs_dir() / f"vllm-{options.port}.log")
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    # a shell starting us in the background ignores SIGINT; `kill -INT` must still stop vLLM
+    previous_int = signal.signal(signal.SIGINT, _raise_interrupt)
     try:
         server.start()
         started = time.monotonic()
@@ -68,6 +70,7 @@ def serve(options: ServerOptions, status: Status, tick: Callable[[float], None],
         server.stop()
         with contextlib.suppress(ValueError):
             signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGINT, previous_int)
 
 
 def _raise_interrupt(signum, frame):  # noqa: ARG001

@@ -33,3 +33,22 @@ def check_model_dir(path: Path) -> None:
     if not any((path / name).is_file() for name in TOKENIZER_FILES):
         raise ServeError(f"{path} has no tokenizer (tokenizer.json or tokenizer_config.json); "
                          "save the tokenizer into the same folder")
+
+
+def parse_lora_option(value: str) -> tuple[str, Path, int]:
+    """`NAME=PATH` of a PEFT adapter folder -> (name, absolute path, LoRA rank)."""
+    name, sep, raw_path = value.partition("=")
+    if not sep or not name.strip() or not raw_path.strip():
+        raise ServeError(f"--lora {value!r}: expected NAME=PATH, e.g. --lora trained=outputs/weights/step_20")
+    path = Path(raw_path.strip()).expanduser().resolve()
+    config_path = path / "adapter_config.json"
+    if not config_path.is_file():
+        raise ServeError(f"--lora {name}: {path} is not a PEFT adapter folder (no adapter_config.json); "
+                         "pass a weights/step_N folder written by `prime train`")
+    try:
+        rank = int(json.loads(config_path.read_text()).get("r", 0))
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ServeError(f"{config_path} is not a valid adapter config ({exc})") from None
+    if not any(next(path.glob(pattern), None) for pattern in ("adapter_model.*",)):
+        raise ServeError(f"--lora {name}: {path} has no adapter weights (adapter_model.safetensors)")
+    return name.strip(), path, rank

@@ -6,9 +6,7 @@ import contextlib
 import importlib.util
 import json
 import os
-import signal
 import socket
-import subprocess
 import sys
 import time
 import urllib.error
@@ -19,9 +17,9 @@ from importlib import metadata
 from pathlib import Path
 
 from .errors import ServeError
+from .process import ManagedProcess
 
 READY_TIMEOUT_S = 600.0
-STOP_GRACE_S = 15.0
 
 
 @dataclass
@@ -38,6 +36,7 @@ class ServerOptions:
     kv_cache_gib: int = 1
     compile: bool = False
     extra_args: list[str] = field(default_factory=list)
+    loras: dict[str, Path] = field(default_factory=dict)  # adapter name -> PEFT adapter folder
 
     @property
     def url(self) -> str:
@@ -69,9 +68,11 @@ def build_command(options: ServerOptions, flavour: str) -> list[str]:
            "--max-model-len", str(options.max_model_len),
            "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
            "--disable-uvicorn-access-log"]
-    if options.enable_lora:
+    if options.enable_lora or options.loras:
         cmd += ["--enable-lora", "--max-lora-rank", str(options.max_lora_rank),
-                "--max-loras", str(options.max_loras)]
+                "--max-loras", str(max(options.max_loras, len(options.loras)))]
+    if options.loras:
+        cmd += ["--lora-modules", *(f"{name}={path}" for name, path in options.loras.items())]
     if flavour == "cpu":
         if not options.compile:  # torch.compile costs minutes at start on 2 cores for ~no gain here
             cmd.append("--enforce-eager")
@@ -123,21 +124,12 @@ def served_models(url: str, timeout: float = 2.0) -> list[str] | None:
         return None
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    os.setsid()
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-class VllmServer:
+class VllmServer(ManagedProcess):
     """A vLLM server in its own process group, its output in `log_path`."""
 
     def __init__(self, options: ServerOptions, log_path: Path):
+        super().__init__(log_path)
         self.options = options
-        self.log_path = log_path
-        self.process: subprocess.Popen | None = None
 
     def launch_spec(self) -> tuple[list[str], dict[str, str]]:
         """The command line and environment of the server process."""
@@ -152,18 +144,8 @@ class VllmServer:
             raise ServeError(f"port {self.options.port} is already in use by another program; "
                              "pick a free one with --port")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "wb")
-        try:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, env=env,
-                                            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-                                            start_new_session=sys.platform != "linux")
-        finally:
-            log.close()
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process else None
+        self.log_path.write_bytes(b"")
+        self.start_command(command, env)
 
     def wait_ready(self, tick: Callable[[float], None] = lambda _: None, timeout: float = READY_TIMEOUT_S) -> None:
         """Poll until the server lists its model; raise with the log's last lines if it dies first."""
@@ -181,37 +163,3 @@ class VllmServer:
                 raise ServeError(f"vLLM was not ready after {timeout:.0f} s (see {self.log_path}):\n{self.log_tail()}")
             tick(elapsed)
             time.sleep(0.5)
-
-    def log_tail(self, lines: int = 15) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return "(no log)"
-        return "\n".join("  " + line for line in text[-lines:])
-
-    def stop(self) -> None:
-        """SIGTERM the whole process group, then SIGKILL whatever is left after a grace period."""
-        if self.process is None:
-            return
-        pgid = self.process.pid
-        for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 5.0)):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, sig)
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline and _group_alive(pgid):
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.process.wait(timeout=0.2)
-            if not _group_alive(pgid):
-                break
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=1.0)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -39,6 +39,16 @@ async def test_reverse_text_rewards_full_partial_and_format(reverse_text):
     assert no_tags["reward"] == 0.0
 
 
+async def test_reverse_text_can_score_replies_without_tags():
+    env = vf.load_environment("reverse-text", num_train_examples=5, answer_without_tags=True)
+    row = env.get_dataset()[0]
+    forward = row["prompt"][-1]["content"]
+    [bare] = await env.run_group(ScriptedClient([f"  {forward[::-1]}\n"]), "m", row)
+    assert bare["metrics"] == {"lcs_reward": 1.0, "format_reward": 0.0}
+    [tagged] = await env.run_group(ScriptedClient([f"{forward[::-1]} <reversed_text>x</reversed_text>"]), "m", row)
+    assert tagged["metrics"]["lcs_reward"] < 0.5, "the tags still win when present"
+
+
 def test_reverse_text_accepts_system_prompt_and_rejects_bad_ranges():
     env = vf.load_environment("reverse-text", system_prompt="Mirror it.", num_train_examples=2)
     assert env.get_dataset()[0]["prompt"][0]["content"] == "Mirror it."

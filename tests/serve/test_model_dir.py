@@ -36,3 +36,20 @@ def test_a_complete_folder_passes(tmp_path):
 def test_each_problem_is_named(tmp_path, build, expected):
     with pytest.raises(ServeError, match=expected):
         check_model_dir(build(tmp_path))
+
+
+def test_lora_option_reads_the_adapter_rank_and_rejects_non_adapters(tmp_path):
+    from prime_cli.serve.model_dir import parse_lora_option
+
+    adapter = tmp_path / "step_3"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(json.dumps({"r": 32, "peft_type": "LORA"}))
+    (adapter / "adapter_model.safetensors").write_bytes(b"x")
+    assert parse_lora_option(f"trained={adapter}") == ("trained", adapter.resolve(), 32)
+    with pytest.raises(ServeError, match="NAME=PATH"):
+        parse_lora_option(str(adapter))
+    with pytest.raises(ServeError, match="not a PEFT adapter folder"):
+        parse_lora_option(f"x={tmp_path}")
+    (adapter / "adapter_model.safetensors").unlink()
+    with pytest.raises(ServeError, match="no adapter weights"):
+        parse_lora_option(f"x={adapter}")

@@ -58,6 +58,12 @@ def test_cpu_command_is_eager_with_tools_and_lora(tmp_path):
     assert "--enforce-eager" not in build_command(options(tmp_path, compile=True), "cpu")
 
 
+def test_named_adapters_enable_lora_and_are_served_as_modules(tmp_path):
+    cmd = build_command(options(tmp_path, loras={"trained": tmp_path / "step_2"}), "cpu")
+    assert "--enable-lora" in cmd
+    assert cmd[cmd.index("--lora-modules") + 1] == f"trained={tmp_path / 'step_2'}"
+
+
 def test_cpu_command_serves_fp32_unless_the_user_picks_a_dtype(tmp_path):
     cmd = build_command(options(tmp_path), "cpu")
     assert cmd[cmd.index("--dtype") + 1] == "float32"
