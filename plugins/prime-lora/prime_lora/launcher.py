@@ -1,0 +1,207 @@
+"""Run the three parts of a training run and watch them.
+
+inference (vLLM with LoRA, runtime adapter loading), trainer (torch + peft) and orchestrator
+(rollouts through prime environments) are separate processes, each in its own process group with
+its log in `logs/`. If any part dies, all stop and the failing part's last log lines are shown:
+an error never hides in another process's log.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from prime_cli.serve.errors import ServeError
+from prime_cli.serve.process import ManagedProcess
+from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in_use
+from prime_cli.train.config import RLConfig
+
+from . import run_dir
+from .devices import has_cuda, part_env
+from .progress import MetricsTail, reward_curve, step_line
+
+VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
+POLL_S = 0.5
+
+
+@dataclass
+class PartFailure(Exception):
+    part: str
+    message: str
+
+
+class InferenceServer(VllmServer):
+    """vLLM on the inference devices."""
+
+    def __init__(self, options: ServerOptions, log_path: Path, gpu_ids: list[int]):
+        super().__init__(options, log_path)
+        self.gpu_ids = gpu_ids
+
+    def launch_spec(self) -> tuple[list[str], dict[str, str]]:
+        command, env = super().launch_spec()
+        return command, part_env(self.gpu_ids, env)
+
+
+def inference_options(config: RLConfig, model_path: str, served_name: str) -> ServerOptions:
+    inference = config.inference
+    rank = inference.max_lora_rank or config.trainer.model.lora.rank
+    extra = ["--logprobs-mode", "processed_logprobs", "--seed", str(config.seed)]
+    if config.model.dtype != "auto":
+        extra += ["--dtype", config.model.dtype]
+    if inference.tensor_parallel_size > 1:
+        extra += ["--tensor-parallel-size", str(inference.tensor_parallel_size)]
+    if inference.data_parallel_size > 1:
+        extra += ["--data-parallel-size", str(inference.data_parallel_size)]
+    port = inference.port if not port_in_use(inference.host, inference.port) else free_port(inference.host)
+    return ServerOptions(
+        model_path=Path(model_path), served_names=[served_name], host=inference.host, port=port,
+        enable_lora=True, max_lora_rank=next((r for r in VLLM_LORA_RANKS if r >= rank), rank), max_loras=1,
+        max_model_len=inference.model.max_model_len, gpu_memory_utilization=inference.gpu_memory_utilization,
+        kv_cache_gib=inference.kv_cache_gib, extra_args=extra + list(inference.vllm_args))
+
+
+def trainer_command(config: RLConfig, config_path: Path, resume_step: int | None) -> list[str]:
+    module = ["-m", "prime_lora.trainer", "--config", str(config_path)]
+    if resume_step is not None:
+        module += ["--resume-step", str(resume_step)]
+    if has_cuda() and len(config.trainer_gpu_ids) > 1:  # FSDP: one process per trainer GPU
+        return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                f"--nproc-per-node={len(config.trainer_gpu_ids)}", *module]
+    return [sys.executable, *module]
+
+
+def orchestrator_command(config_path: Path, base_url: str, resume_step: int | None) -> list[str]:
+    command = [sys.executable, "-m", "prime_lora.orchestrator", "--config", str(config_path), "--base-url", base_url]
+    return command + (["--resume-step", str(resume_step)] if resume_step is not None else [])
+
+
+class Run:
+    """One training run's processes and the watch loop over them."""
+
+    def __init__(self, config: RLConfig, output_dir: Path, resume_step: int | None, console: Console):
+        self.config, self.output_dir, self.resume_step, self.console = config, output_dir, resume_step, console
+        self.logs = output_dir / "logs"
+        self.config_path = output_dir / "config.json"
+        self.inference: InferenceServer | None = None
+        self.trainer = ManagedProcess(self.logs / "trainer.log")
+        self.orchestrator = ManagedProcess(self.logs / "orchestrator.log")
+        self.metrics = MetricsTail(output_dir / "metrics.jsonl")
+        self.metrics.poll()  # a resumed run's earlier steps are not printed again
+
+    def parts(self) -> dict[str, ManagedProcess | None]:
+        return {"inference": self.inference, "trainer": self.trainer, "orchestrator": self.orchestrator}
+
+    def start(self) -> None:
+        from prime_cli.train.models import resolve_model
+
+        resolved = resolve_model(self.config.model.name)
+        options = inference_options(self.config, str(resolved.path), resolved.served_name)
+        self.inference = InferenceServer(options, self.logs / "inference.log", self.config.inference_gpu_ids)
+        self.inference.start()
+        # the trainer loads its model while vLLM starts; the orchestrator needs vLLM up
+        self.trainer.start_command(trainer_command(self.config, self.config_path, self.resume_step),
+                                   part_env(self.config.trainer_gpu_ids), cwd=Path.cwd())
+        with self.console.status("starting vLLM and the trainer") as status:
+            started = time.monotonic()
+            self.check_alive(during_start=True)
+            try:
+                self.inference.wait_ready(lambda s: (status.update(f"starting vLLM ({s:.0f} s)"),
+                                                     self.check_alive(during_start=True)))
+            except ServeError as exc:
+                raise PartFailure("inference", str(exc)) from None
+            self.console.print(f"[dim]vLLM ready at {options.url} in {time.monotonic() - started:.0f} s "
+                               f"(log: {self.inference.log_path})[/dim]")
+        self.orchestrator.start_command(orchestrator_command(self.config_path, options.url, self.resume_step),
+                                        part_env([]), cwd=Path.cwd())
+
+    def check_alive(self, during_start: bool = False) -> bool:
+        """Raise PartFailure when a part died; True once the trainer finished every step."""
+        for name, part in self.parts().items():
+            if part is None or part.process is None:
+                continue
+            code = part.returncode
+            if code is None:
+                continue
+            if name == "trainer" and code == 0 and not during_start:
+                return True
+            if name == "orchestrator" and code == 0:
+                continue  # it finishes its last batch before the trainer finishes its last step
+            raise PartFailure(name, f"the {name} {'exited' if code >= 0 else 'was killed'} (code {code})"
+                                    f"{' before training ended' if code == 0 else ''}. "
+                                    f"Last lines of {part.log_path}:\n{part.log_tail()}")
+        return False
+
+    def watch(self) -> None:
+        max_steps = self.config.max_steps
+        with self.console.status("waiting for the first batch") as status:
+            while True:
+                for row in self.metrics.poll():
+                    self.console.print(step_line(row, max_steps), highlight=False)
+                    status.update(f"step {row.get('step', 0) + 1}/{max_steps}")
+                if self.check_alive():
+                    for row in self.metrics.poll():
+                        self.console.print(step_line(row, max_steps), highlight=False)
+                    return
+                time.sleep(POLL_S)
+
+    def stop(self) -> None:
+        for part in (self.orchestrator, self.trainer, self.inference):
+            if part is not None:
+                part.stop(grace_s=10.0)
+
+
+def launch(config: RLConfig, output_dir: Path, resume_step: int | None = None) -> int:
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    output_dir = output_dir.resolve()
+    try:
+        run_dir.prepare(output_dir, resume_step)
+    except run_dir.RunDirError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        return 2
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / "config.json").write_text(config.model_dump_json(indent=2))
+    run = Run(config, output_dir, resume_step, console)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        run.start()
+        run.watch()
+    except PartFailure as failure:
+        console.print(f"[bold red]{failure.part} failed:[/] {failure.message}")
+        run.stop()
+        return 1
+    except ServeError as exc:  # vLLM missing, bad model folder
+        console.print(f"[bold red]error:[/] {exc}")
+        run.stop()
+        return 2
+    except KeyboardInterrupt:
+        console.print("stopping all parts")
+        run.stop()
+        resumable = run_dir.checkpoint_steps(output_dir)
+        if resumable:
+            console.print(f"continue with: prime train CONFIG --output-dir {output_dir} --resume-step {resumable[-1]}")
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    run.stop()
+    summarize(console, run, output_dir)
+    return 0
+
+
+def summarize(console: Console, run: Run, output_dir: Path) -> None:
+    rows = run.metrics.rows
+    last = max(run_dir.steps_in(output_dir / "weights"), default=0)
+    console.print(f"[bold green]training done[/]: {len(rows)} steps this run; reward per step: {reward_curve(rows)}")
+    env_id = run.config.orchestrator.env[0].id
+    adapter = output_dir / "weights" / f"step_{last}"
+    console.print(f"adapter: {adapter}  (PEFT; metrics: {output_dir / 'metrics.jsonl'})")
+    console.print(f"evaluate it: prime serve --lora trained={adapter} --port 8001   then   "
+                  f"prime eval run {env_id} -m trained -b http://127.0.0.1:8001/v1")
+
+
+def _interrupt(signum, frame):  # noqa: ARG001
+    raise KeyboardInterrupt

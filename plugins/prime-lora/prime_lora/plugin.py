@@ -1,0 +1,28 @@
+"""The object `prime train` finds through the `prime.trainers` entry point.
+
+Importing this module must stay cheap (no torch): `prime train --dry-run` loads it to validate.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prime_cli.train.config import RLConfig
+
+from . import __version__
+
+
+class LoraTrainerPlugin:
+    name = "lora"
+    api_version = 1
+    version = __version__
+    config_model = RLConfig
+    description = "LoRA RL: vLLM inference, an orchestrator over prime environments, a torch + peft trainer"
+
+    def run(self, config: RLConfig, output_dir: Path, resume_step: int | None = None) -> int:
+        from .launcher import launch
+
+        return launch(config, Path(output_dir), resume_step)
+
+
+plugin = LoraTrainerPlugin()

@@ -1,0 +1,63 @@
+"""The launcher's live view: one line per trained step, read from metrics.jsonl as it grows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+class MetricsTail:
+    """Yields the complete new lines of metrics.jsonl since the last call."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.offset = 0
+        self.rows: list[dict[str, Any]] = []
+
+    def poll(self) -> list[dict[str, Any]]:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                chunk = handle.read()
+        except FileNotFoundError:
+            return []
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        new = []
+        for line in complete.decode(errors="replace").splitlines():
+            try:
+                new.append(json.loads(line))
+            except ValueError:
+                continue
+        self.rows += new
+        return new
+
+
+def _num(row: dict[str, Any], key: str, fmt: str, default: str = "-") -> str:
+    value = row.get(key)
+    return format(value, fmt) if isinstance(value, (int, float)) else default
+
+
+def step_line(row: dict[str, Any], max_steps: int) -> str:
+    """`step 3/30  reward 0.214 ± 0.081  batch 32 ...` for one metrics row."""
+    parts = [f"step {row.get('step')}/{max_steps}",
+             f"reward {_num(row, 'reward_mean', '.3f')} ± {_num(row, 'reward_std', '.3f')}"]
+    per_env = row.get("per_env") or {}
+    if len(per_env) > 1:
+        parts.append(" ".join(f"{env} {_num(v, 'reward_mean', '.3f')}" for env, v in per_env.items()))
+    parts.append(f"batch {row.get('effective_batch_size', '-')}")
+    parts.append(f"kl {_num(row, 'mismatch_kl', '.2e')}")
+    parts.append(f"masked {_num(row, 'masked_fraction', '.1%')}")
+    parts.append(f"grad {_num(row, 'grad_norm', '.3f')}")
+    timing = f"{_num(row, 'step_s', '.1f')} s (gen {_num(row, 'generation_s', '.1f')}, train {_num(row, 'train_s', '.1f')})"
+    parts.append(timing)
+    parts.append(f"{_num(row, 'tokens_per_s', '.0f')} tok/s")
+    if row.get("skipped"):
+        parts.append("SKIPPED (non-finite loss or gradient)")
+    return "  ".join(parts)
+
+
+def reward_curve(rows: list[dict[str, Any]]) -> str:
+    """`0.14 0.15 0.19 ...` (the per-step reward means, for the final summary)."""
+    return " ".join(_num(row, "reward_mean", ".3f") for row in rows)

@@ -1,0 +1,141 @@
+"""The launcher's process supervision, with stand-ins for the three parts (real processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from prime_cli.serve.process import group_alive
+from prime_cli.train.config import RLConfig
+from prime_lora import launcher, run_dir
+from prime_lora.progress import MetricsTail, step_line
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def config(tmp_path, **kw) -> RLConfig:
+    from prime_cli.serve.server import free_port
+
+    return RLConfig.model_validate({
+        "max_steps": 3, "output_dir": str(tmp_path / "out"),
+        "orchestrator": {"batch_size": 4, "rollouts_per_example": 2, "env": [{"id": "reverse-text"}]},
+        "inference": {"port": free_port()}, **kw})
+
+
+def fake_parts(monkeypatch, tmp_path, trainer_code: str, orchestrator_code: str = "import time; time.sleep(600)"):
+    """Scripted server for vLLM (plus a grandchild), python one-liners for trainer and orchestrator."""
+    started: dict[str, list[str]] = {}
+
+    def inference_spec(self):
+        code = ("import os, subprocess, sys\n"
+                f"open({str(tmp_path / 'vllm.pid')!r}, 'w').write(str(os.getpid()))\n"
+                "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+                f"from tests.support.scripted_server import main; main(['--port', '{self.options.port}'])\n")
+        started["inference"] = [str(self.options.port)]
+        return [sys.executable, "-c", code], {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def trainer_command(cfg, config_path, resume_step):
+        started["trainer"] = [str(config_path), str(resume_step)]
+        return [sys.executable, "-c", trainer_code, str(config_path.parent)]
+
+    def orchestrator_command(config_path, base_url, resume_step):
+        started["orchestrator"] = [base_url]
+        return [sys.executable, "-c", orchestrator_code, base_url]
+
+    monkeypatch.setattr(launcher.InferenceServer, "launch_spec", inference_spec)
+    monkeypatch.setattr(launcher, "trainer_command", trainer_command)
+    monkeypatch.setattr(launcher, "orchestrator_command", orchestrator_command)
+    monkeypatch.setattr("prime_cli.train.models.resolve_model",
+                        lambda name: SimpleNamespace(path="/models/tiny", served_name="tiny", is_local_embedded=False))
+    return started
+
+
+TRAINER_OK = """
+import json, sys, time, pathlib
+out = pathlib.Path(sys.argv[1])
+for step in (1, 2, 3):
+    (out / "weights" / f"step_{step}").mkdir(parents=True)
+    with open(out / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"step": step, "reward_mean": 0.1 * step, "reward_std": 0.01}) + "\\n")
+    time.sleep(0.2)
+"""
+
+
+def test_a_run_streams_steps_and_stops_every_part(tmp_path, monkeypatch, capsys):
+    started = fake_parts(monkeypatch, tmp_path, TRAINER_OK)
+    cfg = config(tmp_path)
+    code = launcher.launch(cfg, Path(cfg.output_dir))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "step 3/3" in err and "reward 0.300" in err and "0.100 0.200 0.300" in err
+    assert started["orchestrator"][0].endswith("/v1") and started["inference"][0] in started["orchestrator"][0]
+    saved = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert saved["max_steps"] == 3
+    assert (tmp_path / "out" / "logs" / "inference.log").exists()
+
+
+def test_a_dying_part_stops_the_others_and_shows_its_log(tmp_path, monkeypatch, capsys):
+    spawned = tmp_path / "pids"
+    orchestrator = f"import os, time; open({str(spawned)!r}, 'w').write(str(os.getpid())); time.sleep(600)"
+    fake_parts(monkeypatch, tmp_path, "import time, sys; time.sleep(1.5); print('CUDA out of memory: boom'); sys.exit(3)", orchestrator)
+    cfg = config(tmp_path)
+    code = launcher.launch(cfg, Path(cfg.output_dir))
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "trainer failed" in err and "code 3" in err and "CUDA out of memory: boom" in err
+    assert "trainer.log" in err
+    deadline = time.monotonic() + 5
+    while group_alive(int(spawned.read_text())) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not group_alive(int(spawned.read_text())), "the orchestrator was left running"
+
+
+def test_killing_the_inference_server_ends_the_run_clearly(tmp_path, monkeypatch, capsys):
+    # the orchestrator stand-in kills vLLM's process group once it is up, as a crash would
+    kill_vllm = ("import os, signal, time\n"
+                 f"pid = int(open({str(tmp_path / 'vllm.pid')!r}).read())\n"
+                 "os.killpg(os.getpgid(pid), signal.SIGKILL); time.sleep(600)")
+    fake_parts(monkeypatch, tmp_path, "import time; time.sleep(600)", kill_vllm)
+    cfg = config(tmp_path)
+    started = time.monotonic()
+    code = launcher.launch(cfg, Path(cfg.output_dir))
+    err = capsys.readouterr().err
+    assert code == 1 and "inference failed" in err and "killed" in err, err
+    assert time.monotonic() - started < 60
+
+
+def test_fresh_start_refuses_a_directory_that_holds_a_run_and_resume_rewinds_it(tmp_path):
+    out = tmp_path / "out"
+    for step in (0, 1, 2, 3):
+        (out / "weights" / f"step_{step}").mkdir(parents=True)
+        (out / "rollouts" / f"step_{step}").mkdir(parents=True)
+    for step in (2,):
+        (out / "checkpoints" / f"step_{step}" / "trainer").mkdir(parents=True)
+        (out / "checkpoints" / f"step_{step}" / "orchestrator.json").write_text("{}")
+    (out / "metrics.jsonl").write_text("".join(json.dumps({"step": s}) + "\n" for s in (1, 2, 3)) + '{"step": 4')
+    with pytest.raises(run_dir.RunDirError, match="--resume-step 2"):
+        run_dir.prepare(out, None)
+    with pytest.raises(run_dir.RunDirError, match=r"available: 2"):
+        run_dir.prepare(out, 1)
+    run_dir.prepare(out, 2)
+    assert run_dir.steps_in(out / "weights") == [0, 1, 2] and run_dir.steps_in(out / "rollouts") == [0, 1, 2]
+    assert [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()] == [1, 2]
+
+
+def test_metrics_tail_reads_only_complete_lines(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    tail = MetricsTail(path)
+    assert tail.poll() == []
+    path.write_text('{"step": 1}\n{"step": 2, "rew')
+    assert [r["step"] for r in tail.poll()] == [1]
+    with open(path, "a") as handle:
+        handle.write('ard_mean": 0.5}\n')
+    assert tail.poll() == [{"step": 2, "reward_mean": 0.5}]
+    line = step_line({"step": 2, "reward_mean": 0.5, "reward_std": 0.1, "skipped": True}, 10)
+    assert line.startswith("step 2/10  reward 0.500 ± 0.100") and "SKIPPED" in line

@@ -1,0 +1,190 @@
+"""The training config: one model for the prime-rl (v0.4) TOML shape (see docs/trainer.md).
+
+Every section forbids unknown keys; cross-section rules (batch divisibility, sequence lengths,
+model names) are checked here so `prime train --dry-run` catches them before anything starts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DEFAULT_TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelConfig(Section):
+    name: str = "local"
+    dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+
+
+class LoraConfig(Section):
+    rank: int = Field(16, ge=1)
+    alpha: float = Field(32.0, gt=0)
+    dropout: float = Field(0.0, ge=0, lt=1)
+    target_modules: list[str] = Field(default_factory=lambda: list(DEFAULT_TARGET_MODULES), min_length=1)
+
+
+class ActivationCheckpointConfig(Section):
+    freq: int = Field(1, ge=1)
+
+
+class TrainerModelConfig(Section):
+    name: str | None = None
+    lora: LoraConfig = Field(default_factory=LoraConfig)
+    ac: ActivationCheckpointConfig | None = None
+
+
+class OptimConfig(Section):
+    lr: float = Field(1e-4, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    betas1: float = Field(0.9, ge=0, lt=1)
+    betas2: float = Field(0.999, ge=0, lt=1)
+    max_norm: float = Field(1.0, gt=0)
+
+
+class SchedulerConfig(Section):
+    type: Literal["constant", "linear", "cosine"] = "constant"
+    warmup_steps: int = Field(0, ge=0)
+    min_lr: float = Field(0.0, ge=0)
+
+
+class LossConfig(Section):
+    ratio_low: float = Field(0.125, gt=0)
+    ratio_high: float = Field(8.0, gt=0)
+    log_ratio_clamp: float = Field(10.0, gt=0)
+
+    @model_validator(mode="after")
+    def _band(self) -> LossConfig:
+        if not self.ratio_low < 1.0 < self.ratio_high:
+            raise ValueError(f"trainer.loss needs ratio_low < 1 < ratio_high (got {self.ratio_low} and "
+                             f"{self.ratio_high}): the band must contain on-policy tokens (ratio 1)")
+        return self
+
+
+class CheckpointConfig(Section):
+    interval: int = Field(5, ge=1)
+    keep: int | None = Field(None, ge=1)
+
+
+class TrainerConfig(Section):
+    model: TrainerModelConfig = Field(default_factory=TrainerModelConfig)
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    loss: LossConfig = Field(default_factory=LossConfig)
+    ckpt: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    micro_batch_size: int = Field(8, ge=1)
+    save_merged: bool = False
+
+
+class SamplingConfig(Section):
+    temperature: float = Field(1.0, gt=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_tokens: int | None = Field(None, ge=1)
+
+
+class BufferConfig(Section):
+    online_difficulty_filtering: bool = False
+    easy_threshold: float | None = Field(None, ge=0, le=1)
+    hard_threshold: float | None = Field(None, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _thresholds(self) -> BufferConfig:
+        if self.easy_threshold is not None and self.hard_threshold is not None \
+                and self.easy_threshold <= self.hard_threshold:
+            raise ValueError(f"orchestrator.buffer.easy_threshold ({self.easy_threshold}) must be above "
+                             f"orchestrator.buffer.hard_threshold ({self.hard_threshold})")
+        return self
+
+
+class EnvEntry(Section):
+    id: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    ratio: float = Field(1.0, gt=0)
+
+
+class OrchestratorConfig(Section):
+    batch_size: int = Field(64, ge=1)
+    rollouts_per_example: int = Field(8, ge=1)
+    oversampling_factor: float = Field(1.0, ge=1.0)
+    max_async_level: int = Field(1, ge=0)
+    max_concurrent: int = Field(32, ge=1)
+    seed: int | None = None
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    buffer: BufferConfig = Field(default_factory=BufferConfig)
+    env: list[EnvEntry] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _divisible(self) -> OrchestratorConfig:
+        if self.batch_size % self.rollouts_per_example:
+            raise ValueError(f"orchestrator.batch_size must be divisible by orchestrator.rollouts_per_example "
+                             f"(got {self.batch_size} and {self.rollouts_per_example})")
+        return self
+
+
+class InferenceModelConfig(Section):
+    name: str | None = None
+    max_model_len: int = Field(2048, ge=16)
+
+
+class InferenceConfig(Section):
+    model: InferenceModelConfig = Field(default_factory=InferenceModelConfig)
+    host: str = "127.0.0.1"
+    port: int = Field(8400, ge=1, le=65535)
+    max_lora_rank: int | None = Field(None, ge=1)
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    kv_cache_gib: int = Field(1, ge=1)
+    tensor_parallel_size: int = Field(1, ge=1)
+    data_parallel_size: int = Field(1, ge=1)
+    vllm_args: list[str] = Field(default_factory=list)
+
+
+class WandbConfig(Section):
+    project: str
+    name: str | None = None
+    entity: str | None = None
+    mode: Literal["online", "offline"] = "offline"
+
+
+class RLConfig(Section):
+    inference_gpu_ids: list[int] = Field(default_factory=lambda: [0])
+    trainer_gpu_ids: list[int] = Field(default_factory=lambda: [0])
+    max_steps: int = Field(20, ge=1)
+    seq_len: int = Field(2048, ge=16)
+    output_dir: str = "outputs"
+    seed: int = 0
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    trainer: TrainerConfig = Field(default_factory=TrainerConfig)
+    orchestrator: OrchestratorConfig
+    inference: InferenceConfig = Field(default_factory=InferenceConfig)
+    wandb: WandbConfig | None = None
+
+    @property
+    def policy_name(self) -> str:
+        """The LoRA adapter name vLLM serves the policy under."""
+        return "policy"
+
+    @property
+    def orchestrator_seed(self) -> int:
+        return self.seed if self.orchestrator.seed is None else self.orchestrator.seed
+
+    @model_validator(mode="after")
+    def _cross_section(self) -> RLConfig:
+        for key, name in (("trainer.model.name", self.trainer.model.name),
+                          ("inference.model.name", self.inference.model.name)):
+            if name is not None and name != self.model.name:
+                raise ValueError(f"{key} ({name!r}) differs from model.name ({self.model.name!r}): the trainer "
+                                 "and vLLM must run the same model; remove it or make them equal")
+        if self.seq_len < self.inference.model.max_model_len:
+            raise ValueError(f"seq_len ({self.seq_len}) is below inference.model.max_model_len "
+                             f"({self.inference.model.max_model_len}): the trainer would cut samples vLLM can "
+                             "produce; raise seq_len or lower max_model_len")
+        lora_rank = self.trainer.model.lora.rank
+        if self.inference.max_lora_rank is not None and self.inference.max_lora_rank < lora_rank:
+            raise ValueError(f"inference.max_lora_rank ({self.inference.max_lora_rank}) is below "
+                             f"trainer.model.lora.rank ({lora_rank}); vLLM could not load the adapter")
+        return self
