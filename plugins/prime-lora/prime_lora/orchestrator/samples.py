@@ -1,0 +1,60 @@
+"""A scored rollout (its trajectory of model calls with token ids) -> training samples.
+
+Each model call contributes its completion tokens (loss_mask 1, with vLLM's logprobs). A multi-turn
+rollout is one sample when every call's prompt ids extend the sequence so far (the environment's
+tokens in between are masked 0); when the chat template re-tokenises earlier turns differently, each
+call becomes its own sample.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class NoTokens(Exception):
+    """The rollout has no token ids (the server did not return them) or errored."""
+
+
+def turn_sample(prompt_ids: list[int], completion_ids: list[int], logprobs: list[float]) -> dict[str, list]:
+    return {"input_ids": list(prompt_ids) + list(completion_ids),
+            "loss_mask": [0] * len(prompt_ids) + [1] * len(completion_ids),
+            "inference_logprobs": [0.0] * len(prompt_ids) + [float(x) for x in logprobs]}
+
+
+def _turns(state: dict[str, Any]) -> list[tuple[list[int], list[int], list[float]]]:
+    turns = []
+    for step in state.get("trajectory") or []:
+        prompt, completion, logprobs = (step.get("prompt_token_ids"), step.get("completion_token_ids"),
+                                        step.get("completion_logprobs"))
+        if prompt is None or completion is None or logprobs is None or len(logprobs) != len(completion):
+            raise NoTokens("a model call without token ids or logprobs")
+        turns.append((prompt, completion, logprobs))
+    if not turns:
+        raise NoTokens("no model calls")
+    return turns
+
+
+def rollout_samples(state: dict[str, Any], seq_len: int) -> list[dict[str, Any]]:
+    """Samples for one rollout, without advantage (added per group later)."""
+    if state.get("error"):
+        raise NoTokens(f"rollout error: {state['error'].get('type')}")
+    turns = _turns(state)
+    merged = turn_sample(*turns[0])
+    pieces = [merged]
+    for prompt, completion, logprobs in turns[1:]:
+        known = merged["input_ids"]
+        if len(prompt) >= len(known) and prompt[: len(known)] == known:
+            extra = prompt[len(known):]
+            merged["input_ids"] += list(extra) + list(completion)
+            merged["loss_mask"] += [0] * len(extra) + [1] * len(completion)
+            merged["inference_logprobs"] += [0.0] * len(extra) + [float(x) for x in logprobs]
+        else:
+            merged = turn_sample(prompt, completion, logprobs)
+            pieces.append(merged)
+    for sample in pieces:
+        sample["truncated"] = bool(state.get("is_truncated"))
+        if len(sample["input_ids"]) > seq_len:
+            for key in ("input_ids", "loss_mask", "inference_logprobs"):
+                sample[key] = sample[key][:seq_len]
+            sample["truncated"] = True
+    return [s for s in pieces if any(s["loss_mask"])]
