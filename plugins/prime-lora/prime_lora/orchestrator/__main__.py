@@ -1,0 +1,31 @@
+"""python -m prime_lora.orchestrator --config OUT/config.json --base-url URL [--resume-step K]"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from prime_cli.train.config import RLConfig
+
+from .loop import EndpointDown, run
+from .weights import AdapterLoadError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m prime_lora.orchestrator")
+    parser.add_argument("--config", required=True, type=Path)
+    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--resume-step", type=int, default=None)
+    args = parser.parse_args(argv)
+    config = RLConfig.model_validate_json(args.config.read_text())
+    try:
+        return asyncio.run(run(config, args.config.parent, args.base_url, args.resume_step))
+    except (EndpointDown, AdapterLoadError) as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""The orchestrator's loop: for each step, sample groups from the environments on the current policy,
+keep the groups that carry signal, and hand the batch to the trainer as files.
+
+Batch N may be generated with weights no older than step N-1-max_async_level; the orchestrator waits
+for the trainer (and hot-loads the adapter into vLLM) when it runs ahead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from prime_cli.train.config import RLConfig
+
+from .batching import BatchStats, Group, group_samples, keep_group
+from .sampler import EnvRows, EnvSampler
+from .samples import NoTokens, rollout_samples
+from .weights import PolicyWeights
+
+FATAL_ERROR_TYPES = {"FatalEndpointError"}
+MAX_ROUNDS = 10  # rounds of sampling per step before groups without signal are let through
+
+
+class EndpointDown(Exception):
+    """The inference server stopped answering: nothing later can succeed."""
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(payload))
+    os.replace(tmp, path)
+
+
+def write_batch(step_dir: Path, samples: list[dict[str, Any]], stats: dict[str, Any]) -> None:
+    """stats.json first, then batch.jsonl by rename: the trainer treats batch.jsonl as 'complete'."""
+    write_json_atomic(step_dir / "stats.json", stats)
+    tmp = step_dir / ".batch.jsonl.tmp"
+    with tmp.open("w") as handle:
+        for sample in samples:
+            handle.write(json.dumps(sample) + "\n")
+    os.replace(tmp, step_dir / "batch.jsonl")
+
+
+def load_env_rows(config: RLConfig) -> list[EnvRows]:
+    from prime_cli.envs import load_environment
+
+    entries = []
+    for index, entry in enumerate(config.orchestrator.env):
+        env = load_environment(entry.id, **entry.args)
+        rows = env.get_dataset()
+        for row_index, row in enumerate(rows):
+            if row.get("example_id") is None:
+                row["example_id"] = row_index
+        name = entry.id if [e.id for e in config.orchestrator.env].count(entry.id) == 1 else f"{entry.id}#{index}"
+        entries.append(EnvRows(name=name, env=env, rows=rows, ratio=entry.ratio))
+    return entries
+
+
+def sampling_args(config: RLConfig) -> dict[str, Any]:
+    sampling = config.orchestrator.sampling
+    args: dict[str, Any] = {"temperature": sampling.temperature, "top_p": sampling.top_p}
+    if sampling.max_tokens is not None:
+        args["max_tokens"] = sampling.max_tokens
+    return args
+
+
+async def sample_group(entry: EnvRows, row: dict[str, Any], client: Any, config: RLConfig) -> Group:
+    states = await entry.env.run_group(client, config.policy_name, row, n=config.orchestrator.rollouts_per_example,
+                                       sampling_args=sampling_args(config))
+    group = Group(env=entry.name, example_id=row.get("example_id"), rewards=[], samples=[])
+    for state in states:
+        error = state.get("error") or {}
+        if error.get("type") in FATAL_ERROR_TYPES:
+            raise EndpointDown(error.get("message", "the inference server failed"))
+        group.completion_tokens += int((state.get("usage") or {}).get("completion_tokens", 0))
+        group.truncated += int(bool(state.get("is_truncated")))
+        try:
+            samples = rollout_samples(state, config.seq_len)
+        except NoTokens:
+            group.dropped_rollouts += 1
+            continue
+        group.rewards.append(float(state.get("reward") or 0.0))
+        group.samples.append(samples)
+    if len(group.rewards) < 2:  # a lone rollout has no baseline to compare with
+        group.rewards, group.samples = [], []
+    return group
+
+
+async def collect_batch(sampler: EnvSampler, client: Any, config: RLConfig) -> BatchStats:
+    """Rounds of (oversampled) groups until batch_size rollouts in kept groups."""
+    orch = config.orchestrator
+    needed = orch.batch_size // orch.rollouts_per_example
+    stats = BatchStats()
+    rejected: list[Group] = []
+    for _ in range(MAX_ROUNDS):
+        missing = needed - len(stats.kept)
+        if missing <= 0:
+            break
+        draws = [sampler.next() for _ in range(math.ceil(orch.oversampling_factor * missing))]
+        groups = await asyncio.gather(*(sample_group(entry, row, client, config) for entry, row in draws))
+        stats.groups_sampled += len(groups)
+        stats.all_groups.extend(groups)
+        for group in groups:
+            if keep_group(group, orch.buffer) and len(stats.kept) < needed:
+                stats.kept.append(group)
+            elif group.rewards:
+                rejected.append(group)
+    if len(stats.kept) < needed:
+        # Filtering found too few groups with signal: fill with the others rather than stall the run
+        # (their advantages are ~0, so they add little gradient). Logged so the user sees it.
+        fill = rejected[: needed - len(stats.kept)]
+        print(f"warning: only {len(stats.kept)} of {needed} groups passed filtering after {MAX_ROUNDS} rounds; "
+              f"filling with {len(fill)} unfiltered groups", file=sys.stderr, flush=True)
+        stats.kept.extend(fill)
+    return stats
+
+
+def checkpoint_path(output_dir: Path, step: int) -> Path:
+    return output_dir / "checkpoints" / f"step_{step}" / "orchestrator.json"
+
+
+async def run(config: RLConfig, output_dir: Path, base_url: str, resume_step: int | None) -> int:
+    from prime_cli.clients import EndpointSpec
+    from prime_cli.clients.openai_client import OpenAIChatClient
+
+    sampler = EnvSampler(load_env_rows(config), seed=config.orchestrator_seed)
+    start = resume_step or 0
+    if start:
+        saved = json.loads(checkpoint_path(output_dir, start).read_text())
+        sampler.restore(saved["sampler"])
+    client = OpenAIChatClient(EndpointSpec("policy", config.policy_name, base_url, None),
+                              max_concurrent=config.orchestrator.max_concurrent, return_token_ids=True)
+    weights = PolicyWeights(output_dir, base_url, config.policy_name)
+    for step in range(start + 1, config.max_steps + 1):
+        step_started = time.perf_counter()
+        wait_weights_s = await weights.ensure(max(0, step - 1 - config.orchestrator.max_async_level))
+        generation_started = time.perf_counter()
+        stats = await collect_batch(sampler, client, config)
+        generation_s = time.perf_counter() - generation_started
+        samples = [s for group in stats.kept for s in group_samples(group, weights.loaded or 0)]
+        summary = stats.summary(step, weights.loaded or 0, generation_s, wait_weights_s, len(samples))
+        write_batch(output_dir / "rollouts" / f"step_{step}", samples, summary)
+        write_json_atomic(checkpoint_path(output_dir, step), {"step": step, "sampler": sampler.state()})
+        print(f"step {step}: {len(samples)} samples, reward {summary['reward_mean']:.3f}, "
+              f"{stats.groups_sampled} groups sampled, generation {generation_s:.1f}s, "
+              f"waited {wait_weights_s:.1f}s for weights (policy step {weights.loaded}), "
+              f"total {time.perf_counter() - step_started:.1f}s", flush=True)
+    return 0

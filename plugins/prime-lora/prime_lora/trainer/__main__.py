@@ -1,0 +1,28 @@
+"""python -m prime_lora.trainer --config OUT/config.json [--resume-step K]"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from prime_cli.train.config import RLConfig
+from prime_cli.train.models import resolve_model
+
+from .loop import seed_everything, train
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m prime_lora.trainer")
+    parser.add_argument("--config", required=True, type=Path)
+    parser.add_argument("--resume-step", type=int, default=None)
+    parser.add_argument("--model-path", default=None, help="weights folder (default: resolved from model.name)")
+    args = parser.parse_args(argv)
+    config = RLConfig.model_validate_json(args.config.read_text())
+    seed_everything(config.seed)
+    model_path = args.model_path or resolve_model(config.model.name).path
+    return train(config, args.config.parent, model_path, args.resume_step)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

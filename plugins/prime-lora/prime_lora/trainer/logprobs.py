@@ -1,0 +1,43 @@
+"""Per-token log-probabilities of the sampled tokens, computed only where the loss needs them.
+
+The LM head runs on the hidden states of loss positions only, in chunks, so a long prompt or a big
+vocabulary does not materialise a (batch, seq, vocab) tensor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+CHUNK_TOKENS = 1024
+
+
+def inner_model_and_head(model: Any) -> tuple[Any, Any]:
+    """(the decoder stack returning hidden states, the LM head) under peft's wrappers."""
+    causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return causal_lm.get_decoder() if hasattr(causal_lm, "get_decoder") else causal_lm.model, causal_lm.get_output_embeddings()
+
+
+def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor,
+                   temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probs and entropies of the tokens where loss_mask is 1, as flat tensors in row-major order.
+
+    Token i is predicted from position i-1, so loss_mask[:, 0] is ignored.
+    """
+    decoder, head = inner_model_and_head(model)
+    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    targets_mask = loss_mask[:, 1:].bool()
+    positions = hidden[:, :-1][targets_mask]  # (n, hidden)
+    targets = input_ids[:, 1:][targets_mask]  # (n,)
+    logps, entropies = [], []
+    for start in range(0, positions.shape[0], CHUNK_TOKENS):
+        logits = head(positions[start:start + CHUNK_TOKENS]).float() / temperature
+        log_probs = torch.log_softmax(logits, dim=-1)
+        logps.append(log_probs.gather(-1, targets[start:start + CHUNK_TOKENS, None]).squeeze(-1))
+        with torch.no_grad():
+            entropies.append(-(log_probs.exp() * log_probs).sum(-1))
+    if not logps:
+        empty = hidden.new_zeros(0, dtype=torch.float32)
+        return empty, empty
+    return torch.cat(logps), torch.cat(entropies)

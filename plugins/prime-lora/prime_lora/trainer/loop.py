@@ -1,0 +1,101 @@
+"""The trainer's loop: wait for batch N, take one step, publish weights/step_N, log the step."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from prime_cli.train.config import RLConfig
+
+from .batches import read_batch
+from .checkpoint import load_checkpoint, save_checkpoint, save_weights
+from .model import build_policy, pick_device, pick_dtype, trainable_parameters
+from .optim import build_optimizer, build_scheduler
+from .step import train_step
+
+POLL_S = 0.1
+
+
+def wait_for_batch(output_dir: Path, step: int) -> tuple[list[dict[str, Any]], dict[str, Any], float]:
+    step_dir = output_dir / "rollouts" / f"step_{step}"
+    started = time.perf_counter()
+    while not (step_dir / "batch.jsonl").exists():
+        time.sleep(POLL_S)
+    waited = time.perf_counter() - started
+    stats_path = step_dir / "stats.json"
+    stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
+    return read_batch(step_dir / "batch.jsonl"), stats, waited
+
+
+class MetricsLog:
+    """metrics.jsonl, plus W&B when configured and installed."""
+
+    def __init__(self, output_dir: Path, config: RLConfig):
+        self.path = output_dir / "metrics.jsonl"
+        self.wandb = None
+        if config.wandb is not None:
+            try:
+                import wandb
+            except ImportError:
+                print("warning: [wandb] is configured but wandb is not installed (pip install wandb); "
+                      "metrics go to metrics.jsonl only", file=sys.stderr, flush=True)
+            else:
+                self.wandb = wandb.init(project=config.wandb.project, name=config.wandb.name,
+                                        entity=config.wandb.entity, mode=config.wandb.mode,
+                                        dir=str(output_dir), config=config.model_dump())
+
+    def write(self, row: dict[str, Any]) -> None:
+        with self.path.open("a") as handle:
+            handle.write(json.dumps(row) + "\n")
+        if self.wandb is not None:
+            flat = {k: v for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            self.wandb.log(flat, step=row["step"])
+
+
+def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int | None) -> int:
+    device = pick_device()
+    dtype = pick_dtype(config, device)
+    model = build_policy(config, model_path, device, dtype)
+    params = trainable_parameters(model)
+    optimizer = build_optimizer(params, config)
+    scheduler = build_scheduler(optimizer, config)
+    pad_id = model.config.pad_token_id if model.config.pad_token_id is not None else 0
+    start = resume_step or 0
+    if start:
+        load_checkpoint(model, optimizer, scheduler, output_dir, start)
+        print(f"resumed from checkpoints/step_{start}", flush=True)
+    else:
+        save_weights(model, output_dir, 0)
+    print(f"trainer ready on {device.type} ({dtype}), {sum(p.numel() for p in params):,} trainable parameters",
+          flush=True)
+    metrics = MetricsLog(output_dir, config)
+    step_ended = time.perf_counter()
+    for step in range(start + 1, config.max_steps + 1):
+        samples, stats, wait_batch_s = wait_for_batch(output_dir, step)
+        result = train_step(model, optimizer, scheduler, params, samples, config, device, pad_id)
+        save_started = time.perf_counter()
+        save_weights(model, output_dir, step, merged=config.trainer.save_merged, model_path=model_path)
+        if step % config.trainer.ckpt.interval == 0 or step == config.max_steps:
+            save_checkpoint(model, optimizer, scheduler, output_dir, step, config.trainer.ckpt.keep)
+        save_s = time.perf_counter() - save_started
+        now = time.perf_counter()
+        row = {**stats, "step": step, **result.as_metrics(), "lr": scheduler.get_last_lr()[0],
+               "wait_batch_s": wait_batch_s, "save_s": save_s, "step_s": now - step_ended}
+        step_ended = now
+        metrics.write(row)
+        flag = " (skipped: non-finite)" if result.skipped else ""
+        print(f"step {step}: loss {result.loss:.4f} grad_norm {result.grad_norm:.3f} "
+              f"mismatch_kl {result.mismatch_kl:.2e} train {result.train_s:.1f}s{flag}", flush=True)
+    return 0
+
+
+def seed_everything(seed: int) -> None:
+    import random
+
+    random.seed(seed)
+    torch.manual_seed(seed)

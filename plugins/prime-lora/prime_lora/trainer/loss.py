@@ -1,0 +1,36 @@
+"""The policy loss: importance-weighted advantages with the ratio band masked, token-sum normalised.
+
+With d = clamp(logp_train - logp_inference, -c, c) and r = exp(d), tokens whose r lies outside
+[ratio_low, ratio_high] are masked; loss = -sum(mask * r * A) / total_loss_tokens. The gradient of
+r * A is r * A * grad(logp): the usual policy gradient, reweighted for the sampler's mismatch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from prime_cli.train.config import LossConfig
+
+
+@dataclass
+class LossParts:
+    loss: torch.Tensor  # this micro-batch's share of the batch loss
+    mismatch_kl_sum: float
+    masked: int
+    tokens: int
+
+
+def policy_loss(logp: torch.Tensor, inference_logp: torch.Tensor, advantages: torch.Tensor, config: LossConfig,
+                total_loss_tokens: int) -> LossParts:
+    """All tensors are flat over the loss tokens of one micro-batch; `total_loss_tokens` counts the batch's."""
+    log_ratio = logp - inference_logp
+    clamped = log_ratio.clamp(-config.log_ratio_clamp, config.log_ratio_clamp)
+    ratio = torch.exp(clamped)
+    keep = ((ratio >= config.ratio_low) & (ratio <= config.ratio_high)).to(logp.dtype).detach()
+    loss = -(keep * ratio * advantages).sum() / max(total_loss_tokens, 1)
+    with torch.no_grad():
+        d = log_ratio.detach().clamp(-config.log_ratio_clamp, config.log_ratio_clamp)
+        kl = (torch.exp(-d) + d - 1).sum().item()  # k3 estimate of KL(inference || train)
+    return LossParts(loss=loss, mismatch_kl_sum=kl, masked=int((keep == 0).sum().item()), tokens=int(logp.numel()))

@@ -1,0 +1,59 @@
+"""A tiny Llama built from a config (random weights) and hand-written batches for trainer tests."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from prime_cli.train.config import RLConfig
+
+VOCAB = 96
+
+
+def tiny_model(folder: Path) -> str:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                         tie_word_embeddings=True, pad_token_id=0)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    return str(folder)
+
+
+def tiny_config(output_dir: Path, **overrides: Any) -> RLConfig:
+    data = {"max_steps": 2, "seq_len": 256, "output_dir": str(output_dir),
+            "inference": {"model": {"max_model_len": 256}},
+            "trainer": {"micro_batch_size": 3, "optim": {"lr": 1e-2}, "ckpt": {"interval": 1},
+                        "model": {"lora": {"rank": 4, "alpha": 8, "dropout": 0.1}}},
+            "orchestrator": {"batch_size": 4, "rollouts_per_example": 2, "env": [{"id": "reverse-text"}]}}
+    for key, value in overrides.items():
+        node = data
+        *path, last = key.split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return RLConfig.model_validate(data)
+
+
+def make_samples(seed: int, count: int = 4) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    samples = []
+    for _ in range(count):
+        prompt = [rng.randrange(1, VOCAB) for _ in range(rng.randint(3, 9))]
+        completion = [rng.randrange(1, VOCAB) for _ in range(rng.randint(2, 7))]
+        samples.append({"input_ids": prompt + completion, "loss_mask": [0] * len(prompt) + [1] * len(completion),
+                        "inference_logprobs": [0.0] * len(prompt) + [-4.6 + rng.uniform(-0.3, 0.3) for _ in completion],
+                        "advantage": rng.uniform(-1, 1), "reward": 0.5, "env": "tiny", "example_id": 0,
+                        "policy_step": 0, "truncated": False})
+    return samples
+
+
+def write_batch(output_dir: Path, step: int, samples: list[dict[str, Any]]) -> None:
+    folder = output_dir / "rollouts" / f"step_{step}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "stats.json").write_text(json.dumps({"step": step, "reward_mean": 0.5}))
+    (folder / "batch.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))

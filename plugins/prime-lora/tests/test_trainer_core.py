@@ -1,0 +1,162 @@
+"""The trainer's pieces on a tiny model: the loss by hand, logprobs, micro-batching, skip, resume identity."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+from prime_cli.train.config import LossConfig  # noqa: E402
+from prime_lora.trainer.batches import micro_batches  # noqa: E402
+from prime_lora.trainer.logprobs import token_logprobs  # noqa: E402
+from prime_lora.trainer.loop import train  # noqa: E402
+from prime_lora.trainer.loss import policy_loss  # noqa: E402
+from prime_lora.trainer.model import build_policy  # noqa: E402
+from prime_lora.trainer.optim import lr_factor  # noqa: E402
+
+from lora_tiny import make_samples, tiny_config, tiny_model, write_batch  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    return tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+def test_loss_matches_a_hand_computation():
+    logp = torch.tensor([-1.0, -2.0, -0.5, -3.0], requires_grad=True)
+    inference = torch.tensor([-1.0, -1.5, -3.0, -3.1])
+    adv = torch.tensor([1.0, 1.0, -0.5, 2.0])
+    parts = policy_loss(logp, inference, adv, LossConfig(), total_loss_tokens=8)
+    # ratios: 1, e^-0.5, e^2.5 (12.18, outside [0.125, 8] -> masked), e^0.1
+    expected = -(1 * 1.0 + math.exp(-0.5) * 1.0 + math.exp(0.1) * 2.0) / 8
+    assert parts.loss.item() == pytest.approx(expected, rel=1e-6)
+    assert parts.masked == 1 and parts.tokens == 4
+    d = [0.0, -0.5, 2.5, 0.1]
+    assert parts.mismatch_kl_sum == pytest.approx(sum(math.exp(-x) + x - 1 for x in d), rel=1e-5)
+    parts.loss.backward()
+    # d/dlogp of -(r*A)/N with r = exp(logp - inf) is -(r*A)/N; the masked token gets no gradient
+    assert logp.grad[2].item() == 0.0
+    assert logp.grad[1].item() == pytest.approx(-math.exp(-0.5) / 8, rel=1e-6)
+
+
+def test_log_ratio_is_clamped_before_exp():
+    logp = torch.tensor([0.0, -200.0], requires_grad=True)
+    parts = policy_loss(logp, torch.tensor([-500.0, 0.0]), torch.tensor([1.0, 1.0]), LossConfig(), 2)
+    assert math.isfinite(parts.loss.item()) and parts.masked == 2
+    assert math.isfinite(parts.mismatch_kl_sum)
+
+
+def test_token_logprobs_equal_a_full_forward(model_path, tmp_path):
+    config = tiny_config(tmp_path)
+    model = build_policy(config, model_path, torch.device("cpu"), torch.float32)
+    model.eval()
+    samples = make_samples(1)
+    (mb,) = micro_batches(samples, 8, 0, torch.device("cpu"))
+    with torch.no_grad():
+        logp, entropy = token_logprobs(model, mb.input_ids, mb.attention_mask, mb.loss_mask, temperature=0.7)
+        full = torch.log_softmax(model(input_ids=mb.input_ids, attention_mask=mb.attention_mask).logits / 0.7, -1)
+    expected = []
+    for row, sample in enumerate(sorted(samples, key=lambda s: len(s["input_ids"]))):
+        for i in range(1, len(sample["input_ids"])):
+            if sample["loss_mask"][i]:
+                expected.append(full[row, i - 1, sample["input_ids"][i]].item())
+    assert logp.shape[0] == len(expected) == mb.loss_tokens
+    assert torch.allclose(logp, torch.tensor(expected), atol=1e-5)
+    assert (entropy > 0).all()
+
+
+def test_micro_batch_size_does_not_change_the_gradient(model_path, tmp_path):
+    from prime_lora.trainer.batches import loss_token_count
+
+    samples = make_samples(2, count=5)
+    grads = []
+    for size in (1, 5):
+        config = tiny_config(tmp_path, **{"trainer.micro_batch_size": size, "trainer.model.lora.dropout": 0.0})
+        model = build_policy(config, model_path, torch.device("cpu"), torch.float32)
+        with torch.no_grad():  # non-zero B so every LoRA matrix gets a gradient
+            for name, p in model.named_parameters():
+                if "lora_B" in name:
+                    p.normal_(0, 0.1)
+        total = loss_token_count(samples)
+        for mb in micro_batches(samples, size, 0, torch.device("cpu")):
+            logp, _ = token_logprobs(model, mb.input_ids, mb.attention_mask, mb.loss_mask)
+            policy_loss(logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, total).loss.backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.requires_grad]))
+    assert grads[0].abs().sum() > 0
+    assert torch.allclose(grads[0], grads[1], atol=1e-6)
+
+
+def _adapter(output_dir, step):
+    from safetensors.torch import load_file
+
+    return load_file(str(output_dir / "weights" / f"step_{step}" / "adapter_model.safetensors"))
+
+
+def test_training_writes_weights_checkpoints_and_metrics(model_path, tmp_path):
+    out = tmp_path / "run"
+    config = tiny_config(out)
+    for step in (1, 2):
+        write_batch(out, step, make_samples(step))
+    assert train(config, out, model_path, None) == 0
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
+    assert all(r["num_tokens"] > 0 and r["grad_norm"] > 0 and not r["skipped"] and r["reward_mean"] == 0.5 for r in rows)
+    assert (out / "checkpoints" / "step_2" / "trainer" / "optimizer.pt").exists()
+    step0, step2 = _adapter(out, 0), _adapter(out, 2)
+    assert all((v == 0).all() for k, v in step0.items() if "lora_B" in k)  # fresh adapter = the base model
+    assert any(not torch.equal(step0[k], step2[k]) for k in step0)
+
+
+def test_resume_gives_the_same_weights_as_an_uninterrupted_run(model_path, tmp_path):
+    whole, resumed = tmp_path / "whole", tmp_path / "resumed"
+    for out in (whole, resumed):
+        for step in (1, 2):
+            write_batch(out, step, make_samples(10 + step))
+    train(tiny_config(whole), whole, model_path, None)
+    first = tiny_config(resumed, max_steps=1)
+    train(first, resumed, model_path, None)
+    torch.manual_seed(1234)  # disturb the global RNG: resume must restore it
+    train(tiny_config(resumed), resumed, model_path, 1)
+    a, b = _adapter(whole, 2), _adapter(resumed, 2)
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_non_finite_step_is_skipped_and_logged(model_path, tmp_path):
+    out = tmp_path / "nan"
+    samples = make_samples(3)
+    samples[0]["inference_logprobs"] = [float("nan")] * len(samples[0]["input_ids"])
+    write_batch(out, 1, samples)
+    config = tiny_config(out, max_steps=1)
+    train(config, out, model_path, None)
+    row = json.loads((out / "metrics.jsonl").read_text())
+    assert row["skipped"] is True and row["loss"] is None
+    step0, step1 = _adapter(out, 0), _adapter(out, 1)
+    assert all(torch.equal(step0[k], step1[k]) for k in step0)
+
+
+def test_merged_model_is_written_on_request(model_path, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    out = tmp_path / "merged"
+    write_batch(out, 1, make_samples(4))
+    train(tiny_config(out, max_steps=1, **{"trainer.save_merged": True}), out, model_path, None)
+    merged = AutoModelForCausalLM.from_pretrained(out / "weights" / "step_1" / "merged")
+    assert not any("lora" in name for name, _ in merged.named_parameters())
+    shutil.rmtree(out)
+
+
+@pytest.mark.parametrize("kind", ["constant", "linear", "cosine"])
+def test_schedules_warm_up_then_follow_their_shape(kind, tmp_path):
+    config = tiny_config(tmp_path, max_steps=10, **{"trainer.scheduler.type": kind, "trainer.scheduler.warmup_steps": 2})
+    factors = [lr_factor(s, config) for s in range(10)]
+    assert factors[0] == 0.5 and factors[1] == 1.0 or factors[1] == pytest.approx(1.0)
+    if kind == "constant":
+        assert factors[-1] == 1.0
+    else:
+        assert factors[-1] < factors[3] <= 1.0
