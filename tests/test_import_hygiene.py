@@ -21,3 +21,17 @@ def test_envs_api_imports_no_heavy_library():
 def test_prime_help_imports_no_heavy_library():
     code = "from prime_cli.cli.main import app\ntry:\n    app(['--help'])\nexcept SystemExit:\n    pass"
     assert imported_after(code) == set()
+
+
+def test_prime_train_help_imports_no_heavy_library():
+    code = ("from prime_cli.cli.main import app\ntry:\n    app(['train', '--help'])\nexcept SystemExit:\n    pass\n"
+            "light = [m for m in ('prime_cli.train.config', 'prime_cli.train.loading', 'prime_cli.envs', "
+            "'prime_lora', 'peft') if m in sys.modules]\nprint('LIGHT:' + ','.join(light))")
+    assert imported_after(code) == set()
+    out = subprocess.run([sys.executable, "-c", "import sys\n" + code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "LIGHT:"
+
+
+def test_train_core_imports_no_torch():
+    code = "import prime_cli.train.loading, prime_cli.train.plan, prime_cli.train.plugins, prime_cli.train.config"
+    assert imported_after(code) == set()

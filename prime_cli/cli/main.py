@@ -35,6 +35,8 @@ from .eval_cmd import eval_app  # noqa: E402
 from .gepa_cmd import gepa_app  # noqa: E402
 from .lab_cmd import lab_app  # noqa: E402
 from .serve_cmd import serve  # noqa: E402
+from .train_cmd import EPILOG as TRAIN_EPILOG  # noqa: E402
+from .train_cmd import train  # noqa: E402
 from .tui_cmd import tui  # noqa: E402
 
 eval_app.command("tui")(tui)
@@ -43,6 +45,7 @@ app.add_typer(gepa_app, name="gepa")
 app.add_typer(env_app, name="env")
 app.add_typer(lab_app, name="lab")
 app.command("serve")(serve)
+app.command("train", epilog=TRAIN_EPILOG)(train)
 
 EVAL_SUBCOMMANDS = {"run", "tui", "--help", "-h"}
 OPTIONAL_VALUE_FLAGS = {"-R", "--resume"}

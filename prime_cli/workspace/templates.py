@@ -112,23 +112,29 @@ state_columns = []
 
 def rl_config(example: Example) -> str:
     return f'''# prime train configs/rl/{example.env_id}.toml: LoRA RL on {example.env_id} (prime-rl v0.4 shape).
-{_data_note(example)}inference_gpu_ids = [0]
+# Check it without starting anything: prime train configs/rl/{example.env_id}.toml --dry-run
+# Override a key on the command line: --set trainer.optim.lr=3e-4 (see prime train --help).
+{_data_note(example).replace("env_args = ", "[[orchestrator.env]] args = ")}inference_gpu_ids = [0]       # GPUs for vLLM and for the trainer (ignored without CUDA)
 trainer_gpu_ids = [0]
 max_steps = 100
-seq_len = 2048
+seq_len = 2048                # longest training sample; at least inference.model.max_model_len
+output_dir = "outputs/rl/{example.env_id}"
 
 [model]
-name = "{LOCAL_MODEL}"
+name = "local"                # the embedded {LOCAL_MODEL.split("/")[-1]}; or a Hugging Face id / folder
 
 [trainer.optim]
-lr = 1e-5
+lr = 1e-4
 
 [trainer.model.lora]
 rank = 16
 alpha = 32
 
+[trainer.ckpt]
+interval = 10                 # checkpoints/step_N for --resume-step N
+
 [orchestrator]
-batch_size = 64
+batch_size = 64               # rollouts per step: must be divisible by rollouts_per_example
 rollouts_per_example = 8
 
 [orchestrator.sampling]
@@ -137,4 +143,7 @@ temperature = 1.0
 
 [[orchestrator.env]]
 id = "{example.env_id}"
+
+[inference.model]
+max_model_len = 2048
 '''

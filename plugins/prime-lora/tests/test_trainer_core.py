@@ -11,6 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
+from lora_tiny import make_samples, tiny_config, tiny_model, write_batch  # noqa: E402
+
 from prime_cli.train.config import LossConfig  # noqa: E402
 from prime_lora.trainer.batches import micro_batches  # noqa: E402
 from prime_lora.trainer.logprobs import token_logprobs  # noqa: E402
@@ -18,8 +20,6 @@ from prime_lora.trainer.loop import train  # noqa: E402
 from prime_lora.trainer.loss import policy_loss  # noqa: E402
 from prime_lora.trainer.model import build_policy  # noqa: E402
 from prime_lora.trainer.optim import lr_factor  # noqa: E402
-
-from lora_tiny import make_samples, tiny_config, tiny_model, write_batch  # noqa: E402
 
 
 @pytest.fixture(scope="module")

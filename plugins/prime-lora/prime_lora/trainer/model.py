@@ -28,7 +28,7 @@ def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype:
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(config.seed)
-    base = AutoModelForCausalLM.from_pretrained(model_path, torch_dtype=dtype)
+    base = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype)
     base.config.use_cache = False
     lora = config.trainer.model.lora
     peft_config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout,

@@ -1,0 +1,94 @@
+"""`prime train CONFIG`: LoRA RL with an installed trainer plugin (config checks and plan here; the run in the plugin)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from .errors import fail
+
+EPILOG = ("Example: prime train configs/rl/reverse-text-cpu.toml   (check first with --dry-run; "
+          "override a key with --set trainer.optim.lr=3e-4; resume with --resume-step 10)")
+
+
+def train(
+    config_path: Path | None = typer.Argument(None, metavar="CONFIG", help="Training config TOML: the prime-rl v0.4 shape ([model], [trainer], [orchestrator], [[orchestrator.env]], [inference]) or the short hosted shape (model, max_steps, batch_size, rollouts_per_example, [sampling], [[env]]). Examples in configs/rl/."),
+    trainer: str | None = typer.Option(None, "--trainer", "-t", help="Trainer plugin to use (see --list). Default: the only installed one."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check the config, the environments and the plugin, print the resolved config and the process/device plan, and exit without training."),
+    list_trainers: bool = typer.Option(False, "--list", help="List the installed trainer plugins (name, package, version) and exit."),
+    resume_step: int | None = typer.Option(None, "--resume-step", min=1, help="Resume from checkpoints/step_N in the output directory (later steps are discarded)."),
+    overrides: list[str] | None = typer.Option(None, "--set", metavar="KEY=VALUE", help="Override one config key (repeatable), e.g. --set trainer.optim.lr=3e-4 or --set orchestrator.env[0].args.num_train_examples=100. VALUE is read as TOML when it parses (numbers, true, [1, 2]), else as a string."),
+    output_dir: str | None = typer.Option(None, "-o", "--output-dir", help="Output directory (weights/, checkpoints/, logs/, metrics.jsonl). Default: output_dir of the config (outputs)."),
+) -> None:
+    """Train a LoRA adapter with RL on environments.
+
+    The installed trainer plugin (see --list) runs vLLM inference, an orchestrator that samples the
+    environments, and a trainer, on the devices the config names (or the CPU without CUDA).
+
+    The config is validated (keys, batch divisibility, sequence lengths, GPU layout) and every
+    environment is loaded before anything starts; a mistake is reported as one `error:` line.
+    """
+    from prime_cli.train.errors import TrainConfigError
+
+    try:
+        if list_trainers:
+            _print_trainers()
+            raise typer.Exit(0)
+        if config_path is None:
+            fail("give a config file: prime train CONFIG.toml (examples in configs/rl/; see prime train --help)")
+        config, plugin, notes = _prepare(config_path, trainer, overrides or [], output_dir, dry_run)
+    except TrainConfigError as exc:
+        fail(str(exc))
+    if dry_run:
+        _print_dry_run(config, plugin, notes)
+        raise typer.Exit(0)
+    raise typer.Exit(plugin.run(config, Path(config.output_dir), resume_step))
+
+
+def _prepare(config_path: Path, trainer: str | None, overrides: list[str], output_dir: str | None, dry_run: bool):
+    """The validated config (in the plugin's model), the plugin, and notes for the dry-run plan."""
+    from prime_cli.train.devices import check_devices, gpu_shortage, has_cuda, visible_gpu_count
+    from prime_cli.train.errors import TrainConfigError
+    from prime_cli.train.loading import check_environments, load_train_config, validate_config
+    from prime_cli.train.plugins import load_trainer
+
+    config = load_train_config(config_path, overrides, output_dir)
+    cuda = has_cuda()
+    check_devices(config, cuda)
+    shortage = gpu_shortage(config, visible_gpu_count()) if cuda else None
+    if shortage and not dry_run:
+        raise TrainConfigError(shortage)
+    check_environments(config)
+    plugin = load_trainer(trainer)
+    config = validate_config(config.model_dump(), plugin.config_model, str(config_path))
+    return config, plugin, [shortage] if shortage else []
+
+
+def _print_trainers() -> None:
+    from prime_cli.train.plugins import INSTALL_HINT, list_trainers
+
+    found = list_trainers()
+    if not found:
+        typer.echo(f"No trainer plugin is installed: {INSTALL_HINT}.")
+        return
+    rows = [("NAME", "PACKAGE", "VERSION", "ENTRY POINT")] + [tuple(t) for t in found]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _print_dry_run(config, plugin, notes: list[str]) -> None:
+    from prime_cli.train.devices import has_cuda
+    from prime_cli.train.plan import build_plan, render_plan
+    from prime_cli.train.tomlio import dumps
+
+    cuda = has_cuda()
+    version = getattr(plugin, "version", "?")
+    typer.echo(f"Trainer: {getattr(plugin, 'name', '?')} {version}")
+    typer.echo("Resolved config:")
+    typer.echo("\n".join(f"  {line}" if line else "" for line in dumps(config.model_dump()).splitlines()))
+    typer.echo("")
+    typer.echo(render_plan(config, build_plan(config, cuda), cuda, notes))
+    typer.echo("")
+    typer.echo("Dry run: config, environments and trainer are OK; nothing was started.")

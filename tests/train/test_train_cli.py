@@ -1,0 +1,116 @@
+"""`prime train` end to end in subprocesses: every shipped config passes --dry-run; mistakes are one line."""
+
+from pathlib import Path
+
+import pytest
+
+from tests.environments.conftest import data_root
+from tests.evals.cli_support import REPO, run_prime
+from tests.train.support import MINIMAL, assert_one_error_line, run_train, write
+
+CONFIGS = sorted((REPO / "configs" / "rl").glob("*.toml"))
+
+
+def test_the_shipped_configs_exist():
+    names = {p.name for p in CONFIGS}
+    assert {"reverse-text-cpu.toml", "gsm8k.toml", "wordle.toml", "reverse-text.toml", "alphabet-sort.toml",
+            "multi-gpu-gsm8k.toml", "hosted-reverse-text.toml"} <= names
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
+def test_every_config_passes_dry_run(config: Path):
+    result = run_train([str(config.relative_to(REPO)), "--dry-run"])
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Resolved config:" in out and "[[orchestrator.env]]" in out and "Plan:" in out
+    assert "inference" in out and "orchestrator" in out and "trainer" in out and "metrics.jsonl" in out
+    assert "nothing was started" in out
+
+
+def test_cpu_config_values():
+    result = run_train(["configs/rl/reverse-text-cpu.toml", "--dry-run"])
+    out = result.stdout
+    for line in ('name = "local"', "max_steps = 20", "seq_len = 512", "max_model_len = 512", "rank = 8",
+                 "alpha = 16.0", "lr = 0.0005", "micro_batch_size = 16", "batch_size = 32",
+                 "rollouts_per_example = 8", "max_tokens = 48", "args = { answer_without_tags = true }"):
+        assert line in out, line
+
+
+def test_dry_run_applies_set_and_output_dir(tmp_path):
+    result = run_train(["configs/rl/reverse-text-cpu.toml", "--dry-run", "--set", "trainer.optim.lr=3e-4",
+                        "--set", "max_steps=2", "-o", str(tmp_path / "run")])
+    assert result.returncode == 0, result.stderr
+    assert "lr = 0.0003" in result.stdout and "max_steps = 2" in result.stdout
+    assert f"Outputs in {tmp_path / 'run'}/:" in result.stdout
+    assert not (tmp_path / "run").exists()
+
+
+def test_list():
+    result = run_train(["--list"])
+    assert result.returncode == 0, result.stderr
+    header, *rows = result.stdout.strip().splitlines()
+    assert header.split()[:3] == ["NAME", "PACKAGE", "VERSION"]
+    assert any(row.split()[:2] == ["lora", "prime-lora"] for row in rows)
+
+
+def in_process(args: list[str], monkeypatch):
+    """`prime train ARGS` through typer's runner (faster than a subprocess; same exit code and stderr)."""
+    from typer.testing import CliRunner
+
+    from prime_cli.cli.main import app
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("PRIME_DATA_DIR", str(data_root()))
+    return CliRunner().invoke(app, ["train", *args])
+
+
+BAD = {
+    "div.toml": (MINIMAL.replace("batch_size = 16", "batch_size = 30"), [],
+                 "orchestrator.batch_size must be divisible by orchestrator.rollouts_per_example (got 30 and 4)"),
+    "seq.toml": ("seq_len = 256\n" + MINIMAL, [], "seq_len (256) is below inference.model.max_model_len (2048)"),
+    "names.toml": (MINIMAL + '[model]\nname = "a"\n[inference.model]\nname = "b"\n', [],
+                   "inference.model.name ('b') differs from model.name ('a')"),
+    "unknown.toml": (MINIMAL + "[trainer.optim]\nlrr = 1\n", [], "did you mean trainer.optim.lr?"),
+    "env.toml": (MINIMAL.replace("reverse-text", "nope"), [], "orchestrator.env[0].id: cannot load environment 'nope'"),
+    "noenv.toml": ("max_steps = 2\n[orchestrator]\nbatch_size = 8\n", [], "orchestrator.env is required"),
+    "set.toml": (MINIMAL, ["--set", "oops"], "--set expects KEY=VALUE (got 'oops')"),
+    "trainer.toml": (MINIMAL, ["--trainer", "nope"], "no trainer named 'nope'"),
+    "gpus.toml": ("inference_gpu_ids = [0, 1, 2]\ntrainer_gpu_ids = [3]\n" + MINIMAL,
+                  ["--set", "inference.tensor_parallel_size=2"], "must equal the number of inference_gpu_ids (got 3"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_configs_exit_2_with_one_line(name, tmp_path, monkeypatch):
+    text, extra, expected = BAD[name]
+    path = write(tmp_path, text, name)
+    assert_one_error_line(in_process([str(path), "--dry-run", *extra], monkeypatch), expected)
+
+
+def test_no_config_and_missing_file(tmp_path, monkeypatch):
+    assert_one_error_line(in_process([], monkeypatch), "give a config file")
+    assert_one_error_line(in_process([str(tmp_path / "missing.toml")], monkeypatch), "missing.toml: no such config file")
+
+
+def test_bad_config_in_a_real_process_has_no_traceback(tmp_path):
+    bad_toml = write(tmp_path, "[orchestrator\n", "bad.toml")
+    assert_one_error_line(run_train([str(bad_toml)]), "bad.toml is not valid TOML", "line 1")
+    divisible = write(tmp_path, MINIMAL.replace("batch_size = 16", "batch_size = 30"), "div.toml")
+    assert_one_error_line(run_train([str(divisible), "--dry-run"]), "must be divisible")
+
+
+def test_help_has_the_flags_and_the_example():
+    result = run_prime(["train", "--help"], REPO)
+    assert result.returncode == 0
+    for flag in ("--trainer", "--dry-run", "--list", "--resume-step", "--set", "--output-dir",
+                 "prime train configs/rl/reverse-text-cpu.toml"):
+        assert flag in result.stdout, flag
+
+
+def test_lab_setup_rl_configs_pass_dry_run(tmp_path):
+    assert run_prime(["lab", "setup"], tmp_path).returncode == 0
+    configs = sorted((tmp_path / "configs" / "rl").glob("*.toml"))
+    assert configs
+    for config in configs:
+        result = run_train([str(config.relative_to(tmp_path)), "--dry-run"], cwd=tmp_path)
+        assert result.returncode == 0, (config.name, result.stderr)
