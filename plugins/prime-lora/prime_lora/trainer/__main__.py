@@ -9,6 +9,7 @@ from pathlib import Path
 from prime_cli.train.config import RLConfig
 from prime_cli.train.models import resolve_model
 
+from ..devices import apply_trainer_cpus
 from .loop import seed_everything, train
 
 
@@ -19,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-path", default=None, help="weights folder (default: resolved from model.name)")
     args = parser.parse_args(argv)
     config = RLConfig.model_validate_json(args.config.read_text())
+    apply_trainer_cpus()
     seed_everything(config.seed)
     model_path = args.model_path or resolve_model(config.model.name).path
     return train(config, args.config.parent, model_path, args.resume_step)

@@ -1,0 +1,134 @@
+"""The orchestrator's batch assembly with a scripted environment: filtering, oversampling, samples, resume."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from prime_cli.train.config import RLConfig
+from prime_lora.orchestrator import loop
+from prime_lora.orchestrator.sampler import EnvRows, EnvSampler
+from prime_lora.orchestrator.samples import NoTokens, rollout_samples
+
+
+class ScriptedEnv:
+    """Rows whose example_id decides the rewards: id % 3 == 0 -> all equal (no signal)."""
+
+    def __init__(self, error_every: int = 0):
+        self.calls: list[int] = []
+        self.error_every = error_every
+
+    async def run_group(self, client, model, row, n, sampling_args):
+        self.calls.append(row["example_id"])
+        states = []
+        for i in range(n):
+            reward = 0.5 if row["example_id"] % 3 == 0 else i / n
+            states.append({"reward": reward, "usage": {"completion_tokens": 3}, "is_truncated": False,
+                           "error": {"type": "ModelError", "message": "x"} if self.error_every and i % self.error_every == 0 else None,
+                           "trajectory": [{"prompt_token_ids": [1, 2, 3], "completion_token_ids": [4, 5, i],
+                                           "completion_logprobs": [-0.1, -0.2, -0.3]}]})
+        return states
+
+
+def config(**orchestrator) -> RLConfig:
+    base = {"batch_size": 8, "rollouts_per_example": 4, "env": [{"id": "scripted"}]}
+    return RLConfig.model_validate({"orchestrator": {**base, **orchestrator}})
+
+
+def sampler(env, rows=12, seed=0) -> EnvSampler:
+    return EnvSampler([EnvRows("scripted", env, [{"example_id": i} for i in range(rows)], 1.0)], seed)
+
+
+def test_filtering_drops_groups_without_signal_and_still_fills_the_batch():
+    env = ScriptedEnv()
+    cfg = config(buffer={"online_difficulty_filtering": True}, oversampling_factor=1.5)
+    stats = asyncio.run(loop.collect_batch(sampler(env), None, cfg))
+    assert len(stats.kept) == 2 and all(g.example_id % 3 for g in stats.kept)
+    assert stats.groups_sampled == len(env.calls) >= 3  # oversampled: ceil(1.5 * 2) in the first round
+    samples = [s for g in stats.kept for s in loop.group_samples(g, 0)]
+    assert len(samples) == cfg.orchestrator.batch_size
+    for group in stats.kept:  # advantages are centred per group
+        assert sum(s["advantage"] for s in samples if s["example_id"] == group.example_id) == pytest.approx(0)
+
+
+def test_without_filtering_every_group_counts():
+    env = ScriptedEnv()
+    stats = asyncio.run(loop.collect_batch(sampler(env), None, config()))
+    assert stats.groups_sampled == 2 and len(stats.kept) == 2
+
+
+def test_easy_and_hard_thresholds(capsys):
+    # groups with signal have mean reward 0.375 (rewards 0, .25, .5, .75)
+    cfg = config(buffer={"online_difficulty_filtering": True, "hard_threshold": 0.3, "easy_threshold": 0.9})
+    stats = asyncio.run(loop.collect_batch(sampler(ScriptedEnv()), None, cfg))
+    assert len(stats.kept) == 2 and all(g.mean == 0.375 for g in stats.kept)
+    assert capsys.readouterr().err == ""
+    cfg = config(buffer={"online_difficulty_filtering": True, "hard_threshold": 0.4})
+    stats = asyncio.run(loop.collect_batch(sampler(ScriptedEnv()), None, cfg))
+    assert stats.groups_sampled == 2 * loop.MAX_ROUNDS  # nothing passed: every round ran
+    assert "0 of 2 groups passed filtering" in capsys.readouterr().err
+
+
+def test_filtering_that_finds_nothing_falls_back_instead_of_stalling(capsys):
+    class Flat(ScriptedEnv):
+        async def run_group(self, client, model, row, n, sampling_args):
+            return await super().run_group(client, model, {"example_id": 0}, n, sampling_args)
+
+    stats = asyncio.run(loop.collect_batch(sampler(Flat()), None, config(buffer={"online_difficulty_filtering": True})))
+    assert len(stats.kept) == 2
+    assert "passed filtering" in capsys.readouterr().err
+
+
+def test_errored_rollouts_are_dropped_and_counted():
+    env = ScriptedEnv(error_every=4)  # rollout 0 of each group fails
+    stats = asyncio.run(loop.collect_batch(sampler(env), None, config()))
+    assert all(len(g.rewards) == 3 for g in stats.kept)
+    assert stats.summary(1, 0, 1.0, 0.0, 6)["dropped_rollouts"] == 2
+
+
+def test_a_fatal_endpoint_error_stops_the_orchestrator():
+    class Down(ScriptedEnv):
+        async def run_group(self, client, model, row, n, sampling_args):
+            states = await super().run_group(client, model, row, n, sampling_args)
+            states[0]["error"] = {"type": "FatalEndpointError", "message": "connection refused"}
+            return states
+
+    with pytest.raises(loop.EndpointDown, match="connection refused"):
+        asyncio.run(loop.collect_batch(sampler(Down()), None, config()))
+
+
+def test_sampler_state_round_trips_through_json():
+    first = sampler(ScriptedEnv(), seed=3)
+    for _ in range(17):
+        first.next()
+    saved = json.loads(json.dumps(first.state()))
+    second = sampler(ScriptedEnv(), seed=99)
+    second.restore(saved)
+    assert [first.next()[1]["example_id"] for _ in range(30)] == [second.next()[1]["example_id"] for _ in range(30)]
+
+
+def test_multi_turn_rollouts_merge_when_prompts_extend_the_sequence():
+    state = {"trajectory": [
+        {"prompt_token_ids": [1, 2], "completion_token_ids": [3, 4], "completion_logprobs": [-1.0, -2.0]},
+        {"prompt_token_ids": [1, 2, 3, 4, 9, 9], "completion_token_ids": [5], "completion_logprobs": [-3.0]}]}
+    (sample,) = rollout_samples(state, seq_len=100)
+    assert sample["input_ids"] == [1, 2, 3, 4, 9, 9, 5]
+    assert sample["loss_mask"] == [0, 0, 1, 1, 0, 0, 1]
+    assert sample["inference_logprobs"] == [0.0, 0.0, -1.0, -2.0, 0.0, 0.0, -3.0]
+    state["trajectory"][1]["prompt_token_ids"] = [1, 7, 9]  # re-tokenised history: separate samples
+    assert len(rollout_samples(state, seq_len=100)) == 2
+    (cut,) = rollout_samples(state, seq_len=3)  # the second turn's sample keeps no completion token: dropped
+    assert cut["input_ids"] == [1, 2, 3] and cut["truncated"]
+    with pytest.raises(NoTokens):
+        rollout_samples({"trajectory": [{"prompt_token_ids": [1], "completion_token_ids": [2],
+                                         "completion_logprobs": None}]}, 10)
+
+
+def test_batches_are_written_stats_first_and_atomically(tmp_path):
+    folder = tmp_path / "rollouts" / "step_1"
+    loop.write_batch(folder, [{"input_ids": [1]}], {"step": 1})
+    assert json.loads((folder / "stats.json").read_text()) == {"step": 1}
+    assert (folder / "batch.jsonl").read_text() == '{"input_ids": [1]}\n'
+    assert not list(folder.glob(".*"))

