@@ -5,6 +5,8 @@ Every problem becomes a `TrainConfigError` whose message is one line naming the 
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +29,11 @@ def read_toml(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TrainConfigError(f"{path}: cannot read it ({exc})") from None
+    if path.suffix == ".json":  # the resolved config.json a run writes: `prime train OUT/config.json --resume-step N`
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TrainConfigError(f"{path} is not valid JSON: {exc}") from None
     try:
         return toml_loads(text)
     except TOMLDecodeError as exc:

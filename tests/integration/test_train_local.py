@@ -23,11 +23,12 @@ from .conftest import REPO, ServeProcess
 
 CONFIG = REPO / "configs" / "rl" / "reverse-text-cpu.toml"
 TRAIN_TIMEOUT_S = 15 * 60
-WINDOW = 4  # steps averaged at each end of the reward curve
-# Four runs of this config on this machine (see the closing note of the training issue) rose by
-# 0.05 to 0.09 between the first and last four steps; 0.025 is below all of them and above the
-# step-to-step noise of the first steps' means (std ~0.015 for 32 rollouts).
-MIN_RISE = 0.025
+WINDOW = 5  # steps averaged at each end of the reward curve
+# Repeated runs of this config on this machine (2 cores): the mean of the last 5 steps exceeded the
+# first 5 by 0.114 and 0.100 (20 steps; 0.048 in a 16-step run). A step's mean reward (16 rollouts of
+# 2 prompts) varies by ~0.04, so the difference of two 5-step means by ~0.025: a 0.03 margin sits
+# ~2.8 standard deviations below the typical rise and well above zero.
+MIN_RISE = 0.03
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,8 @@ def test_every_step_is_recorded_and_on_policy_enough(trained_run):
     for row in rows:
         assert not row["skipped"] and row["num_tokens"] > 0 and row["grad_norm"] > 0
         assert row["effective_batch_size"] == config["orchestrator"]["batch_size"]
-        assert 0 <= row["mismatch_kl"] < 0.05  # batches at most one policy version old
+        # k3 >= 0 up to rounding; one policy version apart at lr 1e-3 it stayed below 0.5 in every run
+        assert -1e-6 <= row["mismatch_kl"] < 1.0 and row["masked_fraction"] < 0.1
         assert row["policy_step"] >= row["step"] - 1 - config["orchestrator"]["max_async_level"]
     assert abs(rows[0]["mismatch_kl"]) < 1e-4  # step 1 is exactly on-policy: fp32 vLLM == fp32 trainer
     for step in range(steps + 1):

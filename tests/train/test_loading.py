@@ -175,3 +175,18 @@ def test_check_environments(tmp_path):
     bad_args = load_train_config(write(tmp_path, MINIMAL), ["orchestrator.env[0].args.bogus=1"])
     with pytest.raises(TrainConfigError, match=r"cannot load environment 'reverse-text' \(.*bogus"):
         check_environments(bad_args)
+
+
+def test_a_runs_resolved_config_json_loads_back(tmp_path):
+    from prime_cli.train.config import RLConfig
+    from prime_cli.train.loading import load_train_config
+
+    config = RLConfig.model_validate({"max_steps": 3, "orchestrator": {"batch_size": 8, "env": [{"id": "reverse-text"}]}})
+    path = tmp_path / "config.json"
+    path.write_text(config.model_dump_json(indent=2))
+    assert load_train_config(path, ["max_steps=5"]).model_dump() == {**config.model_dump(), "max_steps": 5}
+    path.write_text("{not json")
+    from prime_cli.train.errors import TrainConfigError
+
+    with pytest.raises(TrainConfigError, match="not valid JSON"):
+        load_train_config(path)

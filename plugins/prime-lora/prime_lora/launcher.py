@@ -184,7 +184,7 @@ def launch(config: RLConfig, output_dir: Path, resume_step: int | None = None) -
         run.stop()
         resumable = run_dir.checkpoint_steps(output_dir)
         if resumable:
-            console.print(f"continue with: prime train CONFIG --output-dir {output_dir} --resume-step {resumable[-1]}")
+            console.print(f"continue with: prime train {output_dir / 'config.json'} --resume-step {resumable[-1]}")
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -160,3 +160,32 @@ def test_schedules_warm_up_then_follow_their_shape(kind, tmp_path):
         assert factors[-1] == 1.0
     else:
         assert factors[-1] < factors[3] <= 1.0
+
+
+def test_metrics_go_to_wandb_when_configured(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    from prime_lora.trainer.loop import MetricsLog
+
+    calls = {}
+    fake = types.ModuleType("wandb")
+    fake.init = lambda **kw: calls.setdefault("init", kw) and types.SimpleNamespace(
+        log=lambda row, step: calls.setdefault("log", []).append((step, row)))
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    config = tiny_config(tmp_path, wandb={"project": "p", "mode": "offline"})
+    log = MetricsLog(tmp_path, config)
+    log.write({"step": 1, "loss": 0.5, "skipped": False, "per_env": {}})
+    assert calls["init"]["mode"] == "offline" and calls["init"]["project"] == "p"
+    assert calls["log"] == [(1, {"step": 1, "loss": 0.5})]
+    assert json.loads((tmp_path / "metrics.jsonl").read_text())["loss"] == 0.5
+
+
+def test_wandb_configured_but_missing_only_warns(tmp_path, monkeypatch, capsys):
+    import sys
+
+    from prime_lora.trainer.loop import MetricsLog
+
+    monkeypatch.setitem(sys.modules, "wandb", None)  # import fails
+    MetricsLog(tmp_path, tiny_config(tmp_path, wandb={"project": "p"})).write({"step": 1})
+    assert "wandb is not installed" in capsys.readouterr().err
