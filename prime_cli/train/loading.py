@@ -6,7 +6,6 @@ Every problem becomes a `TrainConfigError` whose message is one line naming the 
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
