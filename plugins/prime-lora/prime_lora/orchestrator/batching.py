@@ -18,6 +18,7 @@ class Group:
     completion_tokens: int = 0
     truncated: int = 0
     dropped_rollouts: int = 0
+    scoring_s: float = 0.0  # the group's reward computation (inside generation_s)
 
     @property
     def mean(self) -> float:
@@ -56,7 +57,7 @@ class BatchStats:
     all_groups: list[Group] = field(default_factory=list)
 
     def summary(self, step: int, policy_step: int, generation_s: float, wait_weights_s: float,
-                num_samples: int) -> dict[str, Any]:
+                num_samples: int, load_weights_s: float = 0.0) -> dict[str, Any]:
         rewards = [r for g in self.kept for r in g.rewards]
         per_env: dict[str, dict[str, Any]] = {}
         for env in sorted({g.env for g in self.kept}):
@@ -74,7 +75,8 @@ class BatchStats:
             "solve_none": sum(1 for g in self.all_groups if g.rewards and max(g.rewards) <= 0.0) / len(groups),
             "effective_batch_size": num_samples,
             "groups_sampled": self.groups_sampled, "groups_kept": len(self.kept),
-            "generation_s": generation_s, "wait_weights_s": wait_weights_s,
+            "generation_s": generation_s, "scoring_s": sum(g.scoring_s for g in self.all_groups),
+            "wait_weights_s": wait_weights_s, "load_weights_s": load_weights_s,
             "completion_tokens": sum(g.completion_tokens for g in self.all_groups),
             "truncated_fraction": sum(g.truncated for g in self.all_groups) / rollouts,
             "dropped_rollouts": sum(g.dropped_rollouts for g in self.all_groups),

@@ -80,6 +80,7 @@ async def sample_group(entry: EnvRows, row: dict[str, Any], client: Any, config:
         if error.get("type") in FATAL_ERROR_TYPES:
             raise EndpointDown(error.get("message", "the inference server failed"))
         group.completion_tokens += int((state.get("usage") or {}).get("completion_tokens", 0))
+        group.scoring_s = max(group.scoring_s, float((state.get("timing") or {}).get("scoring_ms", 0.0)) / 1000)
         group.truncated += int(bool(state.get("is_truncated")))
         try:
             samples = rollout_samples(state, config.seq_len)
@@ -145,7 +146,8 @@ async def run(config: RLConfig, output_dir: Path, base_url: str, resume_step: in
         stats = await collect_batch(sampler, client, config)
         generation_s = time.perf_counter() - generation_started
         samples = [s for group in stats.kept for s in group_samples(group, weights.loaded or 0)]
-        summary = stats.summary(step, weights.loaded or 0, generation_s, wait_weights_s, len(samples))
+        summary = stats.summary(step, weights.loaded or 0, generation_s, wait_weights_s, len(samples),
+                                weights.last_load_s)
         write_batch(output_dir / "rollouts" / f"step_{step}", samples, summary)
         write_json_atomic(checkpoint_path(output_dir, step), {"step": step, "sampler": sampler.state()})
         print(f"step {step}: {len(samples)} samples, reward {summary['reward_mean']:.3f}, "

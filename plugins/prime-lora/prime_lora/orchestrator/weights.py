@@ -47,6 +47,7 @@ class PolicyWeights:
     def __init__(self, output_dir: Path, base_url: str, name: str, poll_s: float = 0.2):
         self.output_dir, self.base_url, self.name, self.poll_s = output_dir, base_url, name, poll_s
         self.loaded: int | None = None
+        self.last_load_s = 0.0
 
     async def ensure(self, min_step: int) -> float:
         """Load the newest weights, waiting until they are at least `min_step`. Returns seconds waited."""
@@ -58,8 +59,10 @@ class PolicyWeights:
                 break
             await asyncio.sleep(self.poll_s)
         waited = loop.time() - started
+        self.last_load_s = 0.0
         if self.loaded is None or newest > self.loaded:
             path = self.output_dir / "weights" / f"step_{newest}"
             await asyncio.to_thread(load_adapter, self.base_url, self.name, path)
             self.loaded = newest
+            self.last_load_s = loop.time() - started - waited
         return waited

@@ -10,6 +10,7 @@ from prime_cli.train.config import RLConfig
 from prime_cli.train.models import resolve_model
 
 from ..devices import apply_trainer_cpus
+from .distributed import init_distributed
 from .loop import seed_everything, train
 
 
@@ -23,7 +24,14 @@ def main(argv: list[str] | None = None) -> int:
     apply_trainer_cpus()
     seed_everything(config.seed)
     model_path = args.model_path or resolve_model(config.model.name).path
-    return train(config, args.config.parent, model_path, args.resume_step)
+    dist = init_distributed()
+    try:
+        return train(config, args.config.parent, model_path, args.resume_step, dist)
+    finally:
+        if dist.world > 1:
+            import torch.distributed
+
+            torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

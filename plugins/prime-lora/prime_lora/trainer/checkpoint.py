@@ -83,7 +83,11 @@ def prune_checkpoints(output_dir: Path, keep: int) -> None:
         shutil.rmtree(root / f"step_{step}" / "trainer")
 
 
-def load_checkpoint(model: Any, optimizer: Any, scheduler: Any, output_dir: Path, step: int) -> None:
+def save_rank_rng(output_dir: Path, step: int, rank: int) -> None:
+    torch.save(rng_state(), output_dir / "checkpoints" / f"step_{step}" / "trainer" / f"rng_rank{rank}.pt")
+
+
+def load_checkpoint(model: Any, optimizer: Any, scheduler: Any, output_dir: Path, step: int, rank: int = 0) -> None:
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
@@ -95,4 +99,5 @@ def load_checkpoint(model: Any, optimizer: Any, scheduler: Any, output_dir: Path
         raise RuntimeError(f"checkpoint {folder} does not match the model (unexpected keys such as {unexpected[0]})")
     optimizer.load_state_dict(torch.load(folder / "optimizer.pt", weights_only=False))
     scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=False))
-    restore_rng(torch.load(folder / "rng.pt", weights_only=False))
+    rank_rng = folder / f"rng_rank{rank}.pt"
+    restore_rng(torch.load(rank_rng if rank and rank_rng.exists() else folder / "rng.pt", weights_only=False))

@@ -13,7 +13,8 @@ import torch
 from prime_cli.train.config import RLConfig
 
 from .batches import read_batch
-from .checkpoint import load_checkpoint, save_checkpoint, save_weights
+from .checkpoint import load_checkpoint, save_checkpoint, save_rank_rng, save_weights
+from .distributed import Dist
 from .model import build_policy, pick_device, pick_dtype, trainable_parameters
 from .optim import build_optimizer, build_scheduler
 from .step import train_step
@@ -57,7 +58,7 @@ class MetricsLog:
             self.wandb.log(flat, step=row["step"])
 
 
-def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int | None) -> int:
+def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int | None, dist: Dist = Dist()) -> int:
     device = pick_device()
     dtype = pick_dtype(config, device)
     model = build_policy(config, model_path, device, dtype)
@@ -67,22 +68,32 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
     pad_id = model.config.pad_token_id if model.config.pad_token_id is not None else 0
     start = resume_step or 0
     if start:
-        load_checkpoint(model, optimizer, scheduler, output_dir, start)
+        load_checkpoint(model, optimizer, scheduler, output_dir, start, dist.rank)
         print(f"resumed from checkpoints/step_{start}", flush=True)
-    else:
+    elif dist.is_main:
         save_weights(model, output_dir, 0)
-    print(f"trainer ready on {device.type} ({dtype}), {sum(p.numel() for p in params):,} trainable parameters",
-          flush=True)
-    metrics = MetricsLog(output_dir, config)
+    if dist.is_main:
+        print(f"trainer ready on {device.type} ({dtype}), {sum(p.numel() for p in params):,} trainable parameters"
+              f"{f', {dist.world} data-parallel ranks' if dist.world > 1 else ''}", flush=True)
+    metrics = MetricsLog(output_dir, config) if dist.is_main else None
     step_ended = time.perf_counter()
     for step in range(start + 1, config.max_steps + 1):
         samples, stats, wait_batch_s = wait_for_batch(output_dir, step)
-        result = train_step(model, optimizer, scheduler, params, samples, config, device, pad_id)
+        result = train_step(model, optimizer, scheduler, params, samples, config, device, pad_id, dist)
         save_started = time.perf_counter()
-        save_weights(model, output_dir, step, merged=config.trainer.save_merged, model_path=model_path)
-        if step % config.trainer.ckpt.interval == 0 or step == config.max_steps:
-            save_checkpoint(model, optimizer, scheduler, output_dir, step, config.trainer.ckpt.keep)
+        checkpoint_due = step % config.trainer.ckpt.interval == 0 or step == config.max_steps
+        if dist.is_main:
+            save_weights(model, output_dir, step, merged=config.trainer.save_merged, model_path=model_path)
+            if checkpoint_due:
+                save_checkpoint(model, optimizer, scheduler, output_dir, step, config.trainer.ckpt.keep)
+        if checkpoint_due and dist.world > 1:  # every rank's RNG, so a resume continues each exactly
+            dist.barrier()
+            if not dist.is_main:
+                save_rank_rng(output_dir, step, dist.rank)
+            dist.barrier()
         save_s = time.perf_counter() - save_started
+        if metrics is None:
+            continue
         now = time.perf_counter()
         row = {**stats, "step": step, **result.as_metrics(), "lr": scheduler.get_last_lr()[0],
                "wait_batch_s": wait_batch_s, "save_s": save_s, "step_s": now - step_ended}

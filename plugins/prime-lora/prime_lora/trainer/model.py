@@ -10,7 +10,9 @@ from prime_cli.train.config import RLConfig
 
 
 def pick_device() -> torch.device:
-    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    from .distributed import local_device
+
+    return local_device()
 
 
 def pick_dtype(config: RLConfig, device: torch.device) -> torch.dtype:

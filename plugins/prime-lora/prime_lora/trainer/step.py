@@ -13,6 +13,7 @@ import torch
 from prime_cli.train.config import RLConfig
 
 from .batches import loss_token_count, micro_batches
+from .distributed import Dist
 from .logprobs import token_logprobs
 from .loss import policy_loss
 
@@ -41,14 +42,15 @@ class StepResult:
 
 
 def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn.Parameter],
-               samples: list[dict[str, Any]], config: RLConfig, device: torch.device, pad_id: int) -> StepResult:
+               samples: list[dict[str, Any]], config: RLConfig, device: torch.device, pad_id: int,
+               dist: Dist = Dist()) -> StepResult:
     started = time.perf_counter()
     model.train()
     optimizer.zero_grad(set_to_none=True)
     total = loss_token_count(samples)
     loss_sum, kl_sum, masked, entropy_sum = 0.0, 0.0, 0, 0.0
     temperature = config.orchestrator.sampling.temperature
-    for mb in micro_batches(samples, config.trainer.micro_batch_size, pad_id, device):
+    for mb in dist.shard(micro_batches(samples, config.trainer.micro_batch_size, pad_id, device)):
         if mb.loss_tokens == 0:
             continue
         logp, entropy = token_logprobs(model, mb.input_ids, mb.attention_mask, mb.loss_mask, temperature)
@@ -58,6 +60,8 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
         kl_sum += parts.mismatch_kl_sum
         masked += parts.masked
         entropy_sum += entropy.sum().item()
+    dist.sum_grads(params)
+    loss_sum, kl_sum, masked, entropy_sum = dist.sum_floats([loss_sum, kl_sum, masked, entropy_sum], device)
     grad_norm = float(torch.nn.utils.clip_grad_norm_(params, config.trainer.optim.max_norm)) if total else 0.0
     skipped = total == 0 or not (math.isfinite(loss_sum) and math.isfinite(grad_norm))
     if skipped:
@@ -67,7 +71,7 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
     with warnings.catch_warnings():  # a skipped step still advances the schedule; torch warns about that
         warnings.simplefilter("ignore", UserWarning)
         scheduler.step()
-    return StepResult(loss=loss_sum, mismatch_kl=kl_sum / max(total, 1), masked_fraction=masked / max(total, 1),
+    return StepResult(loss=loss_sum, mismatch_kl=kl_sum / max(total, 1), masked_fraction=int(masked) / max(total, 1),
                       entropy=entropy_sum / max(total, 1), grad_norm=grad_norm, skipped=skipped, num_tokens=total,
                       total_tokens=sum(len(s["input_ids"]) for s in samples),
                       train_s=time.perf_counter() - started)
