@@ -26,6 +26,8 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     Token i is predicted from position i-1, so loss_mask[:, 0] is ignored.
     """
     decoder, head = inner_model_and_head(model)
+    if bool(attention_mask.all()):  # no padding: plain causal attention (flash kernels, no n^2 mask)
+        attention_mask = None
     hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
     targets_mask = loss_mask[:, 1:].bool()
     positions = hidden[:, :-1][targets_mask]  # (n, hidden)
