@@ -24,11 +24,11 @@ def _per_adapter_matmul(inputs, weights, indices, dtype):
     if weights.dim() == 4:
         weights = weights.squeeze(dim=1)
     inputs = inputs.to(dtype=dtype)
-    unique = torch.unique(indices)
-    if unique.numel() == 1:
-        return inputs @ weights[int(unique.item())].to(dtype=dtype).T
+    first, last = int(indices.min()), int(indices.max())  # cheaper than torch.unique for the common case
+    if first == last:
+        return inputs @ weights[first].to(dtype=dtype).T
     out = inputs.new_empty((inputs.shape[0], weights.shape[1]))
-    for index in unique.tolist():
+    for index in torch.unique(indices).tolist():
         rows = indices == index
         out[rows] = inputs[rows] @ weights[index].to(dtype=dtype).T
     return out
