@@ -24,6 +24,8 @@ def _per_adapter_matmul(inputs, weights, indices, dtype):
     if weights.dim() == 4:
         weights = weights.squeeze(dim=1)
     inputs = inputs.to(dtype=dtype)
+    if indices.numel() == 0:
+        return inputs.new_zeros((0, weights.shape[1]))
     first, last = int(indices.min()), int(indices.max())  # cheaper than torch.unique for the common case
     if first == last:
         return inputs @ weights[first].to(dtype=dtype).T

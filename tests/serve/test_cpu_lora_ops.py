@@ -18,10 +18,10 @@ def _case(indices, four_d=True, out_extra=0):
     x = torch.randn(tokens, hidden, generator=g)
     h = torch.randn(tokens, rank, generator=g)
     base = torch.randn(tokens, out + out_extra, generator=g)
-    return a, b, x, h, base, torch.tensor(indices)
+    return a, b, x, h, base, torch.tensor(indices, dtype=torch.long)
 
 
-@pytest.mark.parametrize("indices", [[0] * 7, [1, 1, 0, 2, 0], [-1, -1, 0], [2]])
+@pytest.mark.parametrize("indices", [[0] * 7, [1, 1, 0, 2, 0], [-1, -1, 0], [2], []])
 @pytest.mark.parametrize("four_d", [True, False])
 def test_shrink_expand_and_slice_match_vllm(indices, four_d):
     a, b, x, h, base, idx = _case(indices, four_d)
