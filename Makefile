@@ -39,9 +39,21 @@ clean:
 bench: setup
 	$(BIN)/python benchmarks/eval_throughput.py
 
-.PHONY: bench-gepa bench-tui
+.PHONY: bench-gepa bench-tui bench-trl bench-trainer bench-lora
 bench-gepa: setup
 	$(BIN)/python benchmarks/gepa_vs_gepa.py
 
 bench-tui: setup
 	$(BIN)/python benchmarks/tui_open.py
+
+# prime train vs TRL GRPOTrainer, CPU reverse-text, 20 steps (TRL in benchmarks/.venv-trl, made on first use)
+bench-trl: setup
+	$(BIN)/python benchmarks/trainer_vs_trl.py --json outputs/bench/trainer-vs-trl.json
+
+# trainer-only throughput on synthetic batches (run it on a GPU machine for the MFU comparison)
+bench-trainer: setup
+	$(BIN)/python benchmarks/trainer_bench.py
+
+# vLLM on CPU through a LoRA adapter: vLLM's own ops vs prime's fast path
+bench-lora: setup
+	$(BIN)/python benchmarks/vllm_cpu_lora.py
