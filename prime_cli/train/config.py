@@ -37,6 +37,9 @@ class TrainerModelConfig(Section):
     name: str | None = None
     lora: LoraConfig = Field(default_factory=LoraConfig)
     ac: ActivationCheckpointConfig | None = None
+    # with several trainer processes: shard the base model across them (FSDP2) instead of a full copy each
+    fsdp: bool = True
+    reshard_after_forward: bool = True  # FSDP2: free gathered layer weights after forward (less memory)
 
 
 class OptimConfig(Section):

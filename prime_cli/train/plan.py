@@ -68,7 +68,9 @@ def _trainer(config: Any, gpu: bool) -> PlanPart:
     ids = list(config.trainer_gpu_ids)
     dtype = "bfloat16" if config.model.dtype == "auto" else config.model.dtype
     if len(ids) > 1:
-        where = f"torchrun --nproc_per_node {len(ids)} on {_gpus(ids)}, {dtype}"
+        split = ("base model sharded with FSDP2" if tr.model.fsdp else "a full replica per rank") + \
+            (", activation checkpointing" if tr.model.ac is not None else "")
+        where = f"torchrun --nproc_per_node {len(ids)} on {_gpus(ids)}, {dtype}, {split}"
     else:
         where = f"one process on {_gpus(ids)}, {dtype}"
     return PlanPart("trainer", where, details)

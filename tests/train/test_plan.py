@@ -48,6 +48,7 @@ def test_multi_gpu_plan_with_and_without_cuda():
         text = plan_text(config, cuda)
         assert "vLLM on GPUs 0,1,2,3" in text and "tensor_parallel_size 2, data_parallel_size 2" in text
         assert "torchrun --nproc_per_node 4 on GPUs 4,5,6,7" in text
+        assert "base model sharded with FSDP2" in text
         assert "inference and trainer use separate GPUs" in text
         assert ("this machine has no CUDA GPU" in text) is (not cuda)
 

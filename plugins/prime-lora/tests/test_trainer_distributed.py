@@ -1,8 +1,10 @@
-"""Two data-parallel trainer ranks (torchrun, gloo on CPU) take the same steps as one process."""
+"""Two data-parallel trainer ranks (torchrun, gloo on CPU), with the base model sharded (FSDP2) or
+replicated, take the same steps as one process; a sharded run's checkpoint resumes in one process."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,12 +21,24 @@ from prime_lora.trainer.loop import train  # noqa: E402
 REPO = Path(__file__).resolve().parents[3]
 
 
-def test_two_ranks_match_one_process(tmp_path):
+def adapter(out: Path, step: int) -> dict:
     from safetensors.torch import load_file
 
+    return load_file(str(out / "weights" / f"step_{step}" / "adapter_model.safetensors"))
+
+
+def assert_same(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a), max(float((a[k] - b[k]).abs().max()) for k in a)
+    assert any(float(a[k].abs().max()) > 0 for k in a if "lora_B" in k)
+
+
+@pytest.mark.parametrize("fsdp", [True, False], ids=["fsdp", "replicas"])
+def test_two_ranks_match_one_process(tmp_path, fsdp):
     model_path = tiny_model(tmp_path / "tiny")
     single, ranks = tmp_path / "single", tmp_path / "ranks"
-    overrides = {"trainer.micro_batch_size": 1, "trainer.model.lora.dropout": 0.0}
+    # 5 samples in micro-batches of 1: the ranks get 3 and 2, so a sharded rank runs an uncounted pass
+    overrides = {"trainer.micro_batch_size": 1, "trainer.model.lora.dropout": 0.0, "trainer.model.fsdp": fsdp}
     for out in (single, ranks):
         for step in (1, 2):
             write_batch(out, step, make_samples(20 + step, count=5))
@@ -36,10 +50,14 @@ def test_two_ranks_match_one_process(tmp_path):
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "2 data-parallel ranks" in proc.stdout
-    a = load_file(str(single / "weights" / "step_2" / "adapter_model.safetensors"))
-    b = load_file(str(ranks / "weights" / "step_2" / "adapter_model.safetensors"))
-    assert a.keys() == b.keys()
-    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
-    assert any(float(a[k].abs().max()) > 0 for k in a if "lora_B" in k)
+    assert ("FSDP2" in proc.stdout) == fsdp
+    for step in (0, 1, 2):
+        assert_same(adapter(single, step), adapter(ranks, step)) if step else None
     assert (ranks / "checkpoints" / "step_2" / "trainer" / "rng_rank1.pt").exists()
     assert len((ranks / "metrics.jsonl").read_text().splitlines()) == 2  # written once, by rank 0
+    if fsdp:  # the sharded run's step-1 checkpoint, resumed in one process, gives the same step 2
+        resumed = tmp_path / "resumed"
+        shutil.copytree(ranks, resumed)
+        shutil.rmtree(resumed / "weights" / "step_2")
+        train(tiny_config(resumed, **overrides), resumed, model_path, 1)
+        assert_same(adapter(single, 2), adapter(resumed, 2))

@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     apply_trainer_cpus()
     seed_everything(config.seed)
     model_path = args.model_path or resolve_model(config.model.name).path
-    dist = init_distributed()
+    dist = init_distributed(fsdp=config.trainer.model.fsdp)
     try:
         return train(config, args.config.parent, model_path, args.resume_step, dist)
     finally:

@@ -15,6 +15,9 @@ from typing import Any
 
 import torch
 
+from .distributed import Dist
+from .fsdp import full_optimizer_state, full_trainable_state, load_full_state
+
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",
                    "vocab.json", "merges.txt", "generation_config.json")
 
@@ -25,22 +28,42 @@ def _publish(tmp: Path, final: Path) -> None:
     os.replace(tmp, final)
 
 
-def save_weights(model: Any, output_dir: Path, step: int, merged: bool = False, model_path: str | None = None) -> Path:
-    """weights/step_N/: a PEFT adapter (and merged/, a full model, on request)."""
+def save_weights(model: Any, output_dir: Path, step: int, merged: bool = False, model_path: str | None = None,
+                 dist: Dist = Dist()) -> Path:
+    """weights/step_N/: a PEFT adapter (and merged/, a full model, on request). Every rank calls it (the
+    weights are gathered from the ranks' shards); the main rank writes."""
     final = output_dir / "weights" / f"step_{step}"
+    weights = full_trainable_state(model) if dist.sharded else None
+    if not dist.is_main:
+        return final
     tmp = final.with_name(f".tmp-step_{step}")
     if tmp.exists():
         shutil.rmtree(tmp)
-    model.save_pretrained(tmp)
+    model.save_pretrained(tmp, state_dict=weights)
     if merged:
-        full = copy.deepcopy(model).merge_and_unload()
-        full.save_pretrained(tmp / "merged")
-        if model_path and Path(model_path).is_dir():
-            for name in TOKENIZER_FILES:
-                if (Path(model_path) / name).exists():
-                    shutil.copy2(Path(model_path) / name, tmp / "merged" / name)
+        _save_merged(model, tmp, model_path, from_disk=dist.sharded)
     _publish(tmp, final)
     return final
+
+
+def _save_merged(model: Any, folder: Path, model_path: str | None, from_disk: bool) -> None:
+    """folder/merged/: base + adapter as one model. A sharded model has no full weights in memory: the
+    base is read from model_path on the CPU and the adapter just written is applied to it."""
+    if from_disk:
+        from peft import PeftModel
+        from transformers import AutoModelForCausalLM
+
+        if not model_path:
+            raise RuntimeError("trainer.save_merged with a sharded trainer needs the model's local folder")
+        base = AutoModelForCausalLM.from_pretrained(model_path, dtype=next(model.parameters()).dtype)
+        full = PeftModel.from_pretrained(base, str(folder)).merge_and_unload()
+    else:
+        full = copy.deepcopy(model).merge_and_unload()
+    full.save_pretrained(folder / "merged")
+    if model_path and Path(model_path).is_dir():
+        for name in TOKENIZER_FILES:
+            if (Path(model_path) / name).exists():
+                shutil.copy2(Path(model_path) / name, folder / "merged" / name)
 
 
 def rng_state() -> dict[str, Any]:
@@ -57,21 +80,31 @@ def restore_rng(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_checkpoint(model: Any, optimizer: Any, scheduler: Any, output_dir: Path, step: int, keep: int | None) -> Path:
-    """checkpoints/step_N/trainer/: adapter, optimizer, scheduler, RNG and the step."""
+def save_checkpoint(model: Any, optimizer: Any, scheduler: Any, output_dir: Path, step: int, keep: int | None,
+                    dist: Dist = Dist()) -> Path:
+    """checkpoints/step_N/trainer/: adapter, full LoRA weights and optimizer state by parameter name (so a
+    run resumes on any number of ranks), scheduler, RNG of every rank, the step. Every rank calls it."""
     final = output_dir / "checkpoints" / f"step_{step}" / "trainer"
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(".tmp-trainer")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    model.save_pretrained(tmp)
-    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-    torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
-    torch.save(rng_state(), tmp / "rng.pt")
-    (tmp / "state.json").write_text(json.dumps({"step": step}))
-    _publish(tmp, final)
-    if keep:
-        prune_checkpoints(output_dir, keep)
+    weights, optim_state = full_trainable_state(model), full_optimizer_state(model, optimizer)
+    if dist.is_main:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = final.with_name(".tmp-trainer")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        model.save_pretrained(tmp, state_dict=weights)
+        torch.save(weights, tmp / "trainable.pt")
+        torch.save(optim_state, tmp / "optimizer.pt")
+        torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
+        torch.save(rng_state(), tmp / "rng.pt")
+        (tmp / "state.json").write_text(json.dumps({"step": step}))
+        _publish(tmp, final)
+        if keep:
+            prune_checkpoints(output_dir, keep)
+    if dist.world > 1:  # every rank's RNG, so a resume continues each exactly
+        dist.barrier()
+        if not dist.is_main:
+            torch.save(rng_state(), final / f"rng_rank{dist.rank}.pt")
+        dist.barrier()
     return final
 
 
@@ -83,21 +116,15 @@ def prune_checkpoints(output_dir: Path, keep: int) -> None:
         shutil.rmtree(root / f"step_{step}" / "trainer")
 
 
-def save_rank_rng(output_dir: Path, step: int, rank: int) -> None:
-    torch.save(rng_state(), output_dir / "checkpoints" / f"step_{step}" / "trainer" / f"rng_rank{rank}.pt")
-
-
 def load_checkpoint(model: Any, optimizer: Any, scheduler: Any, output_dir: Path, step: int, rank: int = 0) -> None:
-    from peft import set_peft_model_state_dict
-    from safetensors.torch import load_file
-
     folder = output_dir / "checkpoints" / f"step_{step}" / "trainer"
-    weights = load_file(str(folder / "adapter_model.safetensors"), device=str(next(model.parameters()).device))
-    result = set_peft_model_state_dict(model, weights)
-    unexpected = getattr(result, "unexpected_keys", None)
-    if unexpected:
-        raise RuntimeError(f"checkpoint {folder} does not match the model (unexpected keys such as {unexpected[0]})")
-    optimizer.load_state_dict(torch.load(folder / "optimizer.pt", weights_only=False))
+    weights = torch.load(folder / "trainable.pt", weights_only=True)
+    names = {name for name, p in model.named_parameters() if p.requires_grad}
+    if set(weights) != names:
+        missing = sorted(names - set(weights)) or sorted(set(weights) - names)
+        raise RuntimeError(f"checkpoint {folder} does not match the model (e.g. {missing[0]}): "
+                           "was it written with another LoRA config?")
+    load_full_state(model, optimizer, weights, torch.load(folder / "optimizer.pt", weights_only=False))
     scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=False))
     rank_rng = folder / f"rng_rank{rank}.pt"
     restore_rng(torch.load(rank_rng if rank and rank_rng.exists() else folder / "rng.pt", weights_only=False))

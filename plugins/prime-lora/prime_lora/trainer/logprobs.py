@@ -43,3 +43,17 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
         empty = hidden.new_zeros(0, dtype=torch.float32)
         return empty, empty
     return torch.cat(logps), torch.cat(entropies)
+
+
+class LossPositionLogprobs(torch.nn.Module):
+    """token_logprobs as a module's forward, so that FSDP2 sees one root forward per micro-batch (its
+    hooks gather the embeddings, final norm and LM head, which the decoder and the head share when
+    the embeddings are tied)."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor,
+                temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+        return token_logprobs(self.model, input_ids, attention_mask, loss_mask, temperature)

@@ -13,8 +13,10 @@ import torch
 from prime_cli.train.config import RLConfig
 
 from .batches import read_batch
-from .checkpoint import load_checkpoint, save_checkpoint, save_rank_rng, save_weights
+from .checkpoint import load_checkpoint, save_checkpoint, save_weights
 from .distributed import Dist
+from .fsdp import shard_model
+from .logprobs import LossPositionLogprobs
 from .model import build_policy, pick_device, pick_dtype, trainable_parameters
 from .optim import build_optimizer, build_scheduler
 from .step import train_step
@@ -61,7 +63,11 @@ class MetricsLog:
 def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int | None, dist: Dist = Dist()) -> int:
     device = pick_device()
     dtype = pick_dtype(config, device)
-    model = build_policy(config, model_path, device, dtype)
+    # sharded: built on the CPU, FSDP moves each rank's shards to its device
+    model = build_policy(config, model_path, torch.device("cpu") if dist.sharded else device, dtype)
+    policy = LossPositionLogprobs(model)
+    if dist.sharded:
+        shard_model(policy, dist.world, device, config.trainer.model.reshard_after_forward)
     params = trainable_parameters(model)
     optimizer = build_optimizer(params, config)
     scheduler = build_scheduler(optimizer, config)
@@ -70,27 +76,21 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
     if start:
         load_checkpoint(model, optimizer, scheduler, output_dir, start, dist.rank)
         print(f"resumed from checkpoints/step_{start}", flush=True)
-    elif dist.is_main:
-        save_weights(model, output_dir, 0)
+    else:
+        save_weights(model, output_dir, 0, dist=dist)
     if dist.is_main:
         print(f"trainer ready on {device.type} ({dtype}), {sum(p.numel() for p in params):,} trainable parameters"
-              f"{f', {dist.world} data-parallel ranks' if dist.world > 1 else ''}", flush=True)
+              f"{f', {dist.world} data-parallel ranks' if dist.world > 1 else ''}"
+              f"{' (FSDP2: base model sharded)' if dist.sharded else ''}", flush=True)
     metrics = MetricsLog(output_dir, config) if dist.is_main else None
     step_ended = time.perf_counter()
     for step in range(start + 1, config.max_steps + 1):
         samples, stats, wait_batch_s = wait_for_batch(output_dir, step)
-        result = train_step(model, optimizer, scheduler, params, samples, config, device, pad_id, dist)
+        result = train_step(policy, optimizer, scheduler, params, samples, config, device, pad_id, dist)
         save_started = time.perf_counter()
-        checkpoint_due = step % config.trainer.ckpt.interval == 0 or step == config.max_steps
-        if dist.is_main:
-            save_weights(model, output_dir, step, merged=config.trainer.save_merged, model_path=model_path)
-            if checkpoint_due:
-                save_checkpoint(model, optimizer, scheduler, output_dir, step, config.trainer.ckpt.keep)
-        if checkpoint_due and dist.world > 1:  # every rank's RNG, so a resume continues each exactly
-            dist.barrier()
-            if not dist.is_main:
-                save_rank_rng(output_dir, step, dist.rank)
-            dist.barrier()
+        save_weights(model, output_dir, step, merged=config.trainer.save_merged, model_path=model_path, dist=dist)
+        if step % config.trainer.ckpt.interval == 0 or step == config.max_steps:
+            save_checkpoint(model, optimizer, scheduler, output_dir, step, config.trainer.ckpt.keep, dist)
         save_s = time.perf_counter() - save_started
         if metrics is None:
             continue

@@ -14,7 +14,7 @@ from prime_cli.train.config import RLConfig
 
 from .batches import loss_token_count, micro_batches
 from .distributed import Dist
-from .logprobs import token_logprobs
+from .logprobs import LossPositionLogprobs
 from .loss import policy_loss
 
 
@@ -41,28 +41,43 @@ class StepResult:
                 "train_s": self.train_s}
 
 
+def clip_gradients(params: list[torch.nn.Parameter], max_norm: float) -> float:
+    norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+    return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)  # a DTensor when sharded
+
+
 def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn.Parameter],
                samples: list[dict[str, Any]], config: RLConfig, device: torch.device, pad_id: int,
                dist: Dist = Dist()) -> StepResult:
+    """`model`: the peft model, or LossPositionLogprobs around it (the FSDP root when sharded)."""
     started = time.perf_counter()
+    if not isinstance(model, LossPositionLogprobs):
+        model = LossPositionLogprobs(model)
     model.train()
     optimizer.zero_grad(set_to_none=True)
     total = loss_token_count(samples)
     loss_sum, kl_sum, masked, entropy_sum = 0.0, 0.0, 0, 0.0
     temperature = config.orchestrator.sampling.temperature
-    for mb in dist.shard(micro_batches(samples, config.trainer.micro_batch_size, pad_id, device)):
-        if mb.loss_tokens == 0:
+    grad_scale = dist.world if dist.sharded else 1  # FSDP averages over ranks; the batch's gradient is the sum
+    passes = dist.passes(micro_batches(samples, config.trainer.micro_batch_size, pad_id, device)) if total else []
+    for index, (mb, counts) in enumerate(passes):
+        if mb.loss_tokens == 0 and not dist.sharded:
             continue
-        logp, entropy = token_logprobs(model, mb.input_ids, mb.attention_mask, mb.loss_mask, temperature)
+        if dist.sharded:  # reduce the gradients once, after the last pass
+            model.set_requires_gradient_sync(index == len(passes) - 1)
+        logp, entropy = model(mb.input_ids, mb.attention_mask, mb.loss_mask, temperature)
         parts = policy_loss(logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, total)
-        parts.loss.backward()
+        if not counts:  # a pass that only keeps sharded ranks in step: no gradient, no metrics
+            (parts.loss * 0.0).backward()
+            continue
+        (parts.loss * grad_scale).backward()
         loss_sum += parts.loss.item()
         kl_sum += parts.mismatch_kl_sum
         masked += parts.masked
         entropy_sum += entropy.sum().item()
     dist.sum_grads(params)
     loss_sum, kl_sum, masked, entropy_sum = dist.sum_floats([loss_sum, kl_sum, masked, entropy_sum], device)
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(params, config.trainer.optim.max_norm)) if total else 0.0
+    grad_norm = clip_gradients(params, config.trainer.optim.max_norm) if total else 0.0
     skipped = total == 0 or not (math.isfinite(loss_sum) and math.isfinite(grad_norm))
     if skipped:
         optimizer.zero_grad(set_to_none=True)
