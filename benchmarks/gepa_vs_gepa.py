@@ -1,6 +1,7 @@
 """prime gepa run vs the `gepa` package (0.1.4) on a simulated task suite, at equal concurrency.
 
     .venv/bin/python benchmarks/gepa_vs_gepa.py [--budgets 150 300 600] [--concurrency 8] [--seeds 0 1]
+        [--parallel 1 4] [--speculate 0 2] [--baseline DIR]  # DIR: another checkout, e.g. of HEAD~1
 
 Both optimisers get the same train/validation/test rows, the same scripted student and reflection
 models on one loopback server (benchmarks/gepa_bench/sim.py says what is simulated), the same
@@ -8,6 +9,12 @@ minibatch size (3), perfect-score skipping at 1.0, the same reflection max_token
 number of student rollouts in flight. gepa runs in its own venv (benchmarks/.venv-gepa, created
 on first use with `pip install gepa==0.1.4`). Reported per budget: best validation score, held-out
 test score (100 rows), budget used, and wall time (the whole command, test scoring included).
+
+Bytecode: gepa's venv holds .pyc files (pip compiles on install). prime runs with a bytecode cache
+too (PYTHONPYCACHEPREFIX in the temporary folder, filled by an untimed import before the first
+timed run), as it would after any first run: where PYTHONDONTWRITEBYTECODE is set, as in some
+sandboxes, it would otherwise recompile openai and pydantic from source on every start (seconds).
+--no-bytecode-cache measures that case.
 """
 
 from __future__ import annotations
@@ -59,24 +66,41 @@ def splits(seed: int) -> dict[str, list[dict]]:
     return {"train": plain(parts.train), "val": plain(parts.val), "test": plain(parts.test)}
 
 
-def run_prime(budget: int, concurrency: int, seed: int, out: Path, parallel: int) -> dict:
+def prime_env(repo: Path, out: Path, bytecode_cache: bool) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(repo))
+    if bytecode_cache:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(out / "pycache")
+    return env
+
+
+def warm_bytecode(repo: Path, out: Path) -> None:
+    """Fill the bytecode cache with what `prime gepa run` imports (untimed)."""
+    code = ("import prime_cli.cli.main, prime_cli.gepa.api, prime_cli.evals.endpoints, prime_cli.evals.run_log, "
+            "prime_cli.evals.store, openai")
+    subprocess.run([sys.executable, "-c", code], cwd=BENCH, env=prime_env(repo, out, True), check=True)
+
+
+def run_prime(budget: int, concurrency: int, seed: int, out: Path, parallel: int, repo: Path = REPO,
+              bytecode_cache: bool = True, speculate: int = 0) -> dict:
     with ScriptedOpenAIServer(sim.server_reply) as server:
-        run_dir = out / f"prime-{budget}-{seed}-P{parallel}"
-        env = dict(os.environ, PYTHONPATH=str(REPO))
+        run_dir = out / f"prime-{budget}-{seed}-P{parallel}-S{speculate}-{abs(hash(str(repo)))}"
+        env = prime_env(repo, out, bytecode_cache)
         start = time.perf_counter()
         result = subprocess.run(
             [sys.executable, "-m", "prime_cli", "gepa", "run", "gepa-sim", "-m", "student", "-M", "reflector",
              "-b", server.url, "-B", str(budget), "-n", str(NUM_TRAIN), "-N", str(NUM_VAL), "--num-test", str(NUM_TEST),
              "--minibatch-size", str(MINIBATCH), "--perfect-score", "1.0", "-c", str(concurrency), "--seed", str(seed),
              "--reflection-sampling-args", json.dumps(REFLECTION_ARGS), "-o", str(run_dir), "--plain",
-             "-P", str(parallel)],
+             "-P", str(parallel), *(["--speculate", str(speculate)] if speculate else [])],
             cwd=BENCH, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - start
     if result.returncode != 0:
         raise SystemExit(f"prime gepa failed:\n{result.stderr[-2000:]}")
     meta = json.loads((run_dir / "metadata.json").read_text())
     return {"best_val": meta["best_score"], "test": meta["best_test_score"], "seed_test": meta["seed_test_score"],
-            "metric_calls": meta["total_metric_calls"], "num_candidates": meta["num_candidates"], "wall_s": wall}
+            "metric_calls": meta["total_metric_calls"], "num_candidates": meta["num_candidates"], "wall_s": wall,
+            **sent(server)}
 
 
 def run_gepa(python: Path, budget: int, concurrency: int, seed: int, rows: dict, out: Path) -> dict:
@@ -94,7 +118,14 @@ def run_gepa(python: Path, budget: int, concurrency: int, seed: int, rows: dict,
         raise SystemExit(f"gepa failed:\n{result.stderr[-2000:]}")
     data = json.loads(result.stdout.strip().splitlines()[-1])
     data["wall_s"] = wall
+    data.update(sent(server))
     return data
+
+
+def sent(server: ScriptedOpenAIServer) -> dict[str, int]:
+    """Model calls the server answered (the budget counts distinct student rollouts of the search)."""
+    models = [r["json"]["model"] for r in server.requests_to("/v1/chat/completions")]
+    return {"student_calls": models.count("student"), "reflection_calls": models.count("reflector")}
 
 
 def main() -> None:
@@ -104,29 +135,46 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--parallel", type=int, nargs="+", default=[1, 4],
                         help="prime's -P values to compare (proposals in flight)")
+    parser.add_argument("--speculate", type=int, nargs="+", default=[0],
+                        help="prime's --speculate values to compare (0: off)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another checkout of this repository whose prime runs too, interleaved (before/after)")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="run prime without a bytecode cache when PYTHONDONTWRITEBYTECODE is set")
     args = parser.parse_args()
     python = ensure_gepa_venv()
+    repos = {"prime": REPO, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
+    cache = not args.no_bytecode_cache
     table = []
     with tempfile.TemporaryDirectory(prefix="gepa-bench-") as tmp:
         out = Path(tmp)
+        if cache:
+            for repo in repos.values():
+                warm_bytecode(repo, out)
         for budget in args.budgets:
-            runs: dict[str, list[dict]] = {f"prime -P {p}": [] for p in args.parallel}
+            variants = [(f"{name} -P {p}" + (f" -S {s}" if s else ""), repo, p, s)
+                        for p in args.parallel for s in args.speculate for name, repo in repos.items()
+                        if not (s and name == "baseline")]
+            runs: dict[str, list[dict]] = {label: [] for label, *_ in variants}
             runs["gepa 0.1.4"] = []
             for seed in args.seeds:
                 rows = splits(seed)
-                for p in args.parallel:
-                    runs[f"prime -P {p}"].append(run_prime(budget, args.concurrency, seed, out, p))
+                for label, repo, p, s in variants:
+                    runs[label].append(run_prime(budget, args.concurrency, seed, out, p, repo, cache, s))
                 runs["gepa 0.1.4"].append(run_gepa(python, budget, args.concurrency, seed, rows, out))
             for name, results in runs.items():
                 mean = lambda key: statistics.mean(r[key] for r in results)  # noqa: E731,B023
                 table.append((budget, name, mean("best_val"), mean("seed_test"), mean("test"), mean("metric_calls"),
-                              mean("num_candidates"), mean("wall_s")))
+                              mean("num_candidates"), mean("student_calls"), mean("reflection_calls"), mean("wall_s")))
                 print(f"budget {budget} {name}: " + json.dumps(results), file=sys.stderr, flush=True)
     print(f"\nsimulated task suite, c={args.concurrency}, seeds {args.seeds} (means)\n")
-    print("| budget | optimiser | best val | seed test | best test | rollouts used | candidates | wall s |")
-    print("|---|---|---|---|---|---|---|---|")
-    for budget, name, val, seed_test, test, calls, cands, wall in table:
-        print(f"| {budget} | {name} | {val:.3f} | {seed_test:.3f} | {test:.3f} | {calls:.0f} | {cands:.1f} | {wall:.1f} |")
+    gepa_wall = {row[0]: row[-1] for row in table if row[1].startswith("gepa")}
+    print("| budget | optimiser | best val | seed test | best test | rollouts used | candidates | student calls sent "
+          "| reflection calls | wall s | wall / gepa |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for budget, name, val, seed_test, test, calls, cands, student, reflections, wall in table:
+        print(f"| {budget} | {name} | {val:.3f} | {seed_test:.3f} | {test:.3f} | {calls:.0f} | {cands:.1f} | {student:.0f} "
+              f"| {reflections:.1f} | {wall:.1f} | {wall / gepa_wall[budget]:.2f} |")
 
 
 if __name__ == "__main__":

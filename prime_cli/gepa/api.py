@@ -112,6 +112,12 @@ def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, str
     stream.flush()
 
 
+def background_slots(config: GepaConfig) -> int:
+    """Rollout slots background work (the seed's test pass) may hold: it leaves room for a minibatch,
+    so the search's next step does not wait behind it."""
+    return max(1, config.max_concurrent - config.minibatch_size * config.rollouts_per_example)
+
+
 def start_metadata(config: GepaConfig) -> dict[str, Any]:
     return {"env_id": config.env_id, "env_args": config.env_args, "model": config.model,
             "reflection_model": config.reflector, "num_candidates": 0, "best_idx": None, "best_score": None,
@@ -146,7 +152,7 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
     evaluator = Evaluator(env, {"train": splits.train, "val": splits.val, "test": splits.test}, student, cache,
                           rollouts_per_example=config.rollouts_per_example, max_concurrent=config.max_concurrent,
                           sampling_args=dict(config.sampling_args), state_columns=list(config.state_columns),
-                          on_rollout=display.rollout_done)
+                          on_rollout=display.rollout_done, background_limit=background_slots(config))
     engine = GepaEngine(config, evaluator, state, reflector, seed_text, run=run, display=display,
                         metric_names=env.rubric.get_reward_func_names(), on_commit=on_commit)
     loop = asyncio.get_running_loop()

@@ -43,6 +43,7 @@ class GepaConfig(BaseModel):
     state_columns: list[str] = Field(default_factory=list)
     max_concurrent: int = 32
     parallel_proposals: int = 1
+    speculative_proposals: int = 0
     max_reflection_failures: int = 3
     sampling_args: dict[str, Any] = Field(default_factory=dict)
     reflection_sampling_args: dict[str, Any] = Field(default_factory=dict)
@@ -60,7 +61,7 @@ class GepaConfig(BaseModel):
             raise ValueError("must be at least 1")
         return value
 
-    @field_validator("num_test", "max_retries")
+    @field_validator("num_test", "max_retries", "speculative_proposals")
     @classmethod
     def _non_negative(cls, value: int) -> int:
         if value < 0:

@@ -5,14 +5,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from rich.console import Console, Group
-from rich.live import Live
-from rich.panel import Panel
-from rich.progress_bar import ProgressBar
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:  # rich is imported only when the live panel is used (--plain starts faster)
+    from rich.console import Console
+    from rich.panel import Panel
 
 
 def _verdict(line: dict[str, Any]) -> str:
@@ -71,6 +68,9 @@ class RichDisplay(GepaDisplay):
     """Budget bar, iteration, best score, and the last proposal's verdict."""
 
     def __init__(self, console: Console | None = None) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
         self.console = console or Console()
         self.info: dict[str, Any] = {}
         self.snapshot: dict[str, Any] = {}
@@ -97,6 +97,8 @@ class RichDisplay(GepaDisplay):
         self.snapshot = snapshot
 
     def message(self, text: str, level: str = "info") -> None:
+        from rich.text import Text
+
         style = {"warning": "yellow", "error": "bold red"}.get(level, "dim")
         self.console.print(Text(text, style=style))
 
@@ -104,9 +106,17 @@ class RichDisplay(GepaDisplay):
         try:
             return self._panel()
         except Exception as exc:  # the refresh thread must never take the run down
+            from rich.text import Text
+
             return Text(f"(display error: {exc!r})", style="red")
 
     def _panel(self) -> Panel:
+        from rich.console import Group
+        from rich.panel import Panel
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+
         info, s = self.info, self.snapshot
         if not info:
             return Panel(Text("Starting GEPA…", style="dim"), title="prime gepa", title_align="left")
@@ -139,5 +149,7 @@ def make_display(mode: str = "auto", stream: IO[str] | None = None) -> GepaDispl
         is_tty = getattr(stream or sys.stdout, "isatty", lambda: False)()
         mode = "rich" if is_tty and os.environ.get("TERM") != "dumb" else "plain"
     if mode == "rich":
+        from rich.console import Console
+
         return RichDisplay(Console(file=stream) if stream is not None else Console())
     return PlainDisplay(stream)

@@ -13,6 +13,14 @@ and validation rollouts of every proposal in flight (so the search turns serial 
 runs out); a validation pass starts only while the committed spend plus the most the in-flight
 proposals can still spend is under --max-calls. So the budget is overshot by less than one
 validation pass.
+
+Work that decides nothing is overlapped with the search, never reordered: the seed's validation
+pass runs while the first proposals (whose parent can only be the seed, and whose RNG draws do not
+depend on its scores) evaluate their minibatch and reflect, and is awaited before the first
+commit; with --num-test, the seed's held-out test pass runs in the background from the start, in
+rollout slots the search leaves idle. Neither changes a choice, a charge or a saved state.
+
+Speculation (--speculate S, off by default): see speculation.py.
 """
 
 from __future__ import annotations
@@ -29,16 +37,14 @@ from prime_cli.envs.errors import ModelError
 from prime_cli.envs.messages import content_text
 
 from .config import GepaConfig
-from .evaluator import EndpointAborted, Evaluator, Ledger
+from .evaluator import BACKGROUND, VALIDATION, EndpointAborted, Evaluator, Ledger
 from .pareto import best_candidate, select_parent
 from .reflection import Proposal, parse_reply, reflection_prompt
 from .run_dir import GepaRunDir, now_iso
-from .state import Candidate, Plan, SearchState
+from .speculation import Speculation
+from .state import MAX_IDLE_COMMITS, Candidate, Plan, SearchState
 
 logger = logging.getLogger("prime_cli.gepa")
-MAX_IDLE_COMMITS = 20
-"""Stop after this many proposals in a row that needed no new rollout: with deterministic models the
-search can only repeat itself from there."""
 
 
 class ReflectionAborted(Exception):
@@ -75,7 +81,7 @@ class Outcome:
         return self.state.candidates[best_candidate(self.state.val_scores)]
 
 
-class GepaEngine:
+class GepaEngine(Speculation):
     def __init__(self, config: GepaConfig, evaluator: Evaluator, state: SearchState, reflector: Any,
                  seed_prompt: str, *, run: GepaRunDir | None = None, display: Any = None,
                  metric_names: list[str] | None = None,
@@ -93,17 +99,34 @@ class GepaEngine:
         self.num_val = len(evaluator.splits["val"])
         self._tasks: dict[int, asyncio.Task] = {}
         self._plans: dict[int, Plan] = {}
+        self._background: list[asyncio.Future] = []
+        self._seed_test: asyncio.Future | None = None
+        self._replies: dict[str, asyncio.Task] = {}  # reflection calls made ahead, by prompt text
+        # prefetches by (iteration, parent): plan, task, the reflection texts it asked for
+        self._spec: dict[tuple[int, int], tuple[Plan, asyncio.Task, list[str]]] = {}
+        self._accept_keys: set[tuple[int, int]] = set()  # prefetches made for an accepted child
+        self._dropped: list[asyncio.Task] = []
+        self.spec_stats = {"proposals": 0, "used": 0, "dropped": 0, "reflections_unused": 0}
 
     # -- public ------------------------------------------------------------------------------------
 
     async def run(self) -> Outcome:
-        status, error = "completed", None
+        status, error, searched = "completed", None, False
         try:
-            if not self.state.candidates:
-                await self._score_seed()
+            seed_rows = None if self.state.candidates else self._charge_seed()
             for plan in self.state.pending:
                 self._launch(plan)
             self._plan_more()
+            self._speculate()
+            # started after the proposals, so that their minibatches are the first rollouts sent
+            seed = None if seed_rows is None else self._start_seed(seed_rows)
+            self._start_seed_test()
+            if seed is not None:
+                if self._tasks:
+                    await asyncio.wait([seed, self._tasks[min(self._tasks)]], return_when=asyncio.FIRST_COMPLETED)
+                # the first commit needs the seed: what is left of its pass becomes urgent
+                await self.evaluator.row_results(self.seed_prompt, "val", list(range(self.num_val)))
+                await seed
             self._save()
             while self._tasks:
                 iteration = min(self._tasks)
@@ -111,32 +134,67 @@ class GepaEngine:
                 del self._tasks[iteration], self._plans[iteration]
                 line = await self._commit(result)
                 self._plan_more()
+                self._speculate()
                 self._save()
                 self._show(line)
                 if self.on_commit is not None:
                     self.on_commit(line)
+            searched = True
         except (KeyboardInterrupt, asyncio.CancelledError):
             status = "cancelled"
         except (ReflectionAborted, EndpointAborted) as exc:
             status, error = "failed", str(exc)
         finally:
-            await self._cancel_all()
+            await self._cancel_all(background=not searched)
         outcome = Outcome(status, self.state, self.ledger.used, error,
                           converged=self.state.idle_commits >= MAX_IDLE_COMMITS)
-        if status == "completed" and self.config.num_test > 0:
-            await self._score_test(outcome)
+        try:
+            if status == "completed" and self.config.num_test > 0:
+                await self._score_test(outcome)
+        finally:
+            await self._cancel_all(background=True)
+            await self.evaluator.cancel_queued()
         self._finish(outcome)
         return outcome
 
     # -- steps ---------------------------------------------------------------------------------------
 
-    async def _score_seed(self) -> None:
+    def _charge_seed(self) -> list[int]:
+        """Charge the seed's validation pass first, as the serial loop does (its keys are known)."""
         rows = list(range(self.num_val))
-        scores = await self.evaluator.scores(self.seed_prompt, "val", rows)
         self.ledger.charge(self.evaluator.keys(self.seed_prompt, "val", rows))
-        self.state.candidates.append(Candidate(0, self.seed_prompt, None, scores, 0, self.ledger.used))
-        if self.run_dir is not None:
-            self.run_dir.save_candidate(self.state.candidates[0])
+        return rows
+
+    def _start_seed(self, rows: list[int]) -> asyncio.Future:
+        """Score the seed on the validation rows in the background; the candidate exists once this is
+        awaited, before the first commit."""
+        discovered = self.ledger.used
+
+        async def score() -> None:
+            scores = await self.evaluator.scores(self.seed_prompt, "val", rows, priority=VALIDATION)
+            self.state.candidates.append(Candidate(0, self.seed_prompt, None, scores, 0, discovered))
+            if self.run_dir is not None:
+                self.run_dir.save_candidate(self.state.candidates[0])
+
+        task = asyncio.ensure_future(score())
+        self._background.append(task)
+        return task
+
+    def _start_seed_test(self) -> None:
+        """The seed's held-out test pass, at background priority (it only decides a reported number)."""
+        if self.config.num_test <= 0:
+            return
+        rows = list(range(len(self.evaluator.splits["test"])))
+        self._seed_test = asyncio.ensure_future(self.evaluator.scores(self._prompt(0), "test", rows, priority=BACKGROUND))
+        self._background.append(self._seed_test)
+
+    def _prompt(self, idx: int) -> str:
+        return self.state.candidates[idx].prompt if idx < len(self.state.candidates) else self.seed_prompt
+
+    def _planning_scores(self) -> list[list[float]]:
+        """The validation scores parents are drawn from. While the seed is still being scored it is the
+        only candidate: it is the parent whatever its scores, and the draw uses the RNG the same way."""
+        return self.state.val_scores or [[0.0] * self.num_val]
 
     def _reserved(self) -> int:
         return len(self._tasks) * self.config.proposal_cost
@@ -154,44 +212,49 @@ class GepaEngine:
         while len(self._tasks) < self.config.parallel_proposals and self._can_launch():
             self.state.last_planned += 1
             assert self.state.sampler is not None
-            parent = select_parent(self.state.val_scores, self.state.rng)
+            parent = select_parent(self._planning_scores(), self.state.rng)
             minibatch = self.state.sampler.next(self.config.minibatch_size, self.state.rng)
             self._launch(Plan(self.state.last_planned, parent, minibatch))
 
     def _launch(self, plan: Plan) -> None:
+        self._adopt(plan)
         self._plans[plan.iteration] = plan
         self._tasks[plan.iteration] = asyncio.ensure_future(self._propose(plan))
 
     async def _propose(self, plan: Plan) -> ProposalResult:
-        parent = self.state.candidates[plan.parent]
-        entries = await self.evaluator.row_results(parent.prompt, "train", plan.minibatch)
+        parent_prompt = self._prompt(plan.parent)
+        entries = await self.evaluator.row_results(parent_prompt, "train", plan.minibatch)
         parent_scores = [sum(e["reward"] for e in row) / len(row) for row in entries]
-        result = ProposalResult(plan, parent_scores, self.evaluator.keys(parent.prompt, "train", plan.minibatch))
+        result = ProposalResult(plan, parent_scores, self.evaluator.keys(parent_prompt, "train", plan.minibatch))
         perfect = self.config.perfect_score
         if perfect is not None and all(s >= perfect for s in parent_scores):
             result.reason = "minibatch already perfect"
             return result
         records = [e["record"] for row in entries for e in row]
-        proposal = await self._reflect(parent.prompt, records)
+        proposal = await self._reflect(parent_prompt, records)
         result.reflected = True
         if proposal.prompt is None:
             result.reason = proposal.reason
             result.reflection_failed = proposal.reason.startswith("reflection failed")
             return result
         result.child_prompt = proposal.prompt
-        if proposal.prompt == parent.prompt:
+        if proposal.prompt == parent_prompt:
             result.reason = "reflection returned the parent prompt unchanged"
             return result
         result.child_scores = await self.evaluator.scores(proposal.prompt, "train", plan.minibatch)
         result.keys += self.evaluator.keys(proposal.prompt, "train", plan.minibatch)
         return result
 
-    async def _reflect(self, current: str, records: list[dict[str, Any]]) -> Proposal:
+    async def _call_reflection(self, text: str) -> Any:
         client, model = self.reflector.for_group(0)
+        return await client.chat([{"role": "user", "content": text}], model=model,
+                                 sampling_args=dict(self.config.reflection_sampling_args))
+
+    async def _reflect(self, current: str, records: list[dict[str, Any]]) -> Proposal:
         text = reflection_prompt(current, records, self.metric_names)
+        ahead = self._replies.pop(text, None)  # the same call, made ahead by a prefetch
         try:
-            response = await client.chat([{"role": "user", "content": text}], model=model,
-                                         sampling_args=dict(self.config.reflection_sampling_args))
+            response = await (ahead if ahead is not None else self._call_reflection(text))
         except FatalEndpointError as exc:
             raise ReflectionAborted(f"reflection model {self.config.reflector}: {exc}") from None
         except ModelError as exc:
@@ -213,8 +276,9 @@ class GepaEngine:
             elif self.ledger.used + self._reserved() >= self.config.max_calls:
                 reason = "better on minibatch, but the budget ran out before validation"
             else:
+                self._speculate_accept(result.child_prompt)
                 rows = list(range(self.num_val))
-                scores = await self.evaluator.scores(result.child_prompt, "val", rows)
+                scores = await self.evaluator.scores(result.child_prompt, "val", rows, priority=VALIDATION)
                 self.ledger.charge(self.evaluator.keys(result.child_prompt, "val", rows))
                 child_idx = len(state.candidates)
                 state.candidates.append(Candidate(child_idx, result.child_prompt, plan.parent, scores,
@@ -242,15 +306,27 @@ class GepaEngine:
     async def _score_test(self, outcome: Outcome) -> None:
         rows = list(range(len(self.evaluator.splits["test"])))
         seed, best = self.state.candidates[0].prompt, outcome.best.prompt
-        seed_scores = await self.evaluator.scores(seed, "test", rows)
-        best_scores = seed_scores if best == seed else await self.evaluator.scores(best, "test", rows)
+        # the seed's pass began in the background; what is left of it now runs at full priority
+        seed_scores, best_scores = await asyncio.gather(
+            self.evaluator.scores(seed, "test", rows),
+            self.evaluator.scores(best, "test", rows) if best != seed else asyncio.sleep(0))
+        if best == seed:
+            best_scores = seed_scores
         outcome.seed_test_score = sum(seed_scores) / len(seed_scores)
         outcome.best_test_score = sum(best_scores) / len(best_scores)
         outcome.test_metric_calls = len(set(self.evaluator.keys(seed, "test", rows) + self.evaluator.keys(best, "test", rows)))
 
-    async def _cancel_all(self) -> None:
-        tasks = list(self._tasks.values())
+    async def _cancel_all(self, background: bool = False) -> None:
+        for key in list(self._spec):
+            self._drop(key)
+        tasks = list(self._tasks.values()) + list(self._replies.values()) + self._dropped
+        self.spec_stats["reflections_unused"] += len(self._replies)
         self._tasks.clear()
+        self._replies.clear()
+        self._dropped = []
+        if background:
+            tasks += [t for t in self._background if not t.done()]
+            self._background.clear()
         for task in tasks:
             task.cancel()
         if tasks:
@@ -279,6 +355,10 @@ class GepaEngine:
             self._save()
         else:  # interrupted, maybe mid-commit: state.json keeps the last committed iteration
             outcome.total_metric_calls = len(self.state.charged)
+        if self.config.speculative_proposals > 0:
+            charged = self.ledger.charged
+            unused = sum(1 for key in self.evaluator.cache.results if not key.startswith("test/") and key not in charged)
+            self.run_dir.write_metadata(speculation={**self.spec_stats, "rollouts_uncharged": unused})
         self.run_dir.write_metadata(status=outcome.status, completed_at=now_iso(),
                                     total_metric_calls=outcome.total_metric_calls,
                                     seed_test_score=outcome.seed_test_score, best_test_score=outcome.best_test_score,

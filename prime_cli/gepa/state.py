@@ -10,6 +10,10 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+MAX_IDLE_COMMITS = 20
+"""Stop after this many proposals in a row that needed no new rollout: with deterministic models the
+search can only repeat itself from there."""
+
 
 @dataclass
 class Candidate:

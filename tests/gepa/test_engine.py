@@ -180,3 +180,39 @@ def test_held_out_test_scores(workdir):
     meta = json.loads((run_dir / "metadata.json").read_text())
     assert meta["seed_test_score"] == outcome.seed_test_score < meta["best_test_score"] == outcome.best_test_score
     assert meta["total_metric_calls"] <= 200 + 10
+
+
+@pytest.mark.parametrize("parallel,speculate", [(1, 1), (1, 3), (3, 2)])
+def test_speculation_makes_the_same_choices_and_charges(workdir, parallel, speculate):
+    plain, plain_dir, _, plain_reflector = search(config(workdir / "plain", max_calls=260, parallel_proposals=parallel,
+                                                         num_test=10))
+    fast, fast_dir, student, reflector = search(config(workdir / "fast", max_calls=260, parallel_proposals=parallel,
+                                                       num_test=10, speculative_proposals=speculate))
+    assert fast.status == plain.status == "completed"
+    assert without_time(lines(fast_dir / "iterations.jsonl")) == without_time(lines(plain_dir / "iterations.jsonl"))
+    assert lines(fast_dir / "candidates.jsonl") == lines(plain_dir / "candidates.jsonl")
+    assert json.loads((fast_dir / "state.json").read_text()) == json.loads((plain_dir / "state.json").read_text())
+    assert (fast.total_metric_calls, fast.best_test_score) == (plain.total_metric_calls, plain.best_test_score)
+    meta = json.loads((fast_dir / "metadata.json").read_text())["speculation"]
+    assert meta["used"] > 0
+    # what speculation costs is model calls nobody used, and it says how many
+    sent = {(c["messages"][0]["content"] if c["messages"][0]["role"] == "system" else "", c["messages"][-1]["content"])
+            for c in student.client.calls}
+    assert len(student.client.calls) == len(sent)  # still never the same rollout twice
+    assert len(sent) == fast.total_metric_calls + fast.test_metric_calls + meta["rollouts_uncharged"]
+    assert len(reflector.client.calls) >= len(plain_reflector.client.calls)
+
+
+def test_interrupted_speculative_run_resumes_to_the_same_choices(workdir):
+    full, full_dir, _, _ = search(config(workdir / "full", max_calls=260))
+
+    def interrupt(line):
+        if line["iteration"] == 4:
+            raise KeyboardInterrupt
+
+    first, part_dir, _, _ = search(config(workdir / "part", max_calls=260, speculative_proposals=2), on_commit=interrupt)
+    assert first.status == "cancelled"
+    resumed, _, _, _ = search(config(workdir / "part", max_calls=260, speculative_proposals=2), resume=True)
+    assert resumed.status == "completed"
+    assert without_time(lines(part_dir / "iterations.jsonl")) == without_time(lines(full_dir / "iterations.jsonl"))
+    assert json.loads((part_dir / "state.json").read_text()) == json.loads((full_dir / "state.json").read_text())

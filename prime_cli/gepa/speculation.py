@@ -1,0 +1,163 @@
+"""Speculative prefetching for the GEPA loop (a part of GepaEngine, kept apart for size).
+
+Speculation (--speculate S, off by default): the next S proposals the loop would plan if every
+proposal in flight were rejected (the RNG and the sampler are copied, the validation scores are the
+committed ones) are prefetched: their parent's minibatch rollouts go to the cache, their reflection
+call is made and kept by its exact prompt text, and their child's minibatch is scored. The loop
+itself is unchanged: it plans from committed data only and charges what it uses, so when its plan
+matches a prefetched one it finds that work done, and when it does not (a proposal was accepted and
+the parent drawn differs) the prefetch is dropped. Choices, charges and saved states are those of
+the run without speculation; the price is model calls that are never used (counted in
+metadata.json under "speculation").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from typing import Any
+
+from prime_cli.envs.messages import content_text
+
+from .pareto import select_parent
+from .reflection import parse_reply, reflection_prompt
+from .state import MAX_IDLE_COMMITS, MinibatchSampler, Plan
+
+logger = logging.getLogger("prime_cli.gepa")
+
+
+class Speculation:
+    """Methods of GepaEngine that prefetch; they read the engine's state and never change a choice."""
+
+    config: Any
+    state: Any
+    evaluator: Any
+    ledger: Any
+    metric_names: list[str]
+    _tasks: dict[int, asyncio.Task]
+    _replies: dict[str, asyncio.Task]
+    _spec: dict[tuple[int, int], tuple[Plan, asyncio.Task, list[str]]]
+    _accept_keys: set[tuple[int, int]]
+    _dropped: list[asyncio.Task]
+    spec_stats: dict[str, int]
+
+
+    def _would_launch(self, used: int, in_flight: int, idle: int) -> bool:
+        """_can_launch for a hypothetical state (used: an upper bound of the budget spent by then)."""
+        if idle >= MAX_IDLE_COMMITS:
+            return False
+        if in_flight == 0:
+            return used < self.config.max_calls
+        return (used + (in_flight + 1) * (self.config.proposal_cost + self.config.validation_pass_cost)
+                <= self.config.max_calls)
+
+    def _copies(self) -> tuple[random.Random, MinibatchSampler]:
+        state = self.state
+        assert state.sampler is not None
+        rng = random.Random()
+        rng.setstate(state.rng.getstate())
+        return rng, MinibatchSampler(state.sampler.num_rows, list(state.sampler.order), state.sampler.pos)
+
+    def _hypothetical_plans(self) -> list[Plan]:
+        """The next plans the loop makes if every proposal in flight is rejected, as far as the budget
+        surely lets it make them: each comes right after one more commit, which spends at most one
+        proposal's rollouts."""
+        rng, sampler = self._copies()
+        scores = self._planning_scores()
+        used, in_flight, idle = self.ledger.used, len(self._tasks), self.state.idle_commits
+        plans: list[Plan] = []
+        iteration = self.state.last_planned
+        for _ in range(self.config.speculative_proposals):
+            if in_flight == 0:  # the loop plans now, not after a commit: nothing to foresee
+                break
+            in_flight, used, idle = in_flight - 1, used + self.config.proposal_cost, idle + 1
+            if not self._would_launch(used, in_flight, idle):
+                break
+            iteration += 1
+            parent = select_parent(scores, rng)
+            plans.append(Plan(iteration, parent, sampler.next(self.config.minibatch_size, rng)))
+            in_flight += 1
+        return plans
+
+    def _spawn(self, plan: Plan, prompt: str) -> None:
+        key = (plan.iteration, plan.parent)
+        if key not in self._spec:
+            keys: list[str] = []
+            self._spec[key] = (plan, asyncio.ensure_future(self._prefetch(plan, prompt, keys)), keys)
+            self.spec_stats["proposals"] += 1
+
+    def _speculate(self) -> None:
+        """Start the prefetches the current state foresees; drop those it no longer does."""
+        if self.config.speculative_proposals <= 0:
+            return
+        wanted = {(plan.iteration, plan.parent): plan for plan in self._hypothetical_plans()}
+        for key, (plan, _task, _keys) in list(self._spec.items()):
+            if wanted.get(key) != plan and not (key in self._accept_keys and plan.iteration > self.state.last_planned):
+                self._drop(key)
+        for plan in wanted.values():
+            self._spawn(plan, self._prompt(plan.parent))
+
+    def _speculate_accept(self, child_prompt: str) -> None:
+        """A child is accepted and its validation pass starts: also prefetch the next plan as it is if
+        the child comes out alone on top of every validation row (then it is the parent drawn)."""
+        if self.config.speculative_proposals <= 0:
+            return
+        rng, sampler = self._copies()
+        scores = self._planning_scores()
+        best = [max(row) + 1.0 for row in zip(*scores, strict=True)]
+        used = self.ledger.used + self.config.validation_pass_cost
+        if not self._would_launch(used, len(self._tasks), 0):
+            return
+        child = len(self.state.candidates)
+        parent = select_parent([*scores, best], rng)
+        plan = Plan(self.state.last_planned + 1, parent, sampler.next(self.config.minibatch_size, rng))
+        self._accept_keys.add((plan.iteration, plan.parent))
+        self._spawn(plan, child_prompt if parent == child else self._prompt(parent))
+
+    def _adopt(self, plan: Plan) -> None:
+        """The loop plans `plan` for real: a matching prefetch has done (part of) its work; stop it and
+        leave its reflection reply for the proposal to take. Other prefetches of that iteration go."""
+        for key in [k for k in self._spec if k[0] == plan.iteration]:
+            if self._spec[key][0] != plan:
+                self._drop(key)
+                continue
+            task = self._spec.pop(key)[1]
+            task.cancel()  # its rollouts run on (shared with the proposal), and so does its reflection call
+            self._dropped.append(task)
+            self.spec_stats["used"] += 1
+        self._accept_keys = {k for k in self._accept_keys if k[0] > plan.iteration}
+
+    def _drop(self, key: tuple[int, int]) -> None:
+        _plan, task, keys = self._spec.pop(key)
+        task.cancel()
+        self._dropped.append(task)
+        for text in keys:
+            reply = self._replies.pop(text, None)
+            if reply is not None:
+                reply.cancel()
+                self.spec_stats["reflections_unused"] += 1
+        self.spec_stats["dropped"] += 1
+
+    async def _prefetch(self, plan: Plan, parent_prompt: str, keys: list[str]) -> None:
+        """What _propose does for `plan`, minus the decisions: rollouts into the cache, the reflection
+        reply kept for the proposal that asks for the same text."""
+        try:
+            entries = await self.evaluator.row_results(parent_prompt, "train", plan.minibatch)
+            perfect = self.config.perfect_score
+            if perfect is not None and all(sum(e["reward"] for e in row) / len(row) >= perfect for row in entries):
+                return
+            text = reflection_prompt(parent_prompt, [e["record"] for row in entries for e in row], self.metric_names)
+            if text not in self._replies:
+                reply = asyncio.ensure_future(self._call_reflection(text))
+                reply.add_done_callback(lambda t: t.cancelled() or t.exception())  # read by whoever takes it
+                self._replies[text] = reply
+                keys.append(text)
+            response = await asyncio.shield(self._replies[text])
+            proposal = parse_reply(content_text(response.message), response.finish_reason)
+            if proposal.prompt is not None and proposal.prompt != parent_prompt:
+                await self.evaluator.row_results(proposal.prompt, "train", plan.minibatch)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed prefetch only means the proposal does the work itself
+            logger.debug("prefetch of iteration %s stopped: %r", plan.iteration, exc)
