@@ -57,3 +57,18 @@ def write_batch(output_dir: Path, step: int, samples: list[dict[str, Any]]) -> N
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "stats.json").write_text(json.dumps({"step": step, "reward_mean": 0.5}))
     (folder / "batch.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
+
+
+def make_group_samples(seed: int, groups: int = 2, per_group: int = 4) -> list[dict[str, Any]]:
+    """Rollout groups as the orchestrator writes them: one prompt each, completions of different lengths."""
+    rng = random.Random(seed)
+    samples = []
+    for group in range(groups):
+        prompt = [rng.randrange(1, VOCAB) for _ in range(rng.randint(6, 12))]
+        for _ in range(per_group):
+            completion = [rng.randrange(1, VOCAB) for _ in range(rng.randint(1, 7))]
+            samples.append({"input_ids": prompt + completion, "loss_mask": [0] * len(prompt) + [1] * len(completion),
+                            "inference_logprobs": [0.0] * len(prompt) + [-4.6 + rng.uniform(-0.3, 0.3) for _ in completion],
+                            "advantage": rng.uniform(-1, 1), "reward": 0.5, "env": "tiny", "example_id": group,
+                            "policy_step": 0, "truncated": False})
+    return samples

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from lora_tiny import make_samples, tiny_config, tiny_model, write_batch  # noqa: E402
+from lora_tiny import make_group_samples, make_samples, tiny_config, tiny_model, write_batch  # noqa: E402
 
 from prime_cli.train.config import LossConfig  # noqa: E402
 from prime_lora.trainer.batches import micro_batches  # noqa: E402
@@ -89,6 +89,43 @@ def test_micro_batch_size_does_not_change_the_gradient(model_path, tmp_path):
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.requires_grad]))
     assert grads[0].abs().sum() > 0
     assert torch.allclose(grads[0], grads[1], atol=1e-6)
+
+
+def test_a_shared_prompt_runs_once_with_the_same_logprobs_and_gradients(model_path, tmp_path):
+    """Groups sharing a prompt: the prompt runs once, the completions (right-padded, of different
+    lengths) on its KV cache; log-probs and LoRA gradients equal the row-by-row computation."""
+    from prime_lora.trainer.batches import loss_token_count
+
+    samples = make_group_samples(3, groups=2, per_group=4) + make_samples(4, count=1)  # and one loner
+    shared = micro_batches(samples, 3, 0, torch.device("cpu"), share_prefix=True)
+    assert [mb.prefix_len > 0 for mb in shared] == [True, True, True, True, False]  # 4 = 3 + 1 per group
+    assert sum(mb.input_ids.shape[0] for mb in shared) == len(samples)
+    config = tiny_config(tmp_path, **{"trainer.model.lora.dropout": 0.0})
+    model = build_policy(config, model_path, torch.device("cpu"), torch.float32)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.1)
+    total = loss_token_count(samples)
+    results = []
+    for batches in (micro_batches(samples, 3, 0, torch.device("cpu")), shared):
+        model.zero_grad()
+        logps = {}
+        for mb in batches:
+            logp, _ = token_logprobs(model, mb.input_ids, mb.attention_mask, mb.loss_mask, prefix_len=mb.prefix_len)
+            policy_loss(logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, total).loss.backward()
+            offset = 0  # key each token by (its sequence, its position) to compare across groupings
+            for row in range(mb.input_ids.shape[0]):
+                ids = tuple(mb.input_ids[row, mb.attention_mask[row].bool()].tolist())
+                for pos in mb.loss_mask[row, 1:].nonzero().flatten().tolist():
+                    logps[(ids, pos)] = logp[offset].item()
+                    offset += 1
+        results.append((logps, torch.cat([p.grad.flatten() for p in model.parameters() if p.requires_grad])))
+    (plain, plain_grad), (fast, fast_grad) = results
+    assert plain.keys() == fast.keys() and len(plain) == total
+    assert max(abs(plain[k] - fast[k]) for k in plain) < 1e-5
+    assert plain_grad.abs().sum() > 0
+    assert torch.allclose(plain_grad, fast_grad, atol=1e-6)
 
 
 def _adapter(output_dir, step):

@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
-from lora_tiny import make_samples, tiny_config, tiny_model, write_batch  # noqa: E402
+from lora_tiny import make_group_samples, make_samples, tiny_config, tiny_model, write_batch  # noqa: E402
 
 from prime_lora.trainer.loop import train  # noqa: E402
 
@@ -37,11 +37,12 @@ def assert_same(a: dict, b: dict) -> None:
 def test_two_ranks_match_one_process(tmp_path, fsdp):
     model_path = tiny_model(tmp_path / "tiny")
     single, ranks = tmp_path / "single", tmp_path / "ranks"
-    # 5 samples in micro-batches of 1: the ranks get 3 and 2, so a sharded rank runs an uncounted pass
-    overrides = {"trainer.micro_batch_size": 1, "trainer.model.lora.dropout": 0.0, "trainer.model.fsdp": fsdp}
+    # a group of 3 sharing a prompt (micro-batches of 2 and 1, on the prompt's KV cache) and 2 loners
+    # (one micro-batch): the ranks get 2 and 1, so a sharded rank runs an uncounted pass
+    overrides = {"trainer.micro_batch_size": 2, "trainer.model.lora.dropout": 0.0, "trainer.model.fsdp": fsdp}
     for out in (single, ranks):
         for step in (1, 2):
-            write_batch(out, step, make_samples(20 + step, count=5))
+            write_batch(out, step, make_group_samples(20 + step, groups=1, per_group=3) + make_samples(30 + step, count=2))
     train(tiny_config(single, **overrides), single, model_path, None)
     (ranks / "config.json").write_text(tiny_config(ranks, **overrides).model_dump_json())
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"}

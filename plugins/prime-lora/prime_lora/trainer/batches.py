@@ -1,4 +1,10 @@
-"""rollouts/step_N/batch.jsonl -> padded micro-batches of tensors."""
+"""rollouts/step_N/batch.jsonl -> padded micro-batches of tensors.
+
+With `share_prefix`, the rollouts of one group (same prompt tokens up to the first loss token) go
+into micro-batches of their own, marked with the prefix length: the trainer then runs the prompt
+once and the completions on top of its KV cache (logprobs.py), instead of the prompt once per
+rollout. With 8 rollouts of a 60-token prompt and short completions that is ~5x fewer tokens.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ class MicroBatch:
     loss_mask: torch.Tensor
     inference_logprobs: torch.Tensor  # flat over loss tokens (position >= 1), row-major
     advantages: torch.Tensor  # flat, one per loss token
+    prefix_len: int = 0  # > 0: every row starts with the same prefix_len tokens, none of them a loss token
 
     @property
     def loss_tokens(self) -> int:
@@ -31,29 +38,46 @@ def loss_token_count(samples: list[dict[str, Any]]) -> int:
     return sum(sum(s["loss_mask"][1:]) for s in samples)
 
 
-def micro_batches(samples: list[dict[str, Any]], size: int, pad_id: int, device: torch.device) -> list[MicroBatch]:
+def prefix_length(sample: dict[str, Any]) -> int:
+    """Tokens before the first loss token (the prompt of a single-turn rollout)."""
+    mask = sample["loss_mask"]
+    return next((i for i in range(1, len(mask)) if mask[i]), len(mask))
+
+
+def micro_batches(samples: list[dict[str, Any]], size: int, pad_id: int, device: torch.device,
+                  share_prefix: bool = False) -> list[MicroBatch]:
     """Samples sorted by length so each micro-batch pads little; the order does not change the sum."""
-    ordered = sorted(samples, key=lambda s: len(s["input_ids"]))
+    groups: dict[tuple[int, ...], list[dict[str, Any]]] = {}
+    if share_prefix:
+        for sample in samples:
+            groups.setdefault(tuple(sample["input_ids"][:prefix_length(sample)]), []).append(sample)
+    shared = {key: group for key, group in groups.items() if len(group) > 1 and len(key) > 1}
     out = []
-    for start in range(0, len(ordered), size):
-        chunk = ordered[start:start + size]
-        width = max(len(s["input_ids"]) for s in chunk)
-        ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
-        attention = torch.zeros((len(chunk), width), dtype=torch.long)
-        loss_mask = torch.zeros((len(chunk), width), dtype=torch.long)
-        inference, advantages = [], []
-        for row, sample in enumerate(chunk):
-            n = len(sample["input_ids"])
-            ids[row, :n] = torch.tensor(sample["input_ids"])
-            attention[row, :n] = 1
-            mask = list(sample["loss_mask"])
-            mask[0] = 0  # the first token has no prediction
-            loss_mask[row, :n] = torch.tensor(mask)
-            for i in range(1, n):
-                if mask[i]:
-                    inference.append(float(sample["inference_logprobs"][i]))
-                    advantages.append(float(sample["advantage"]))
-        out.append(MicroBatch(ids.to(device), attention.to(device), loss_mask.to(device),
-                              torch.tensor(inference, dtype=torch.float32, device=device),
-                              torch.tensor(advantages, dtype=torch.float32, device=device)))
-    return out
+    for key, group in shared.items():
+        ordered = sorted(group, key=lambda s: len(s["input_ids"]))
+        out += [_pack(ordered[i:i + size], pad_id, device, len(key)) for i in range(0, len(ordered), size)]
+    rest = [s for s in samples if not share_prefix or tuple(s["input_ids"][:prefix_length(s)]) not in shared]
+    ordered = sorted(rest, key=lambda s: len(s["input_ids"]))
+    return out + [_pack(ordered[i:i + size], pad_id, device, 0) for i in range(0, len(ordered), size)]
+
+
+def _pack(chunk: list[dict[str, Any]], pad_id: int, device: torch.device, prefix_len: int) -> MicroBatch:
+    width = max(len(s["input_ids"]) for s in chunk)
+    ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(chunk), width), dtype=torch.long)
+    loss_mask = torch.zeros((len(chunk), width), dtype=torch.long)
+    inference, advantages = [], []
+    for row, sample in enumerate(chunk):
+        n = len(sample["input_ids"])
+        ids[row, :n] = torch.tensor(sample["input_ids"])
+        attention[row, :n] = 1
+        mask = list(sample["loss_mask"])
+        mask[0] = 0  # the first token has no prediction
+        loss_mask[row, :n] = torch.tensor(mask)
+        for i in range(1, n):
+            if mask[i]:
+                inference.append(float(sample["inference_logprobs"][i]))
+                advantages.append(float(sample["advantage"]))
+    return MicroBatch(ids.to(device), attention.to(device), loss_mask.to(device),
+                      torch.tensor(inference, dtype=torch.float32, device=device),
+                      torch.tensor(advantages, dtype=torch.float32, device=device), prefix_len)

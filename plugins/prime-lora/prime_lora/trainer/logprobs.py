@@ -20,18 +20,32 @@ def inner_model_and_head(model: Any) -> tuple[Any, Any]:
 
 
 def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor,
-                   temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+                   temperature: float = 1.0, prefix_len: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Log-probs and entropies of the tokens where loss_mask is 1, as flat tensors in row-major order.
 
-    Token i is predicted from position i-1, so loss_mask[:, 0] is ignored.
+    Token i is predicted from position i-1, so loss_mask[:, 0] is ignored. With prefix_len > 0 every
+    row starts with the same prefix_len tokens and has no loss token among them: the prefix runs once
+    (batch 1) and the rest of the rows run on its KV cache; gradients flow back through the cache.
     """
     decoder, head = inner_model_and_head(model)
     if bool(attention_mask.all()):  # no padding: plain causal attention (flash kernels, no n^2 mask)
         attention_mask = None
-    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-    targets_mask = loss_mask[:, 1:].bool()
-    positions = hidden[:, :-1][targets_mask]  # (n, hidden)
-    targets = input_ids[:, 1:][targets_mask]  # (n,)
+    if prefix_len > 0:
+        prefix = decoder(input_ids=input_ids[:1, :prefix_len], use_cache=True)
+        cache = prefix.past_key_values
+        cache.batch_repeat_interleave(input_ids.shape[0])
+        rest = decoder(input_ids=input_ids[:, prefix_len:], attention_mask=attention_mask, past_key_values=cache,
+                       use_cache=True).last_hidden_state
+        last = prefix.last_hidden_state[:, -1:].expand(input_ids.shape[0], 1, -1)
+        predicting = torch.cat([last, rest[:, :-1]], dim=1)  # hidden states predicting tokens prefix_len..
+        targets_mask = loss_mask[:, prefix_len:].bool()
+        positions = predicting[targets_mask]
+        targets = input_ids[:, prefix_len:][targets_mask]
+    else:
+        hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        targets_mask = loss_mask[:, 1:].bool()
+        positions = hidden[:, :-1][targets_mask]  # (n, hidden)
+        targets = input_ids[:, 1:][targets_mask]  # (n,)
     logps, entropies = [], []
     for start in range(0, positions.shape[0], CHUNK_TOKENS):
         logits = head(positions[start:start + CHUNK_TOKENS]).float() / temperature
@@ -55,5 +69,5 @@ class LossPositionLogprobs(torch.nn.Module):
         self.model = model
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor,
-                temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
-        return token_logprobs(self.model, input_ids, attention_mask, loss_mask, temperature)
+                temperature: float = 1.0, prefix_len: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        return token_logprobs(self.model, input_ids, attention_mask, loss_mask, temperature, prefix_len)

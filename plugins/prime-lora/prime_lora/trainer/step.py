@@ -59,13 +59,18 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
     loss_sum, kl_sum, masked, entropy_sum = 0.0, 0.0, 0, 0.0
     temperature = config.orchestrator.sampling.temperature
     grad_scale = dist.world if dist.sharded else 1  # FSDP averages over ranks; the batch's gradient is the sum
-    passes = dist.passes(micro_batches(samples, config.trainer.micro_batch_size, pad_id, device)) if total else []
+    # a shared prompt runs once per micro-batch, on a KV cache. Not with activation checkpointing (it
+    # drops caches) nor when sharded (a cached pass runs the decoder twice, so ranks running different
+    # kinds of passes would gather weights a different number of times)
+    share = config.trainer.model.ac is None and not dist.sharded
+    batches = micro_batches(samples, config.trainer.micro_batch_size, pad_id, device, share_prefix=share)
+    passes = dist.passes(batches) if total else []
     for index, (mb, counts) in enumerate(passes):
         if mb.loss_tokens == 0 and not dist.sharded:
             continue
         if dist.sharded:  # reduce the gradients once, after the last pass
             model.set_requires_gradient_sync(index == len(passes) - 1)
-        logp, entropy = model(mb.input_ids, mb.attention_mask, mb.loss_mask, temperature)
+        logp, entropy = model(mb.input_ids, mb.attention_mask, mb.loss_mask, temperature, mb.prefix_len)
         parts = policy_loss(logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, total)
         if not counts:  # a pass that only keeps sharded ranks in step: no gradient, no metrics
             (parts.loss * 0.0).backward()
