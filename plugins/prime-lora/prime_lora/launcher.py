@@ -44,6 +44,7 @@ class InferenceServer(VllmServer):
 
     def launch_spec(self) -> tuple[list[str], dict[str, str]]:
         command, env = super().launch_spec()
+        env["VLLM_SERVER_DEV_MODE"] = "1"  # /reset_prefix_cache after each adapter load (orchestrator/weights.py)
         return command, part_env(self.gpu_ids, env, cpus=cpu_split()[0], part="inference")
 
 

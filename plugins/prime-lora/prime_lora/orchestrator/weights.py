@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -41,6 +43,29 @@ def load_adapter(base_url: str, name: str, path: Path, timeout: float = 300.0) -
                                f"{getattr(exc, 'reason', exc)}") from None
 
 
+def reset_prefix_cache(base_url: str, attempts: int = 50, wait_s: float = 0.1, timeout: float = 60.0) -> bool:
+    """POST /reset_prefix_cache (vLLM dev mode, which the launcher turns on). A new adapter loaded in
+    place keeps its LoRA id, and vLLM's prefix-cache keys hold the id, not the weights: without a
+    reset, prompts (the system prompt's blocks above all) would reuse KV computed by older weights.
+    vLLM refuses while blocks are held by running requests; retried. False if the server has no
+    such endpoint (a server prime did not start)."""
+    for _ in range(attempts):
+        request = urllib.request.Request(f"{server_root(base_url)}/reset_prefix_cache", data=b"", method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                if json.loads(response.read() or b"{}").get("success", True):
+                    return True
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return False
+            raise AdapterLoadError(f"vLLM could not reset its prefix cache (HTTP {exc.code})") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise AdapterLoadError(f"the inference server at {base_url} is unreachable while resetting its prefix "
+                                   f"cache: {getattr(exc, 'reason', exc)}") from None
+        time.sleep(wait_s)
+    raise AdapterLoadError(f"vLLM kept refusing to reset its prefix cache ({attempts} tries): requests still running")
+
+
 class PolicyWeights:
     """Tracks the loaded weights step; waits for the trainer when the batch may not be older."""
 
@@ -48,6 +73,7 @@ class PolicyWeights:
         self.output_dir, self.base_url, self.name, self.poll_s = output_dir, base_url, name, poll_s
         self.loaded: int | None = None
         self.last_load_s = 0.0
+        self.warned = False
 
     async def ensure(self, min_step: int) -> float:
         """Load the newest weights, waiting until they are at least `min_step`. Returns seconds waited."""
@@ -63,6 +89,11 @@ class PolicyWeights:
         if self.loaded is None or newest > self.loaded:
             path = self.output_dir / "weights" / f"step_{newest}"
             await asyncio.to_thread(load_adapter, self.base_url, self.name, path)
+            if not await asyncio.to_thread(reset_prefix_cache, self.base_url) and not self.warned:
+                self.warned = True
+                print("warning: the inference server has no /reset_prefix_cache (start vLLM with "
+                      "VLLM_SERVER_DEV_MODE=1): cached prompt blocks may come from older weights",
+                      file=sys.stderr, flush=True)
             self.loaded = newest
             self.last_load_s = loop.time() - started - waited
         return waited
