@@ -20,14 +20,12 @@ def tui(
 ) -> None:
     """Browse, inspect and compare evaluations and GEPA runs (q goes back, ? shows the keys)."""
     from prime_cli.evals.store import RunDirError
-    from prime_cli.tui.locate import NoRunsError, locate
+    from prime_cli.tui.locate import locate
 
-    try:
-        entries, start, roots = locate(path)
-    except NoRunsError as exc:
-        fail(str(exc))
+    try:  # the path is checked before Textual is imported, so a bad one is one line
+        locate(path)
     except RunDirError as exc:
-        fail(f"{exc}")
-    from prime_cli.tui.app import PrimeTui  # Textual is imported only here
+        fail(str(exc))
+    from prime_cli.tui.app import make_app  # Textual is imported only here
 
-    PrimeTui(entries, start, roots, live_interval=interval).run()
+    make_app(path, live_interval=interval).run()

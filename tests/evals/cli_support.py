@@ -1,30 +1,16 @@
-"""Run the real `prime` CLI in a subprocess against a scripted server."""
+"""Run the installed `prime` script in a subprocess against a scripted server."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def prime_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra or {})
-    return env
-
-
-def run_prime(args: list[str], cwd: Path, extra_env: dict[str, str] | None = None, timeout: float = 120):
-    return subprocess.run([sys.executable, "-m", "prime_cli", *args], cwd=cwd, env=prime_env(extra_env),
-                          capture_output=True, text=True, timeout=timeout)
+from tests.support.cli import PRIME, REPO, prime_env, run_prime  # noqa: F401
 
 
 def popen_prime(args: list[str], cwd: Path, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "prime_cli", *args], cwd=cwd, env=prime_env(extra_env),
+    return subprocess.Popen([str(PRIME), *args], cwd=cwd, env=prime_env(extra_env),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -1,0 +1,50 @@
+"""`prime eval tui` through the installed script in a pseudo-terminal: it opens, shows runs, `q` quits."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cli.conftest import run_dirs
+from tests.support.cli import TerminalSession, run_prime
+
+pytest.importorskip("pexpect")
+pytest.importorskip("pyte")
+
+
+def _open_and_quit(args: list[str], cwd, expect: str, presses: int = 1) -> str:
+    with TerminalSession(args, cwd) as term:
+        screen = term.wait_for(expect)
+        for _ in range(presses):
+            term.send("q")
+        code = term.wait_exit()
+        raw = term.raw.decode(errors="replace")
+    assert "Traceback" not in raw, raw[-3000:]
+    assert code == 0, screen
+    return screen
+
+
+def test_tui_without_argument_lists_saved_runs(saved_eval):
+    screen = _open_and_quit(["eval", "tui"], saved_eval, "scripted-model")
+    assert "reverse-text" in screen
+
+
+def test_tui_opens_a_run_folder_directly(saved_eval):
+    run_dir = run_dirs(saved_eval)[0]
+    screen = _open_and_quit(["eval", "tui", str(run_dir)], saved_eval, "lcs_reward", presses=2)
+    assert "reverse-text" in screen
+
+
+def test_tui_opens_results_jsonl_on_its_rows(saved_eval):
+    run_dir = run_dirs(saved_eval)[0]
+    _open_and_quit(["eval", "tui", str(run_dir / "results.jsonl")], saved_eval, "reward", presses=3)
+
+
+def test_tui_on_a_folder_of_runs(saved_eval):
+    _open_and_quit(["eval", "tui", "outputs"], saved_eval, "scripted-model")
+
+
+def test_tui_with_no_runs_is_one_line_and_exit_2(tmp_path):
+    result = run_prime(["eval", "tui"], tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: no runs under") and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
