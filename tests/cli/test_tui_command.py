@@ -11,9 +11,9 @@ pytest.importorskip("pexpect")
 pytest.importorskip("pyte")
 
 
-def _open_and_quit(args: list[str], cwd, expect: str, presses: int = 1) -> str:
+def _open_and_quit(args: list[str], cwd, *expect: str, presses: int = 1) -> str:
     with TerminalSession(args, cwd) as term:
-        screen = term.wait_for(expect)
+        screen = term.wait_for(*expect)
         for _ in range(presses):
             term.send("q")
         code = term.wait_exit()
@@ -24,14 +24,12 @@ def _open_and_quit(args: list[str], cwd, expect: str, presses: int = 1) -> str:
 
 
 def test_tui_without_argument_lists_saved_runs(saved_eval):
-    screen = _open_and_quit(["eval", "tui"], saved_eval, "scripted-model")
-    assert "reverse-text" in screen
+    _open_and_quit(["eval", "tui"], saved_eval, "scripted-model", "reverse-text", "completed")
 
 
 def test_tui_opens_a_run_folder_directly(saved_eval):
     run_dir = run_dirs(saved_eval)[0]
-    screen = _open_and_quit(["eval", "tui", str(run_dir)], saved_eval, "lcs_reward", presses=2)
-    assert "reverse-text" in screen
+    _open_and_quit(["eval", "tui", str(run_dir)], saved_eval, "lcs_reward", "reverse-text", presses=2)
 
 
 def test_tui_opens_results_jsonl_on_its_rows(saved_eval):
@@ -48,3 +46,10 @@ def test_tui_with_no_runs_is_one_line_and_exit_2(tmp_path):
     assert result.returncode == 2
     assert result.stderr.startswith("error: no runs under") and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_tui_opens_a_gepa_run(tmp_path, scripted):
+    result = run_prime(["gepa", "run", "reverse-text", "-m", "scripted-model", "-b", scripted.url, "-B", "20",
+                        "-n", "4", "-N", "4", "--plain", "-o", "gepa-run"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    _open_and_quit(["eval", "tui", "gepa-run"], tmp_path, "Reverse the text", "GEPA · reverse-text", presses=2)

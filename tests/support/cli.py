@@ -85,16 +85,17 @@ class TerminalSession:
     def text(self) -> str:
         return "\n".join(line.rstrip() for line in self.screen.display)
 
-    def wait_for(self, needle: str, timeout: float = 30.0) -> str:
+    def wait_for(self, *needles: str, timeout: float = 30.0) -> str:
+        """The screen once every needle is on it at the same time."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self._pump(0.2)
-            if needle in self.text():
+            if all(needle in self.text() for needle in needles):
                 return self.text()
             if not self.child.isalive():
                 self._pump(0.2)
                 break
-        raise AssertionError(f"{needle!r} never appeared on screen; screen was:\n{self.text()}\n"
+        raise AssertionError(f"{needles!r} never all appeared on screen; screen was:\n{self.text()}\n"
                              f"raw tail: {self.raw[-2000:].decode(errors='replace')}")
 
     def send(self, keys: str) -> None:

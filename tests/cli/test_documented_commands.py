@@ -1,0 +1,204 @@
+"""Every `prime` command line in the README, run as a user types it: the installed script in a subprocess.
+
+The workspace is what a clean clone gives (configs/ and environments/), with configs/endpoints.toml's
+URLs pointed at a scripted OpenAI-compatible server on loopback and a `prime serve` record for it, so
+`-m local` (the default model) finds it as it would find a running `prime serve`. Lines that start a
+long-lived server, real training or need a GPU run a stand-in here (`--help`, `--dry-run`) and name the
+test that runs them for real. A README line nobody classified fails `test_every_readme_line_is_covered`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from prime_cli.serve.embedded import EMBEDDED_NAME
+from tests.cli.conftest import metadata, run_dirs
+from tests.support.cli import REPO, run_prime
+from tests.support.scripted_server import ScriptedOpenAIServer
+
+README = REPO / "README.md"
+DATA_DIR = REPO / "tests" / "data"
+KEYS = {"OPENAI_API_KEY": "sk-test-not-a-secret", "OPENROUTER_API_KEY": "or-test-not-a-secret"}
+
+# README placeholders -> what a user would type in their place here
+# model ids the registry (configs/endpoints.toml) and the README name, all served by the scripted server
+SERVED_MODELS = ["gpt-4.1-mini", "qwen/qwen3-8b", "HuggingFaceTB/SmolLM2-135M-Instruct", "my-model"]
+PLACEHOLDERS = {"MODEL": "gpt-4.1-mini", "REFLECTOR": "qwen3-8b-openrouter"}
+
+# README lines run here through a stand-in, and where the line itself runs for real
+STAND_INS = {
+    "prime serve": ("prime serve --help", "tests/integration/test_serve_cli.py"),
+    "prime serve ./my-model --port 8001": ("prime serve --help", "tests/integration/test_serve_cli.py"),
+    "prime serve --enable-lora --max-lora-rank 16": ("prime serve --help", "tests/integration/test_train_local.py"),
+    "prime train configs/rl/reverse-text-cpu.toml":
+        ("prime train configs/rl/reverse-text-cpu.toml --dry-run", "tests/integration/test_train_local.py"),
+    "prime train configs/rl/gsm8k.toml": ("prime train configs/rl/gsm8k.toml --dry-run", "needs a CUDA GPU"),
+    "prime env install my-env": (None, "test_env_install_then_eval below (installs, then uninstalls)"),
+}
+
+
+def readme_command_lines() -> list[str]:
+    """`prime ...` lines of the README's fenced code blocks, without their trailing comments."""
+    lines, in_block = [], False
+    for line in README.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            in_block = not in_block
+            continue
+        if in_block and line.startswith("prime "):
+            command = re.split(r"\s+#\s", line, maxsplit=1)[0].strip()
+            lines.append(" ".join(command.split()))
+    return lines
+
+
+SUBCOMMANDS = {"eval": {"run", "tui"}, "gepa": {"run"}, "env": {"init", "install", "list", "info"},
+               "lab": {"setup"}, "serve": set(), "train": set()}
+# subcommands run through the real script by other tests of this folder
+RUN_ELSEWHERE = {"prime eval tui": "tests/cli/test_tui_command.py (a pseudo-terminal)",
+                 "prime env install": "test_env_install_then_eval below"}
+
+
+def subcommand(line: str) -> str:
+    words = line.split()
+    group = words[1] if len(words) > 1 else ""
+    sub = SUBCOMMANDS.get(group, set())
+    return " ".join(words[:3]) if len(words) > 2 and words[2] in sub else " ".join(words[:2])
+
+
+def readme_subcommands() -> set[str]:
+    """Every `prime X [Y]` the README names, in code blocks or inline."""
+    text = README.read_text(encoding="utf-8")
+    inline = re.findall(r"`(prime [^`]+)`", text)
+    return {subcommand(line) for line in [*inline, *readme_command_lines()]}
+
+
+def substitute(line: str, url: str) -> str:
+    for placeholder, value in PLACEHOLDERS.items():
+        line = re.sub(rf"\b{placeholder}\b", value, line)
+    return line.replace("http://localhost:8000/v1", url)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ScriptedOpenAIServer(models=[EMBEDDED_NAME, *SERVED_MODELS]) as scripted:
+        yield scripted
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory, server) -> Path:
+    root = tmp_path_factory.mktemp("clone")
+    shutil.copytree(REPO / "configs", root / "configs")
+    shutil.copytree(REPO / "environments", root / "environments",
+                    ignore=shutil.ignore_patterns("outputs", "__pycache__", "*.egg-info"))
+    registry = root / "configs" / "endpoints.toml"
+    registry.write_text(re.sub(r'url = "[^"]*"', f'url = "{server.url}"', registry.read_text()))
+    return root
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory, server) -> Path:
+    """A `prime serve` record pointing at the scripted server: `-m local` uses it as a running server."""
+    cache = tmp_path_factory.mktemp("cache")
+    (cache / "servers").mkdir()
+    record = {"pid": os.getpid(), "port": server.port, "url": server.url, "models": [EMBEDDED_NAME],
+              "model_path": str(cache / "model"), "started_at": 0}
+    (cache / "servers" / f"{server.port}.json").write_text(json.dumps(record))
+    return cache
+
+
+def run_line(line: str, cwd: Path, cache: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    args = shlex.split(line)
+    assert args[0] == "prime"
+    env = {**KEYS, "PRIME_CACHE_DIR": str(cache), "PRIME_DATA_DIR": str(DATA_DIR)}
+    return run_prime(args[1:], cwd, env, timeout=timeout)
+
+
+def test_every_readme_line_is_covered():
+    lines = readme_command_lines()
+    assert len(lines) >= 15, lines  # the parser still finds the README's commands
+    assert set(STAND_INS) <= set(lines), f"stale entries: {set(STAND_INS) - set(lines)}"
+    run_here = {subcommand(STAND_INS.get(line, (line,))[0] or line) for line in lines}
+    missing = readme_subcommands() - run_here - set(RUN_ELSEWHERE)
+    assert not missing, f"README commands no test runs: {missing}"
+    assert {"prime eval run", "prime gepa run", "prime train", "prime lab setup"} <= run_here
+
+
+def new_runs(root: Path, before: list[Path]) -> list[Path]:
+    return [d for d in run_dirs(root) if d not in before]
+
+
+@pytest.mark.parametrize("line", [line for line in readme_command_lines() if STAND_INS.get(line, ("",))[0] is not None])
+def test_readme_line_runs(line, workspace, server, cache_dir):
+    command = STAND_INS[line][0] if line in STAND_INS else substitute(line, server.url)
+    before = run_dirs(workspace)
+    cwd = workspace
+    if command.startswith("prime lab setup"):
+        cwd = workspace.parent / f"lab-{uuid.uuid4().hex[:6]}"
+        cwd.mkdir()
+    if command.startswith("prime env init"):
+        cwd = workspace.parent / f"init-{uuid.uuid4().hex[:6]}"
+        cwd.mkdir()
+    result = run_line(command, cwd, cache_dir)
+    assert result.returncode == 0, f"{command}\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
+    assert "Traceback" not in result.stderr
+    check_effect(command, cwd, before, result)
+
+
+def check_effect(command: str, cwd: Path, before: list[Path], result: subprocess.CompletedProcess) -> None:
+    """What the line must have done, beyond exiting 0."""
+    args = shlex.split(command)[1:]
+    out = result.stdout
+    if args[:2] == ["eval", "run"]:
+        made = new_runs(cwd, before)
+        expected = 2 if args[2].endswith(".toml") else (1 if "-s" in args else 0)
+        assert len(made) == expected, (made, out)
+        for run_dir in made:
+            meta = metadata(run_dir)
+            assert meta["status"] == "completed" and meta["avg_reward"] is not None
+        assert "Reward:" in out or "avg_reward" in out
+    elif args[:2] == ["gepa", "run"]:
+        made = [d for d in new_runs(cwd, before) if "gepa" in d.parts]
+        assert len(made) == 1, made
+        for name in ("best_prompt.txt", "pareto_frontier.jsonl", "metadata.json"):
+            assert (made[0] / name).is_file(), name
+        assert "Best system prompt" in out
+    elif args[0] == "train" and "--list" in args:
+        assert "prime-lora" in out
+    elif args[0] == "train":
+        assert "dry run" in out.lower() or "plan" in out.lower(), out
+    elif args[:2] == ["lab", "setup"]:
+        assert (cwd / "configs" / "endpoints.toml").is_file() and (cwd / "environments").is_dir()
+    elif args[:2] == ["env", "init"]:
+        assert (cwd / "environments" / "my_env" / "pyproject.toml").is_file()
+    elif args[:2] == ["env", "list"]:
+        assert "reverse-text" in out or "reverse_text" in out
+    elif args[:2] == ["env", "info"]:
+        assert "reward" in out.lower() and args[2] in out
+    elif args[0] == "serve":
+        assert "--port" in out
+    else:
+        raise AssertionError(f"no effect check for {command}; add one")
+
+
+def test_env_install_then_eval(tmp_path, server, cache_dir):
+    """`prime env init my-env` then `prime env install my-env` (README), then an eval from elsewhere."""
+    name = f"my-env-{uuid.uuid4().hex[:8]}"  # unique: the install goes into the running venv
+    try:
+        assert run_line(f"prime env init {name}", tmp_path, cache_dir).returncode == 0
+        installed = run_line(f"prime env install {name}", tmp_path, cache_dir)
+        assert installed.returncode == 0, installed.stderr
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        listed = run_line("prime env list", elsewhere, cache_dir)
+        assert name in listed.stdout
+    finally:
+        subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", name], capture_output=True)
