@@ -91,21 +91,21 @@ def _import_local(module: str, root: Path | None) -> Any | None:
 
 
 def _versions(module: str, folder: Path) -> tuple[str, str]:
-    """(local version from the folder's pyproject, installed distribution version), "?" when unknown."""
+    """(" 1.2" style suffixes for the local and the installed version), empty when unknown."""
     import importlib.metadata
 
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
-    local = installed = "?"
+    local = installed = ""
     try:
-        local = str(tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"])
+        local = f", {tomllib.loads((folder / 'pyproject.toml').read_text(encoding='utf-8'))['project']['version']}"
     except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError):
         pass
     for name in (module.replace("_", "-"), module):
         try:
-            installed = importlib.metadata.version(name)
+            installed = f" {importlib.metadata.version(name)}"
             break
         except importlib.metadata.PackageNotFoundError:
             continue
@@ -118,10 +118,10 @@ def _warn_shadowed(module: str, origin: Path, root: Path | None, already_importe
     where = origin.parent if origin.name != "__init__.py" else origin.parent.parent
     dist = module.replace("_", "-")
     if already_imported:  # this process imported the other copy before: it cannot be swapped safely
-        message = (f"{dist}: using {dist} {installed} from {where}, imported earlier in this process, not "
-                   f"./environments/{module}/ (local, {local}); `prime env install {dist}` installs the local one")
+        message = (f"{dist}: using the copy imported earlier in this process from {where}, not "
+                   f"./environments/{module}/ (local{local}); a new process will load the local one")
     else:
-        message = (f"{dist}: using ./environments/{module}/ (local, {local}), not the installed {dist} {installed} "
+        message = (f"{dist}: using ./environments/{module}/ (local{local}), not the installed {dist}{installed} "
                    f"in {where}; `prime env install {dist}` installs the local one")
     warnings.warn(message, LocalEnvironmentWarning, stacklevel=4)
 

@@ -51,8 +51,8 @@ def test_local_folder_wins_over_a_different_installed_module_with_a_warning(tmp_
     workspace.mkdir()
     write_local_env(workspace, "greeter_installed", ENV_SOURCE.replace('"hi"', '"local"'))
     monkeypatch.chdir(workspace)
-    with pytest.warns(vf.LocalEnvironmentWarning, match=r"using ./environments/greeter_installed/ \(local, \?\), "
-                      r"not the installed greeter-installed \? in .*site; `prime env install greeter-installed`"):
+    with pytest.warns(vf.LocalEnvironmentWarning, match=r"using ./environments/greeter_installed/ \(local\), "
+                      r"not the installed greeter-installed in .*site; `prime env install greeter-installed`"):
         env = vf.load_environment("greeter-installed")
     assert env.get_dataset()[0]["prompt"][-1]["content"] == "local"
 
@@ -102,3 +102,16 @@ def test_factory_must_return_an_environment(workspace):
 def test_invalid_id(workspace):
     with pytest.raises(vf.EnvironmentLoadError, match="not a valid environment id"):
         vf.load_environment("bad id!")
+
+
+def test_a_copy_imported_earlier_from_elsewhere_is_named_in_the_warning(tmp_path, monkeypatch):
+    first, second = tmp_path / "first", tmp_path / "second"
+    write_local_env(first, "greeter_moved", ENV_SOURCE.replace('"hi"', '"first"'))
+    write_local_env(second, "greeter_moved", ENV_SOURCE.replace('"hi"', '"second"'))
+    monkeypatch.chdir(first)
+    vf.load_environment("greeter-moved")
+    monkeypatch.chdir(second)
+    with pytest.warns(vf.LocalEnvironmentWarning, match=r"using the copy imported earlier in this process from "
+                      r".*first.*environments.*greeter_moved, not ./environments/greeter_moved/ \(local\)"):
+        env = vf.load_environment("greeter-moved")
+    assert env.get_dataset()[0]["prompt"][-1]["content"] == "first"
