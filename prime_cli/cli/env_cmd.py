@@ -53,13 +53,15 @@ def list_(
     path: Path = typer.Option(Path("."), "-p", "--path", help="Workspace holding the environments/ folder."),
     json_output: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
-    """Installed environments (packages depending on prime-cli or verifiers) and local ones in ./environments/."""
+    """Environments: installed packages with a load_environment() (depending on prime-cli or verifiers; trainer
+    plugins are left out) and local ones in ./environments/, which are used when both exist."""
     from prime_cli.workspace import list_environments
 
     entries = list_environments(path)
     if json_output:
         typer.echo(json.dumps([{"name": e.name, "installed_version": e.version, "local_version": e.local_version,
-                                "location": e.location} for e in entries], indent=1))
+                                "location": e.location, "used": e.used, "installed_location": e.installed_location}
+                               for e in entries], indent=1))
         return
     if not entries:
         typer.echo("no environments: create one with `prime env init NAME`")
@@ -70,7 +72,16 @@ def list_(
     table = Table("environment", "installed", "local", "location", box=None)
     for e in entries:
         table.add_row(e.name, e.version or "-", e.local_version or "-", e.location or "")
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:  # a pipe or a file: whole lines, paths not cut at 80 columns
+        console = Console(width=10_000)
+    console.print(table)
+    for e in entries:
+        if e.shadowed:
+            module = e.name.replace("-", "_")
+            console.print(f"{e.name}: ./environments/{module}/ is used here, not the installed copy in "
+                          f"{e.installed_location} (`prime env install {e.name}` installs the local one)",
+                          soft_wrap=True, highlight=False, markup=False)
 
 
 @env_app.command("info")

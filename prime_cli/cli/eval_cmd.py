@@ -59,14 +59,14 @@ def run(
     resume: str | None = typer.Option(None, "-R", "--resume", help="Resume a run: its directory, or no value for the newest unfinished run."),
     retry_errors: str | None = typer.Option(None, "--retry-errors", help="Rerun only the errored rollouts of this run directory."),
     independent_scoring: bool | None = typer.Option(None, "-i", "--independent-scoring", help="Score each rollout alone instead of per group."),
-    verbose: bool | None = typer.Option(None, "-v", "--verbose", help="Debug logging in eval.log."),
+    verbose: bool | None = typer.Option(None, "-v", "--verbose", help="Print each rollout as it finishes (prompt tail, completion, reward, metrics, stop/error; a `rollout` event with --json) and log at debug level in eval.log."),
     output_dir: str | None = typer.Option(None, "-o", "--output-dir", help="Directory for runs instead of <env>/outputs/evals."),
     header: list[str] | None = typer.Option(None, "--header", help="Extra HTTP header 'Name: value' (repeatable)."),
     max_retries: int | None = typer.Option(None, "--max-retries", help="Retries per model call on 429/5xx/timeouts. Default 3."),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds per model call. Default 600."),
     seed: int | None = typer.Option(None, "--seed", help="Shuffle the examples with this seed before taking -n."),
     pass_threshold: float | None = typer.Option(None, "--pass-threshold", help="Reward at or above which a rollout passes (pass@k). Default 1.0."),
-    json_output: bool = typer.Option(False, "--json", help="Print NDJSON events (start, progress, done) instead of the live panel."),
+    json_output: bool = typer.Option(False, "--json", help="Print NDJSON events (start, progress, rollout with -v, done) instead of the live panel."),
 ) -> None:
     """Evaluate a model on an environment and print a summary (pass@k, metrics, errors)."""
     values: dict[str, Any] = {

@@ -67,6 +67,9 @@ def normalize_argv(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     import sys
 
+    from .errors import one_line_warnings
+
+    one_line_warnings()
     app(args=normalize_argv(sys.argv[1:] if argv is None else argv), prog_name="prime")
 
 

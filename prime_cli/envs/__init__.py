@@ -22,7 +22,7 @@ from .errors import (
     ToolError,
     ToolParseError,
 )
-from .loader import load_environment
+from .loader import LocalEnvironmentWarning, load_environment
 from .multiturn_env import MultiTurnEnv
 from .parsers import MaybeThinkParser, Parser, ThinkParser, XMLParser
 from .rubrics import JudgeRubric, RolloutScore, Rubric, RubricGroup
@@ -34,7 +34,7 @@ from .types import ChatClient, ChatResponse, Info, Message, Messages, SamplingAr
 __all__ = [
     "ChatClient", "ChatResponse", "DatasetError", "EmptyModelResponseError", "EnvConfigError",
     "EnvGroup", "EnvGroupRubric", "Environment", "EnvironmentLoadError", "Error", "Info", "InfraError",
-    "JudgeRubric", "MaybeThinkParser", "Message", "Messages", "ModelError", "MultiTurnEnv",
+    "JudgeRubric", "LocalEnvironmentWarning", "MaybeThinkParser", "Message", "Messages", "ModelError", "MultiTurnEnv",
     "OverlongPromptError", "Parser", "RolloutScore", "Rubric", "RubricError", "RubricGroup",
     "SamplingArgs", "SingleTurnEnv", "State", "StatefulToolEnv", "ThinkParser", "ToolCallError",
     "ToolEnv", "ToolError", "ToolParseError", "Usage", "XMLParser", "cleanup", "load_environment",

@@ -1,17 +1,21 @@
 """`load_environment(env_id, **env_args)`: find an environment module and call its factory.
 
-Lookup: `owner/` is dropped and dashes become underscores; an installed module of that name wins;
-otherwise `./environments/<module>/` (a `<module>.py` file or a `<module>/` package inside it) is
-imported directly, so an environment works before it is installed.
+Lookup: `owner/` is dropped and dashes become underscores. A local `./environments/<module>/` (a
+`<module>.py` file or a `<module>/` package inside it) wins: it is what the user is editing, and it
+works before it is installed. When an installed module of that name comes from somewhere else, a
+`LocalEnvironmentWarning` says which one is used and how to install the local one. Without a local
+folder, the installed module is imported.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +41,89 @@ def _local_entry(folder: Path, module: str) -> Path | None:
     return None
 
 
+class LocalEnvironmentWarning(UserWarning):
+    """./environments/<module>/ is used although a different module of that name is installed."""
+
+
+def installed_origin(module: str) -> Path | None:
+    """The file a plain `import <module>` loads (or has loaded), without importing it; None if none."""
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        origin = getattr(loaded, "__file__", None)
+        return Path(origin).resolve() if origin else None
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    return Path(spec.origin).resolve() if spec is not None and spec.origin and spec.has_location else None
+
+
+def shadowed_install(module: str, root: Path | None = None) -> Path | None:
+    """The installed copy of `module` that ./environments/<module>/ takes the place of, if they differ."""
+    folder = (root or Path.cwd()) / "environments" / module
+    if _local_entry(folder, module) is None:
+        return None
+    origin = installed_origin(module)
+    if origin is None or origin.is_relative_to(folder.resolve()):
+        return None
+    return origin
+
+
 def _import_local(module: str, root: Path | None) -> Any | None:
     folder = (root or Path.cwd()) / "environments" / module
     if _local_entry(folder, module) is None:
         return None
     folder_str = str(folder.resolve())
     if folder_str not in sys.path:
-        sys.path.insert(0, folder_str)
+        sys.path.insert(0, folder_str)  # so that the environment's own sibling modules import too
     importlib.invalidate_caches()
-    return importlib.import_module(module)
+    spec = importlib.machinery.PathFinder.find_spec(module, [folder_str])  # this folder, whatever else is installed
+    if spec is None or spec.loader is None:
+        return None
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[module] = loaded
+    try:
+        spec.loader.exec_module(loaded)
+    except BaseException:
+        sys.modules.pop(module, None)
+        raise
+    return loaded
+
+
+def _versions(module: str, folder: Path) -> tuple[str, str]:
+    """(" 1.2" style suffixes for the local and the installed version), empty when unknown."""
+    import importlib.metadata
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    local = installed = ""
+    try:
+        local = f", {tomllib.loads((folder / 'pyproject.toml').read_text(encoding='utf-8'))['project']['version']}"
+    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError):
+        pass
+    for name in (module.replace("_", "-"), module):
+        try:
+            installed = f" {importlib.metadata.version(name)}"
+            break
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return local, installed
+
+
+def _warn_shadowed(module: str, origin: Path, root: Path | None, already_imported: bool) -> None:
+    folder = (root or Path.cwd()) / "environments" / module
+    local, installed = _versions(module, folder)
+    where = origin.parent if origin.name != "__init__.py" else origin.parent.parent
+    dist = module.replace("_", "-")
+    if already_imported:  # this process imported the other copy before: it cannot be swapped safely
+        message = (f"{dist}: using the copy imported earlier in this process from {where}, not "
+                   f"./environments/{module}/ (local{local}); a new process will load the local one")
+    else:
+        message = (f"{dist}: using ./environments/{module}/ (local{local}), not the installed {dist}{installed} "
+                   f"in {where}; `prime env install {dist}` installs the local one")
+    warnings.warn(message, LocalEnvironmentWarning, stacklevel=4)
 
 
 def _close_matches(module: str, root: Path | None) -> list[str]:
@@ -57,8 +135,14 @@ def import_environment_module(env_id: str, root: Path | None = None) -> Any:
     module = module_name(env_id)
     if not module.isidentifier():
         raise EnvironmentLoadError(f"{env_id!r} is not a valid environment id (expected a name like 'reverse-text')")
+    shadowed = shadowed_install(module, root)
+    if shadowed is not None:
+        _warn_shadowed(module, shadowed, root, already_imported=module in sys.modules)
+        loaded = sys.modules.get(module) or _import_local(module, root)
+        if loaded is not None:
+            return loaded
     if module in sys.modules or importlib.util.find_spec(module) is not None:
-        return importlib.import_module(module)
+        return importlib.import_module(module)  # installed, the local folder itself, or imported already
     loaded = _import_local(module, root)
     if loaded is not None:
         return loaded

@@ -20,6 +20,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from .rollout_view import rollout_event, rollout_renderable, rollout_text, rollout_view
 from .summary_view import _d, _dur, _num, _pct, render_summary, summary_text
 
 __all__ = ["EvalDisplay", "JsonDisplay", "PlainDisplay", "RichDisplay", "make_display", "render_summary",
@@ -53,6 +54,9 @@ class EvalDisplay:
 
     def message(self, text: str, level: str = "info") -> None:
         pass
+
+    def rollout(self, row: dict) -> None:
+        """One finished rollout (a results.jsonl row), shown as it finishes (`-v`)."""
 
     def finish(self, *, status: str, summary: dict, run_dir: str | None,
                resume_command: str | None = None) -> None:
@@ -100,7 +104,7 @@ class _LineDisplay(EvalDisplay):
 
 
 class JsonDisplay(_LineDisplay):
-    """NDJSON events on ``stream`` (start, progress at most ~5/s, message, done) and nothing else.
+    """NDJSON events on ``stream`` (start, progress at most ~5/s, message, rollout with -v, done) and nothing else.
 
     Every event carries ``env_id``, so several runs can share one stream."""
 
@@ -128,6 +132,9 @@ class JsonDisplay(_LineDisplay):
 
     def message(self, text: str, level: str = "info") -> None:
         self._out(self._event("message", level=level, text=text))
+
+    def rollout(self, row: dict) -> None:
+        self._out(self._event("rollout", **rollout_event(rollout_view(row, self.env_id))))
 
     def finish(self, *, status: str, summary: dict, run_dir: str | None,
                resume_command: str | None = None) -> None:
@@ -157,6 +164,9 @@ class PlainDisplay(_LineDisplay):
 
     def message(self, text: str, level: str = "info") -> None:
         self._out(f"{self.env_id} [{level}] {text}".lstrip())
+
+    def rollout(self, row: dict) -> None:
+        self._out(f"{self.env_id} {rollout_text(rollout_view(row, self.env_id))}".lstrip())
 
     def finish(self, *, status: str, summary: dict, run_dir: str | None,
                resume_command: str | None = None) -> None:
@@ -234,6 +244,9 @@ class RichDisplay(EvalDisplay):
 
     def message(self, text: str, level: str = "info") -> None:
         self.console.print(Text(text, style=_STYLES.get(level, "")))
+
+    def rollout(self, row: dict) -> None:  # printed above the live panel while it runs
+        self.console.print(rollout_renderable(rollout_view(row, self.env_id)))
 
     def finish(self, *, status: str, summary: dict, run_dir: str | None,
                resume_command: str | None = None) -> None:

@@ -26,6 +26,7 @@ from .config import (
 )
 from .display import EvalDisplay
 from .jobs import EvalJobs, plan_jobs
+from .rollout_view import rollout_text, rollout_view
 from .run_files import RunFiles, prepare_run_files
 from .run_log import run_log
 from .store import state_to_row
@@ -98,6 +99,12 @@ class _Cancel:
                 task.cancel()
 
 
+def show_rollout(display: EvalDisplay, row: dict[str, Any], env_id: str) -> None:
+    """`-v`: the finished rollout on the display, and in eval.log at debug level."""
+    logger.debug("rollout finished: %s", rollout_text(rollout_view(row, env_id)))
+    display.rollout(row)
+
+
 async def run_eval(config: EvalConfig, display: EvalDisplay, *, pool: Any = None) -> EvalOutcome:
     """Run the evaluation described by `config`, reporting to `display`."""
     env = load_env(config)
@@ -148,6 +155,8 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
                 files.write(result)
                 new_rows.append(result)
                 stats.add(result)
+                if config.verbose:
+                    show_rollout(display, result, config.env_id)
                 snapshot = stats.snapshot()
                 display.progress(done=snapshot["done"], total=total, stats=snapshot)
         finally:

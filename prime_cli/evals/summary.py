@@ -14,6 +14,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from .reward_signal import reward_signal
+
 METADATA_SUMMARY_KEYS = ("avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage")
 _ERROR_NAME = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:(]")
 
@@ -179,10 +181,12 @@ def summarize(rows: Iterable[dict[str, Any]], pass_threshold: float = 1.0) -> di
 
     A rollout passes (for pass@k) when its reward >= `pass_threshold`; pass@k is reported for
     k = 1, 2, 4, ... up to the smallest number of rollouts of an example, averaged over examples.
-    With no rows, counts are 0 and averages None.
+    With no rows, counts are 0 and averages None. `reward_diversity` and `difficulty` say whether the
+    run is a useful RL baseline (see `prime_cli.evals.reward_signal`).
     """
     rows = list(rows)
     summary = _summarize_one(rows, pass_threshold)
+    summary.update(reward_signal(rows, pass_threshold))  # reward_diversity, difficulty
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_task[_task_name(row)].append(row)

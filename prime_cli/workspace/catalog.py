@@ -25,7 +25,9 @@ class EnvironmentEntry:
     name: str
     version: str | None = None  # installed version
     local_version: str | None = None  # version in ./environments/<module>/pyproject.toml
-    location: str | None = None
+    location: str | None = None  # the folder that is used: the local one when it exists
+    installed_location: str | None = None  # where the installed module lives
+    shadowed: bool = False  # a local folder is used instead of a different installed copy
 
     @property
     def installed(self) -> bool:
@@ -35,27 +37,49 @@ class EnvironmentEntry:
     def local(self) -> bool:
         return self.local_version is not None
 
+    @property
+    def used(self) -> str:
+        return "local" if self.local else "installed"
+
 
 def _requirement_name(requirement: str) -> str:
     return re.split(r"[\s<>=!~;\[(]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
 
 
+LOAD_ENVIRONMENT = re.compile(r"\bload_environment\b")
+
+
+def _environment_module(dist: metadata.Distribution, name: str) -> Path | None:
+    """The file of the module `name` provides if it is an environment (it names `load_environment`),
+    found without importing it. Trainer plugins (`prime.trainers` entry points) are not environments."""
+    from prime_cli.envs.loader import installed_origin
+
+    if any(ep.group == "prime.trainers" for ep in dist.entry_points):
+        return None
+    origin = installed_origin(module_name(name))
+    try:
+        return origin if origin is not None and LOAD_ENVIRONMENT.search(origin.read_text(encoding="utf-8")) else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def installed_environments() -> dict[str, tuple[str, str | None]]:
-    """Installed distributions that depend on prime-cli or verifiers: name -> (version, location)."""
+    """Installed environments: distributions that depend on prime-cli or verifiers and provide a module
+    of their own name with a `load_environment`: name -> (version, folder of that module).
+
+    When several distributions share a name, the first on sys.path wins, as it does for `import`."""
     found: dict[str, tuple[str, str | None]] = {}
     for dist in metadata.distributions():
         name = dist_name(dist.metadata["Name"] or "")
-        if not name or name in FRAMEWORKS:
+        if not name or name in FRAMEWORKS or name in found:
             continue
-        if FRAMEWORKS & {_requirement_name(r) for r in dist.requires or []}:
-            found[name] = (dist.version, _location(dist))
+        if not FRAMEWORKS & {_requirement_name(r) for r in dist.requires or []}:
+            continue
+        origin = _environment_module(dist, name)
+        if origin is not None:
+            folder = origin.parent.parent if origin.name == "__init__.py" else origin.parent
+            found[name] = (dist.version, str(folder))
     return found
-
-
-def _location(dist: metadata.Distribution) -> str | None:
-    direct = dist.read_text("direct_url.json") or ""
-    match = re.search(r'"url"\s*:\s*"file://([^"]+)"', direct)
-    return match.group(1) if match else None
 
 
 def local_environments(root: Path | None = None) -> dict[str, tuple[str, str]]:
@@ -73,12 +97,15 @@ def local_environments(root: Path | None = None) -> dict[str, tuple[str, str]]:
 
 
 def list_environments(root: Path | None = None) -> list[EnvironmentEntry]:
+    from prime_cli.envs.loader import shadowed_install
+
     installed, local = installed_environments(), local_environments(root)
     entries = []
     for name in sorted(set(installed) | set(local)):
         version, location = installed.get(name, (None, None))
         local_version, folder = local.get(name, (None, None))
-        entries.append(EnvironmentEntry(name, version, local_version, folder or location))
+        shadowed = folder is not None and shadowed_install(module_name(name), root) is not None
+        entries.append(EnvironmentEntry(name, version, local_version, folder or location, location, shadowed))
     return entries
 
 

@@ -42,7 +42,7 @@ def test_loads_a_package_folder_and_drops_owner_prefix(workspace):
     assert env.get_dataset()[0]["prompt"][-1]["content"] == "hi"
 
 
-def test_installed_module_wins(tmp_path, monkeypatch):
+def test_local_folder_wins_over_a_different_installed_module_with_a_warning(tmp_path, monkeypatch):
     site = tmp_path / "site"
     site.mkdir()
     (site / "greeter_installed.py").write_text(ENV_SOURCE.replace('"hi"', '"installed"'))
@@ -51,8 +51,21 @@ def test_installed_module_wins(tmp_path, monkeypatch):
     workspace.mkdir()
     write_local_env(workspace, "greeter_installed", ENV_SOURCE.replace('"hi"', '"local"'))
     monkeypatch.chdir(workspace)
-    env = vf.load_environment("greeter-installed")
+    with pytest.warns(vf.LocalEnvironmentWarning, match=r"using ./environments/greeter_installed/ \(local\), "
+                      r"not the installed greeter-installed in .*site; `prime env install greeter-installed`"):
+        env = vf.load_environment("greeter-installed")
+    assert env.get_dataset()[0]["prompt"][-1]["content"] == "local"
+
+
+def test_installed_module_is_used_without_a_local_folder(tmp_path, monkeypatch, recwarn):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "greeter_only_installed.py").write_text(ENV_SOURCE.replace('"hi"', '"installed"'))
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.chdir(tmp_path)
+    env = vf.load_environment("greeter-only-installed")
     assert env.get_dataset()[0]["prompt"][-1]["content"] == "installed"
+    assert not [w for w in recwarn if issubclass(w.category, vf.LocalEnvironmentWarning)]
 
 
 def test_the_example_environments_load_as_installed_modules():
@@ -89,3 +102,16 @@ def test_factory_must_return_an_environment(workspace):
 def test_invalid_id(workspace):
     with pytest.raises(vf.EnvironmentLoadError, match="not a valid environment id"):
         vf.load_environment("bad id!")
+
+
+def test_a_copy_imported_earlier_from_elsewhere_is_named_in_the_warning(tmp_path, monkeypatch):
+    first, second = tmp_path / "first", tmp_path / "second"
+    write_local_env(first, "greeter_moved", ENV_SOURCE.replace('"hi"', '"first"'))
+    write_local_env(second, "greeter_moved", ENV_SOURCE.replace('"hi"', '"second"'))
+    monkeypatch.chdir(first)
+    vf.load_environment("greeter-moved")
+    monkeypatch.chdir(second)
+    with pytest.warns(vf.LocalEnvironmentWarning, match=r"using the copy imported earlier in this process from "
+                      r".*first.*environments.*greeter_moved, not ./environments/greeter_moved/ \(local\)"):
+        env = vf.load_environment("greeter-moved")
+    assert env.get_dataset()[0]["prompt"][-1]["content"] == "first"
