@@ -37,3 +37,18 @@ def secrets_of(specs: list[Any]) -> list[str]:
     for spec in specs:
         values.extend(secret_header_values(spec.headers))
     return [v for v in values if v and len(v) >= 4 and v != "EMPTY"]
+
+
+PLACEHOLDER_LOCAL_URL = "http://127.0.0.1:8000/v1"
+
+
+def check_endpoints(config: EvalConfig) -> None:
+    """Resolve -m/-b/-k/-e/--header and check that every key variable is set, sending no request. The
+    `local` model is checked against a placeholder loopback URL (its server is not started yet)."""
+    from prime_cli.clients import api_key_for
+
+    if config.model == "local" and not config.base_url:
+        config = config.model_copy(update={"base_url": PLACEHOLDER_LOCAL_URL})
+    for spec in endpoint_specs(config):
+        if spec.key_var:
+            api_key_for(spec)
