@@ -27,7 +27,8 @@ def check_env_args(env_id: str, factory: Callable[..., Any], env_args: dict[str,
         close = difflib.get_close_matches(unknown[0], named, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise EnvironmentLoadError(
-            f"{env_id}: load_environment{signature} has no argument {unknown[0]!r}{hint}; fix -a/--env-args")
+            f"{env_id}: load_environment{_short(signature)} has no argument {unknown[0]!r}{hint}; "
+            "fix -a/--env-args")
     try:
         signature.bind(**env_args)
     except TypeError as exc:
@@ -48,6 +49,21 @@ def check_env_args(env_id: str, factory: Callable[..., Any], env_args: dict[str,
             raise EnvironmentLoadError(
                 f"{env_id}: env argument {name}={json.dumps(value)} does not fit load_environment's "
                 f"`{name}: {shown}` ({problem}); fix it in -a/--env-args")
+
+
+def _short(signature: inspect.Signature, width: int = 24) -> str:
+    """`(name: type = default, ...)` with long defaults (a whole system prompt) cut short."""
+    parts = []
+    for param in signature.parameters.values():
+        text = param.name if param.kind is not param.VAR_KEYWORD else f"**{param.name}"
+        if param.annotation is not param.empty:
+            annotation = param.annotation
+            text += f": {annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)}"
+        if param.default is not param.empty:
+            default = repr(param.default)
+            text += f" = {default if len(default) <= width else default[:width - 3] + '...'}"
+        parts.append(text)
+    return f"({', '.join(parts)})"
 
 
 def _mismatch(annotation: Any, value: Any) -> str | None:

@@ -51,7 +51,7 @@ def check_endpoints(config: GepaConfig) -> None:
     from prime_cli.evals.endpoints import check_endpoints as check
 
     check(eval_config(config, config.model, config.base_url))
-    check(eval_config(config, config.reflector, reflection_url(config)))
+    check(eval_config(config, config.reflector, reflection_url(config)), role="reflection model -M")
 
 
 def preflight(config: GepaConfig) -> SearchInputs:

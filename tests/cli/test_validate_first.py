@@ -179,3 +179,13 @@ def test_resume_of_a_local_model_run_goes_back_to_the_local_model(tmp_path):
     (run_dir / "results.jsonl").write_text("")
     result = run_until_local_model(["eval", "run", "reverse-text", "-R", str(run_dir)], tmp_path)
     assert LOCAL_MARK in result.stderr, result.stderr
+
+
+def test_reflection_model_close_to_an_endpoint_id_is_named_as_a_typo(tmp_path):
+    registry = tmp_path / "endpoints.toml"
+    registry.write_text('[[endpoint]]\nendpoint_id = "judge-large"\nmodel = "judge"\n'
+                        'url = "http://127.0.0.1:9/v1"\nkey = "PRIME_UNSET_KEY_VAR"\n')
+    result = run_until_local_model(["gepa", "run", "reverse-text", "-M", "judge-lrage", "-e", str(registry)],
+                                   tmp_path, NO_KEYS)
+    assert LOCAL_MARK not in result.stderr
+    one_error_line(result, "reflection model -M judge-lrage", "OPENAI_API_KEY", "did you mean 'judge-large'")
