@@ -33,7 +33,7 @@ def run(
     parallel_proposals: int | None = typer.Option(None, "-P", "--parallel-proposals", help="Proposals in flight at once, committed in order (faster; each sees the front up to P-1 proposals late). Default 1: GEPA's serial loop."),
     speculative_proposals: int | None = typer.Option(None, "--speculate", help="Prefetch the next N proposals the serial loop would make if those in flight were rejected (their minibatches and reflection calls): same choices and budget, faster, at the price of model calls that go unused after an acceptance. Default 0 (off)."),
     seed: int | None = typer.Option(None, "--seed", help="Seed for row selection, minibatches and parent choice. Default 0."),
-    run_dir: str | None = typer.Option(None, "-o", "--run-dir", help="Run directory. An existing one (with state.json) is resumed. Default: outputs/gepa/<env>--<model>/<run_id>."),
+    run_dir: str | None = typer.Option(None, "-o", "--run-dir", help="Run directory: new or empty, or an existing GEPA run (with state.json), which is resumed; any other folder is refused. Default: outputs/gepa/<env>--<model>/<run_id>."),
     env_args: str | None = typer.Option(None, "-a", "--env-args", help="JSON of arguments for the environment's load_environment()."),
     sampling_args: str | None = typer.Option(None, "-S", "--sampling-args", help="JSON of sampling arguments for the student, e.g. '{\"temperature\": 0.7}'."),
     reflection_sampling_args: str | None = typer.Option(None, "--reflection-sampling-args", help="JSON of sampling arguments for the reflection model, e.g. '{\"max_tokens\": 2048}'."),

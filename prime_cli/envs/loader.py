@@ -13,12 +13,12 @@ import difflib
 import importlib
 import importlib.machinery
 import importlib.util
-import inspect
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
+from .arguments import check_env_args
 from .environment import Environment
 from .errors import EnvironmentLoadError
 
@@ -164,13 +164,7 @@ def load_environment(env_id: str, **env_args: Any) -> Environment:
             f"module {module.__name__!r} ({getattr(module, '__file__', '?')}) has no load_environment() function; "
             "define `def load_environment(**kwargs) -> vf.Environment` in it"
         )
-    signature = inspect.signature(factory)
-    try:
-        signature.bind(**env_args)
-    except TypeError as exc:
-        raise EnvironmentLoadError(
-            f"{env_id}: load_environment{signature} does not accept these arguments ({exc})"
-        ) from None
+    check_env_args(env_id, factory, env_args)
     env = factory(**env_args)
     if not isinstance(env, Environment):
         raise EnvironmentLoadError(

@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .config import EvalConfig, build_config, load_toml_configs
+from .config import EvalConfig, build_config, load_toml_configs, served_locally
+from .preflight import preflight, uses_local
 
 
 def configs_for(target: str, values: dict[str, Any]) -> list[EvalConfig]:
@@ -19,43 +20,39 @@ def configs_for(target: str, values: dict[str, Any]) -> list[EvalConfig]:
     return [build_config("command line", env_id=target, **values)]
 
 
-async def _run_all(configs: list[EvalConfig], stream: Any) -> list[Any]:
+async def _run_all(checked: list[tuple[EvalConfig, Any]], stream: Any) -> list[Any]:
     from .display import make_display
     from .runner import run_eval
 
-    async def one(config: EvalConfig, mode: str) -> Any:
+    async def one(config: EvalConfig, env: Any, mode: str) -> Any:
         with make_display(mode, stream=stream) as display:
-            return await run_eval(config, display)
+            return await run_eval(config, display, env=env)
 
-    if len(configs) == 1:
-        return [await one(configs[0], configs[0].display)]
+    if len(checked) == 1:
+        config, env = checked[0]
+        return [await one(config, env, config.display)]
     # several runs at once share the terminal: plain lines (or JSON) instead of live panels
-    modes = ["json" if c.display == "json" else "plain" for c in configs]
-    return list(await asyncio.gather(*(one(c, m) for c, m in zip(configs, modes, strict=True))))
-
-
-LOCAL_MODEL = "local"
-
-
-def _uses_local(config: EvalConfig) -> bool:
-    return config.model == LOCAL_MODEL and not config.base_url
+    modes = ["json" if c.display == "json" else "plain" for c, _ in checked]
+    return list(await asyncio.gather(*(one(c, env, m) for (c, env), m in zip(checked, modes, strict=True))))
 
 
 def run_evals(target: str, values: dict[str, Any], stream: Any = None) -> int:
     """Run every eval `target` describes; the worst exit code wins (0 ok, 1 failed, 2 config).
 
-    Configs on the embedded `local` model share one server: a running `prime serve`, or one started
-    here for all of them and stopped at the end. Raises ServeError when that is impossible.
+    Every config is checked first (`preflight`: run folders, environment, endpoints), so bad input
+    fails before anything is started or sent. Configs on the embedded `local` model share one server:
+    a running `prime serve`, or one started here for all of them and stopped at the end. Raises
+    ServeError when that is impossible.
     """
-    configs = configs_for(target, values)
-    if not any(_uses_local(c) for c in configs):
-        return _execute(configs, stream)
+    checked = [preflight(config) for config in configs_for(target, values)]
+    if not any(uses_local(c) for c, _ in checked):
+        return _execute(checked, stream)
     from prime_cli.serve.local import local_endpoint
 
     with local_server_status() as (status, tick), local_endpoint(status, tick) as endpoint:
-        configs = [c.model_copy(update={"model": endpoint.model, "base_url": endpoint.url}) if _uses_local(c)
-                   else c for c in configs]
-        return _execute(configs, stream)
+        checked = [(served_locally(c, endpoint.model, endpoint.url) if uses_local(c) else c, env)
+                   for c, env in checked]
+        return _execute(checked, stream)
 
 
 @contextlib.contextmanager
@@ -83,8 +80,8 @@ def local_server_status() -> Iterator[tuple[Callable[[str], None], Callable[[flo
             spinner.stop()
 
 
-def _execute(configs: list[EvalConfig], stream: Any) -> int:
-    outcomes = asyncio.run(_run_all(configs, stream or sys.stdout))
+def _execute(checked: list[tuple[EvalConfig, Any]], stream: Any) -> int:
+    outcomes = asyncio.run(_run_all(checked, stream or sys.stdout))
     for outcome in outcomes:
         if outcome.error:
             print(f"error: {outcome.error}", file=sys.stderr)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from prime_cli.envs.errors import EnvConfigError
 
@@ -52,6 +52,13 @@ class EvalConfig(BaseModel):
     seed: int | None = None
     verbose: bool = False
     display: Literal["auto", "rich", "plain", "json"] = "auto"
+    # set by `served_locally`: the model is the embedded one on a server of this session (recorded in
+    # metadata.json so that -R goes back to the local model rather than to that server's URL)
+    _local_model: bool = PrivateAttr(default=False)
+
+    @property
+    def local_model(self) -> bool:
+        return self._local_model
 
     @field_validator("num_examples")
     @classmethod
@@ -81,6 +88,13 @@ class EvalConfig(BaseModel):
         if self.temperature is not None:
             args["temperature"] = self.temperature
         return args
+
+
+def served_locally(config: EvalConfig, model: str, url: str) -> EvalConfig:
+    """`config` on the embedded model, served at `url` for this session."""
+    local = config.model_copy(update={"model": model, "base_url": url})
+    local._local_model = True
+    return local
 
 
 def describe_validation_error(exc: ValidationError, where: str) -> str:

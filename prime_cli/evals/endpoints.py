@@ -37,3 +37,44 @@ def secrets_of(specs: list[Any]) -> list[str]:
     for spec in specs:
         values.extend(secret_header_values(spec.headers))
     return [v for v in values if v and len(v) >= 4 and v != "EMPTY"]
+
+
+PLACEHOLDER_LOCAL_URL = "http://127.0.0.1:8000/v1"
+
+
+def check_endpoints(config: EvalConfig, role: str = "") -> None:
+    """Resolve -m/-b/-k/-e/--header and check that every key variable is set, sending no request. The
+    `local` model is checked against a placeholder loopback URL (its server is not started yet).
+    `role` (e.g. "reflection model -M") prefixes the message when there are several models."""
+    from prime_cli.clients import api_key_for
+    from prime_cli.clients.errors import ClientConfigError
+
+    if config.model == "local" and not config.base_url:
+        config = config.model_copy(update={"base_url": PLACEHOLDER_LOCAL_URL})
+    try:
+        for spec in endpoint_specs(config):
+            if spec.key_var:
+                api_key_for(spec)
+    except ClientConfigError as exc:
+        prefix = f"{role} {config.model}: " if role else ""
+        raise ClientConfigError(f"{prefix}{exc}{_endpoint_id_hint(config)}") from None
+
+
+def _endpoint_id_hint(config: EvalConfig) -> str:
+    """A name close to an endpoint id of the registry, used without -b, is most likely a typo of it."""
+    import difflib
+
+    from prime_cli.clients.errors import ClientConfigError
+    from prime_cli.clients.registry import DEFAULT_REGISTRY_PATH, load_registry
+
+    path = config.endpoints_path or DEFAULT_REGISTRY_PATH
+    if config.base_url or not os.path.isfile(path):
+        return ""
+    try:
+        ids = list(load_registry(path))
+    except ClientConfigError:
+        return ""
+    close = difflib.get_close_matches(config.model, ids, n=1, cutoff=0.8)
+    if config.model in ids or not close:
+        return ""
+    return f" ({config.model!r} is not an endpoint id in {path}; did you mean {close[0]!r}?)"

@@ -74,20 +74,9 @@ class RunFiles:
             self.store.close()
         return rows
 
-    def resume_command(self, config: EvalConfig) -> str:
-        parts = ["prime", "eval", "run", config.env_id, "-m", config.model]
-        if config.base_url:
-            parts += ["-b", config.base_url]
-        if config.api_key_var:
-            parts += ["-k", config.api_key_var]
-        if config.endpoints_path:
-            parts += ["-e", config.endpoints_path]
-        if config.env_args:
-            import json
-
-            parts += ["-a", json.dumps(config.env_args)]
-        parts += ["-R", str(self.run_dir.resolve())]
-        return shlex.join(parts)
+    def resume_command(self, env_id: str) -> str:
+        """-R takes the model, URL, key variable, arguments and sampling from the run's metadata."""
+        return shlex.join(["prime", "eval", "run", env_id, "-R", str(self.run_dir.resolve())])
 
 
 def start_metadata(config: EvalConfig, env: vf.Environment, n: int, r: int, sampling_args: dict[str, Any]) -> dict[str, Any]:
@@ -96,6 +85,9 @@ def start_metadata(config: EvalConfig, env: vf.Environment, n: int, r: int, samp
         "env_args": config.env_args,
         "model": config.model,
         "base_url": _strip_userinfo(config.base_url),
+        "local_model": config.local_model,
+        "api_key_var": config.api_key_var,
+        "endpoints_path": config.endpoints_path,
         "num_examples": n,
         "rollouts_per_example": r,
         "sampling_args": sampling_args,
@@ -146,9 +138,9 @@ def prepare_run_files(config: EvalConfig, env: vf.Environment, n: int, r: int) -
         store = _open_existing(run_dir, config, "-R")
         rows = read_results(run_dir)
         meta = store.metadata
-        store.update_metadata(status="running")
+        store.update_metadata(status="running", sampling_args=sampling_args)
         return RunFiles("resume", int(meta["num_examples"]), int(meta["rollouts_per_example"]),
-                        dict(meta.get("sampling_args") or {}), store, rows, completed_pairs(rows))
+                        sampling_args, store, rows, completed_pairs(rows))
     if config.retry_errors:
         run_dir = Path(config.retry_errors)
         store = _open_existing(run_dir, config, "--retry-errors")
@@ -156,7 +148,7 @@ def prepare_run_files(config: EvalConfig, env: vf.Environment, n: int, r: int) -
         rerun = {(row["example_id"], row["rollout_idx"]) for row in rows if row.get("error")}
         meta = store.metadata
         return RunFiles("retry", int(meta["num_examples"]), int(meta["rollouts_per_example"]),
-                        dict(meta.get("sampling_args") or {}), store, rows, completed_pairs(rows), rerun)
+                        sampling_args, store, rows, completed_pairs(rows), rerun)
     if config.save_results:
         store = RunStore.create(base, start_metadata(config, env, n, r, sampling_args))
         return RunFiles("new", n, r, sampling_args, store)

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import prime_cli.envs as vf
-from prime_cli.envs.errors import EnvConfigError
 
 from .config import (
     DEFAULT_NUM_EXAMPLES,
@@ -26,6 +25,7 @@ from .config import (
 )
 from .display import EvalDisplay
 from .jobs import EvalJobs, plan_jobs
+from .preflight import load_env
 from .rollout_view import rollout_text, rollout_view
 from .run_files import RunFiles, prepare_run_files
 from .run_log import run_log
@@ -53,15 +53,6 @@ class EvalOutcome:
         if self.status == "completed":
             return 0
         return 2 if self.error and self.status == "failed" else 1
-
-
-def load_env(config: EvalConfig) -> vf.Environment:
-    env = vf.load_environment(config.env_id, **config.env_args)
-    for key, value in config.extra_env_kwargs.items():
-        if not hasattr(env, key):
-            raise EnvConfigError(f"-x: {type(env).__name__} has no attribute {key!r} to set")
-        setattr(env, key, value)
-    return env
 
 
 def resolve_counts(config: EvalConfig) -> tuple[int, int]:
@@ -105,9 +96,10 @@ def show_rollout(display: EvalDisplay, row: dict[str, Any], env_id: str) -> None
     display.rollout(row)
 
 
-async def run_eval(config: EvalConfig, display: EvalDisplay, *, pool: Any = None) -> EvalOutcome:
-    """Run the evaluation described by `config`, reporting to `display`."""
-    env = load_env(config)
+async def run_eval(config: EvalConfig, display: EvalDisplay, *, pool: Any = None,
+                   env: vf.Environment | None = None) -> EvalOutcome:
+    """Run the evaluation described by `config` (checked by `preflight`, which also loads `env`)."""
+    env = env if env is not None else load_env(config)
     config = with_env_sampling_defaults(config)
     num_examples, rollouts = resolve_counts(config)
     secrets: list[str] = []
@@ -207,7 +199,7 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
         if hasattr(pool, "aclose"):
             await pool.aclose()
     summary = summarize(all_rows, pass_threshold=config.pass_threshold)
-    resume = files.resume_command(config) if status != "completed" and files.run_dir else None
+    resume = files.resume_command(config.env_id) if status != "completed" and files.run_dir else None
     display.finish(status=status, summary=summary, run_dir=str(files.run_dir) if files.run_dir else None,
                    resume_command=resume)
     return EvalOutcome(status=status, summary=summary, run_dir=files.run_dir, error=fatal[0] if fatal else None,

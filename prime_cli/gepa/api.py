@@ -20,7 +20,7 @@ from .config import SEARCH_KEYS, GepaConfig, build_config, config_for
 from .display import make_display
 from .engine import GepaEngine, Outcome
 from .evaluator import Evaluator, RolloutCache
-from .rows import make_splits, seed_prompt
+from .preflight import LOCAL_MODEL, SearchInputs, eval_config, load_inputs, preflight
 from .run_dir import STATE_FILE, GepaRunDir, RunDirError, default_base
 from .state import SearchState
 
@@ -28,9 +28,14 @@ logger = logging.getLogger("prime_cli.gepa")
 
 
 def resolve_config(target: str, values: dict[str, Any]) -> tuple[GepaConfig, bool]:
-    """The config, and whether it resumes the run in -o/--run-dir (which keeps its search settings)."""
+    """The config, and whether it resumes the run in -o/--run-dir (which keeps its search settings).
+    An -o holding anything but a GEPA run (an eval run, other files, a file) is refused."""
+    from prime_cli.evals.run_folders import check_gepa_run_dir
+
     config = config_for(target, values)
     run_dir = Path(config.run_dir) if config.run_dir else None
+    if run_dir is not None:
+        check_gepa_run_dir(run_dir)
     if run_dir is None or not (run_dir / STATE_FILE).is_file():
         return config, False
     try:
@@ -46,14 +51,6 @@ def resolve_config(target: str, values: dict[str, Any]) -> tuple[GepaConfig, boo
                               f"with the same value, or pass a new -o/--run-dir for a new run")
     merged = {**stored, **{k: v for k, v in given.items() if k not in SEARCH_KEYS}}
     return build_config("resumed run", **merged), True
-
-
-def eval_config(config: GepaConfig, model: str, base_url: str | None) -> Any:
-    from prime_cli.evals.config import EvalConfig
-
-    return EvalConfig(env_id=config.env_id, model=model, base_url=base_url, api_key_var=config.api_key_var,
-                      endpoints_path=config.endpoints_path, max_concurrent=config.max_concurrent,
-                      max_retries=config.max_retries, timeout=config.timeout)
 
 
 def open_pools(config: GepaConfig) -> tuple[Any, Any, list[str]]:
@@ -127,14 +124,13 @@ def start_metadata(config: GepaConfig) -> dict[str, Any]:
 
 
 async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools: tuple[Any, Any] | None = None,
-                     on_commit: Callable[[dict[str, Any]], None] | None = None) -> tuple[Outcome, Path | None]:
+                     on_commit: Callable[[dict[str, Any]], None] | None = None,
+                     inputs: SearchInputs | None = None) -> tuple[Outcome, Path | None]:
     from prime_cli.evals.run_log import run_log
     from prime_cli.evals.store import new_run_id
 
-    config.check_budget()
-    env = vf.load_environment(config.env_id, **config.env_args)
-    seed_text = seed_prompt(env)
-    splits = make_splits(env, seed_text, config.num_train, config.num_val, config.num_test, config.seed)
+    inputs = inputs or load_inputs(config)
+    env, seed_text, splits = inputs.env, inputs.seed_text, inputs.splits
     secrets: list[str] = []
     if pools is None:
         student, reflector, secrets = open_pools(config)
@@ -184,8 +180,9 @@ def run_gepa(target: str, values: dict[str, Any], stream: IO[str] | None = None)
     """Run (or resume) one GEPA search; 0 completed, 1 cancelled or failed. Bad input raises EnvConfigError."""
     stream = stream or sys.stdout
     config, resume = resolve_config(target, values)
+    inputs = preflight(config)  # bad input fails here: before the local model starts, before any request
     if not _uses_local(config):
-        return _finish(config, resume, stream)
+        return _finish(config, resume, stream, inputs)
     from prime_cli.evals.api import local_server_status
     from prime_cli.serve.local import local_endpoint
 
@@ -195,10 +192,7 @@ def run_gepa(target: str, values: dict[str, Any], stream: IO[str] | None = None)
             update.update(model=endpoint.model, base_url=endpoint.url)
         if config.reflector == LOCAL_MODEL and not config.reflection_base_url:
             update.update(reflection_model=endpoint.model, reflection_base_url=endpoint.url)
-        return _finish(config.model_copy(update=update), resume, stream)
-
-
-LOCAL_MODEL = "local"
+        return _finish(config.model_copy(update=update), resume, stream, inputs)
 
 
 def _uses_local(config: GepaConfig) -> bool:
@@ -207,8 +201,8 @@ def _uses_local(config: GepaConfig) -> bool:
             or (config.reflector == LOCAL_MODEL and not config.reflection_base_url))
 
 
-def _finish(config: GepaConfig, resume: bool, stream: IO[str]) -> int:
-    outcome, run_dir = asyncio.run(run_search(config, resume, stream))
+def _finish(config: GepaConfig, resume: bool, stream: IO[str], inputs: SearchInputs) -> int:
+    outcome, run_dir = asyncio.run(run_search(config, resume, stream, inputs=inputs))
     if not outcome.state.candidates:
         print(f"error: {outcome.error or 'the run stopped before the seed prompt was scored'}", file=sys.stderr)
         return 1

@@ -33,3 +33,32 @@ def run_dirs(root: Path) -> list[Path]:
 
 def metadata(run_dir: Path) -> dict:
     return json.loads((run_dir / "metadata.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def saved_gepa(tmp_path_factory, scripted) -> Path:
+    """A finished (small) GEPA run folder of reverse-text, made by `prime gepa run -o`."""
+    workspace = tmp_path_factory.mktemp("gepa-workspace")
+    run_dir = workspace / "gepa-run"
+    result = run_prime(["gepa", "run", "reverse-text", "-m", "scripted-model", "-b", scripted.url, "-n", "4",
+                        "-N", "2", "-B", "14", "--plain", "-o", str(run_dir)], workspace)
+    assert result.returncode == 0, result.stderr
+    assert (run_dir / "state.json").is_file()
+    return run_dir
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under `root` (relative path -> bytes): equal snapshots mean nothing was written."""
+    if root.is_file():
+        return {root.name: root.read_bytes()}
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def one_error_line(result, *needles: str) -> str:
+    """Exit 2 and exactly one `error: ` line on stderr, naming every needle; no traceback."""
+    assert result.returncode == 2, (result.returncode, result.stdout[-2000:], result.stderr[-2000:])
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr[-3000:]
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]

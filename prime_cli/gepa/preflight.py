@@ -1,0 +1,61 @@
+"""What a GEPA run checks before it costs anything: before the local model is started and before any
+request is sent. The budget, the environment and its arguments, the rows, and the student and
+reflection endpoints (-m/-M, -b, --reflection-base-url, -k, -e); the run folder is checked when the
+config is resolved. Nothing is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import prime_cli.envs as vf
+
+from .config import GepaConfig
+from .rows import Splits, make_splits, seed_prompt
+
+LOCAL_MODEL = "local"
+
+
+@dataclass
+class SearchInputs:
+    env: vf.Environment
+    seed_text: str
+    splits: Splits
+
+
+def load_inputs(config: GepaConfig) -> SearchInputs:
+    config.check_budget()
+    env = vf.load_environment(config.env_id, **config.env_args)
+    seed_text = seed_prompt(env)
+    splits = make_splits(env, seed_text, config.num_train, config.num_val, config.num_test, config.seed)
+    return SearchInputs(env, seed_text, splits)
+
+
+def eval_config(config: GepaConfig, model: str, base_url: str | None) -> Any:
+    """The student's or the reflection model's endpoint, in the form `prime eval run` resolves."""
+    from prime_cli.evals.config import EvalConfig
+
+    return EvalConfig(env_id=config.env_id, model=model, base_url=base_url, api_key_var=config.api_key_var,
+                      endpoints_path=config.endpoints_path, max_concurrent=config.max_concurrent,
+                      max_retries=config.max_retries, timeout=config.timeout)
+
+
+def reflection_url(config: GepaConfig) -> str | None:
+    if config.reflector == LOCAL_MODEL and not config.reflection_base_url:
+        return None  # the embedded model: its server is found or started for the run
+    return config.reflection_base_url or config.base_url
+
+
+def check_endpoints(config: GepaConfig) -> None:
+    from prime_cli.evals.endpoints import check_endpoints as check
+
+    check(eval_config(config, config.model, config.base_url))
+    check(eval_config(config, config.reflector, reflection_url(config)), role="reflection model -M")
+
+
+def preflight(config: GepaConfig) -> SearchInputs:
+    """The environment and rows of the run; raises EnvConfigError (one line for the CLI) on bad input."""
+    inputs = load_inputs(config)
+    check_endpoints(config)
+    return inputs
