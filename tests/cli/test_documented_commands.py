@@ -64,7 +64,9 @@ SUBCOMMANDS = {"eval": {"run", "tui"}, "gepa": {"run"}, "env": {"init", "install
                "lab": {"setup"}, "serve": set(), "train": set()}
 # subcommands run through the real script by other tests of this folder
 RUN_ELSEWHERE = {"prime eval tui": "tests/cli/test_tui_command.py (a pseudo-terminal)",
-                 "prime env install": "test_env_install_then_eval below"}
+                 "prime env install": "test_env_install_then_eval below",
+                 "prime --help": "tests/test_cli.py, tests/test_import_hygiene.py",
+                 "prime --version": "tests/test_cli.py"}
 
 
 def subcommand(line: str) -> str:
