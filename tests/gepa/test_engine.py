@@ -11,6 +11,10 @@ from prime_cli.gepa.api import run_search
 from prime_cli.gepa.config import build_config
 from tests.gepa import support
 
+# every test writes the same toy environment into its own folder; the copy imported by the first is
+# used by all (the loader says so with this warning, which is right but expected here)
+pytestmark = pytest.mark.filterwarnings("ignore::prime_cli.envs.loader.LocalEnvironmentWarning")
+
 
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
