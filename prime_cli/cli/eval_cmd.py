@@ -66,6 +66,7 @@ def run(
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds per model call. Default 600."),
     seed: int | None = typer.Option(None, "--seed", help="Shuffle the examples with this seed before taking -n."),
     pass_threshold: float | None = typer.Option(None, "--pass-threshold", help="Reward at or above which a rollout passes (pass@k). Default 1.0."),
+    max_error_rate: float | None = typer.Option(None, "--max-error-rate", help="Fraction of errored rollouts above which the run ends 'completed with errors' and exits 1. Default 0.1."),
     json_output: bool = typer.Option(False, "--json", help="Print NDJSON events (start, progress, done) instead of the live panel."),
 ) -> None:
     """Evaluate a model on an environment and print a summary (pass@k, metrics, errors)."""
@@ -80,7 +81,7 @@ def run(
         "save_results": save_results, "resume": resume, "retry_errors": retry_errors,
         "independent_scoring": independent_scoring, "verbose": verbose, "output_dir": output_dir,
         "headers": _headers(header), "max_retries": max_retries, "timeout": timeout, "seed": seed,
-        "pass_threshold": pass_threshold, "display": "json" if json_output else None,
+        "pass_threshold": pass_threshold, "max_error_rate": max_error_rate, "display": "json" if json_output else None,
     }
     values = {k: v for k, v in values.items() if v is not None}
     if values.get("resume") or values.get("retry_errors"):

@@ -53,8 +53,7 @@ def run_evals(target: str, values: dict[str, Any], stream: Any = None) -> int:
     from prime_cli.serve.local import local_endpoint
 
     with local_server_status() as (status, tick), local_endpoint(status, tick) as endpoint:
-        configs = [c.model_copy(update={"model": endpoint.model, "base_url": endpoint.url}) if _uses_local(c)
-                   else c for c in configs]
+        configs = [c.on_local_server(endpoint.model, endpoint.url) if _uses_local(c) else c for c in configs]
         return _execute(configs, stream)
 
 

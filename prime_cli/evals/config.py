@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from prime_cli.envs.errors import EnvConfigError
 
@@ -19,6 +19,7 @@ else:  # pragma: no cover
 DEFAULT_NUM_EXAMPLES = 5
 DEFAULT_ROLLOUTS_PER_EXAMPLE = 3
 DEFAULT_MAX_CONCURRENT = 32
+DEFAULT_MAX_ERROR_RATE = 0.1
 
 
 class EvalConfig(BaseModel):
@@ -49,9 +50,21 @@ class EvalConfig(BaseModel):
     max_retries: int = 3
     timeout: float = 600.0
     pass_threshold: float = 1.0
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     seed: int | None = None
     verbose: bool = False
     display: Literal["auto", "rich", "plain", "json"] = "auto"
+    _served_local: bool = PrivateAttr(default=False)
+
+    @property
+    def served_local(self) -> bool:
+        """`-m local` resolved to the embedded server: printed commands say `-m local`, not its URL."""
+        return self._served_local
+
+    def on_local_server(self, model: str, url: str) -> EvalConfig:
+        config = self.model_copy(update={"model": model, "base_url": url})
+        config._served_local = True
+        return config
 
     @field_validator("num_examples")
     @classmethod
@@ -72,6 +85,13 @@ class EvalConfig(BaseModel):
     def _non_negative(cls, value: int) -> int:
         if value < 0:
             raise ValueError("must be 0 or more")
+        return value
+
+    @field_validator("max_error_rate")
+    @classmethod
+    def _fraction(cls, value: float) -> float:
+        if not 0.0 <= value <= 1.0:
+            raise ValueError("must be a fraction between 0 and 1 (e.g. 0.1 for 10%)")
         return value
 
     def merged_sampling_args(self) -> dict[str, Any]:

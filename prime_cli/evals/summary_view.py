@@ -10,6 +10,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from .health import health_rows
+
 
 def _d(mapping: Any, key: str) -> dict:
     value = mapping.get(key) if isinstance(mapping, dict) else None
@@ -80,7 +82,7 @@ def _overview(s: dict) -> list[tuple[str, str, str]]:
             rows.append(("Tokens", "  ".join(parts), ""))
     if s.get("is_truncated") is not None:
         rows.append(("Truncated", _pct(s["is_truncated"]), "yellow" if s["is_truncated"] else ""))
-    return rows
+    return rows + health_rows(s)
 
 
 def _metric_table(s: dict) -> tuple[list[str], list[list[str]]]:
