@@ -42,7 +42,7 @@ def _headers(values: list[str] | None) -> dict[str, str] | None:
 @eval_app.command("run")
 def run(
     target: str = typer.Argument(..., help="Environment id (e.g. reverse-text) or a TOML file with [[eval]] entries."),
-    model: str | None = typer.Option(None, "-m", "--model", help="Endpoint id from the registry, or a model id used with -b. Default: local."),
+    model: str | None = typer.Option(None, "-m", "--model", help="Endpoint id from the registry, a model id used with -b, or a LiteLLM provider name (anthropic/claude-sonnet-4). Default: local."),
     base_url: str | None = typer.Option(None, "-b", "--api-base-url", help="OpenAI-compatible base URL (e.g. http://localhost:8000/v1)."),
     api_key_var: str | None = typer.Option(None, "-k", "--api-key-var", help="NAME of the environment variable holding the API key (never the key)."),
     endpoints_path: str | None = typer.Option(None, "-e", "--endpoints-path", help="Endpoint registry TOML (default configs/endpoints.toml)."),
