@@ -1,18 +1,22 @@
 """LiteLLM's providers: which `-m provider/model` names go through LiteLLM, and whether their key is set.
 
-litellm is a core dependency but heavy (seconds to import): it is imported only here, only when a
-name could be a provider name, and always with its cost map read locally (it never fetches anything).
+litellm is a core dependency but heavy (seconds to import): it is imported only here, only to build a
+client for a provider name, and always with its cost map read locally (it never fetches anything).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
+import json
 import os
+from pathlib import Path
 from typing import Any
 
 from .errors import ClientConfigError
 
 REINSTALL_HINT = "pip install -e . (litellm is one of prime's dependencies)"
+PROVIDER_TABLE = "provider_endpoints_support_backup.json"
 
 
 def import_litellm() -> Any:
@@ -27,9 +31,19 @@ def import_litellm() -> Any:
 
 @functools.lru_cache(maxsize=1)
 def litellm_providers() -> frozenset[str]:
-    """The provider prefixes LiteLLM knows (anthropic, gemini, openrouter, ...), as LiteLLM lists them."""
-    providers = import_litellm().provider_list
-    return frozenset(str(getattr(p, "value", p)) for p in providers)
+    """The providers LiteLLM can reach for chat completions (anthropic, gemini, openrouter, ...).
+
+    Read from the provider table litellm ships (milliseconds), so that deciding a name is not a
+    provider name never imports litellm; litellm's own `provider_list` if that table is unreadable.
+    """
+    spec = importlib.util.find_spec("litellm")  # locates the package without importing it
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        try:
+            table = json.loads((Path(folder) / PROVIDER_TABLE).read_text(encoding="utf-8"))["providers"]
+            return frozenset(name for name, info in table.items() if info["endpoints"].get("chat_completions"))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            break
+    return frozenset(str(getattr(p, "value", p)) for p in import_litellm().provider_list)
 
 
 def provider_of(name: str) -> str | None:

@@ -191,6 +191,8 @@ def test_api_key_for_reads_the_named_variable(monkeypatch):
 def test_package_import_is_light():
     code = ("import sys, prime_cli.clients as c\n"
             "c.resolve_model('m', base_url='http://localhost:1/v1')\n"
+            "c.resolve_model('anthropic/claude-sonnet-4')\n"
+            "try:\n    c.resolve_model('Qwen/Qwen3-8B')\nexcept c.ClientConfigError:\n    pass\n"
             "print(sorted(m for m in ('openai', 'litellm', 'httpx', 'httpx2') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
