@@ -42,7 +42,7 @@ def _headers(values: list[str] | None) -> dict[str, str] | None:
 @eval_app.command("run")
 def run(
     target: str = typer.Argument(..., help="Environment id (e.g. reverse-text) or a TOML file with [[eval]] entries."),
-    model: str | None = typer.Option(None, "-m", "--model", help="Endpoint id from the registry, or a model id used with -b. Default: local."),
+    model: str | None = typer.Option(None, "-m", "--model", help="Endpoint id from the registry, a model id used with -b, or a LiteLLM provider name (anthropic/claude-sonnet-4). Default: local."),
     base_url: str | None = typer.Option(None, "-b", "--api-base-url", help="OpenAI-compatible base URL (e.g. http://localhost:8000/v1)."),
     api_key_var: str | None = typer.Option(None, "-k", "--api-key-var", help="NAME of the environment variable holding the API key (never the key)."),
     endpoints_path: str | None = typer.Option(None, "-e", "--endpoints-path", help="Endpoint registry TOML (default configs/endpoints.toml)."),
@@ -66,6 +66,7 @@ def run(
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds per model call. Default 600."),
     seed: int | None = typer.Option(None, "--seed", help="Shuffle the examples with this seed before taking -n."),
     pass_threshold: float | None = typer.Option(None, "--pass-threshold", help="Reward at or above which a rollout passes (pass@k). Default 1.0."),
+    max_error_rate: float | None = typer.Option(None, "--max-error-rate", help="Fraction of errored rollouts above which the run ends 'completed with errors' and exits 1. Default 0.1."),
     json_output: bool = typer.Option(False, "--json", help="Print NDJSON events (start, progress, rollout with -v, done) instead of the live panel."),
 ) -> None:
     """Evaluate a model on an environment and print a summary (pass@k, metrics, errors)."""
@@ -80,7 +81,7 @@ def run(
         "save_results": save_results, "resume": resume, "retry_errors": retry_errors,
         "independent_scoring": independent_scoring, "verbose": verbose, "output_dir": output_dir,
         "headers": _headers(header), "max_retries": max_retries, "timeout": timeout, "seed": seed,
-        "pass_threshold": pass_threshold, "display": "json" if json_output else None,
+        "pass_threshold": pass_threshold, "max_error_rate": max_error_rate, "display": "json" if json_output else None,
     }
     values = {k: v for k, v in values.items() if v is not None}
     if values.get("resume") or values.get("retry_errors"):

@@ -15,7 +15,7 @@ gepa_app = typer.Typer(help="Optimise an environment's system prompt with GEPA."
 @gepa_app.command("run")
 def run(
     target: str = typer.Argument(..., help="Environment id (e.g. reverse-text) or a TOML config (configs/gepa/*.toml)."),
-    model: str | None = typer.Option(None, "-m", "--model", help="Student model: an endpoint id from the registry, or a model id used with -b. Default: local."),
+    model: str | None = typer.Option(None, "-m", "--model", help="Student model: an endpoint id from the registry, a model id used with -b, or a LiteLLM provider name (anthropic/...). Default: local."),
     reflection_model: str | None = typer.Option(None, "-M", "--reflection-model", help="Model that rewrites the prompt from feedback (endpoint id or model id). Default: the student model."),
     base_url: str | None = typer.Option(None, "-b", "--api-base-url", help="OpenAI-compatible base URL for -m (and for -M unless --reflection-base-url)."),
     reflection_base_url: str | None = typer.Option(None, "--reflection-base-url", help="Base URL for -M when it is served elsewhere."),

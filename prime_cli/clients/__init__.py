@@ -15,7 +15,7 @@ from .registry import (
     resolve_model,
     secret_header_values,
 )
-from .retry import RetryPolicy, call_with_retries, classify, redact
+from .retry import RetryCounts, RetryPolicy, call_with_retries, classify, redact
 
 __all__ = [
     "DEFAULT_REGISTRY_PATH",
@@ -26,6 +26,7 @@ __all__ = [
     "LiteLLMChatClient",
     "MalformedResponseError",
     "OpenAIChatClient",
+    "RetryCounts",
     "RetryPolicy",
     "api_key_for",
     "call_with_retries",

@@ -1,12 +1,12 @@
-"""A ChatClient over LiteLLM, for providers without an OpenAI-compatible API (`litellm/<provider>/<model>`).
+"""A ChatClient over LiteLLM, for providers without an OpenAI-compatible API.
 
-LiteLLM is an optional extra (`pip install 'prime-cli[litellm]'`), imported when a client is built.
-Its own retries are off; the shared retry policy applies (LiteLLM's exceptions subclass openai's).
+`-m anthropic/claude-sonnet-4` (any provider prefix LiteLLM knows) or `litellm/<provider>/<model>`.
+litellm is imported when a client is built (see `providers`). Its own retries are off; the shared
+retry policy applies (LiteLLM's exceptions subclass openai's).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from prime_cli.envs.types import ChatResponse, Message, SamplingArgs
@@ -14,20 +14,21 @@ from prime_cli.envs.types import ChatResponse, Message, SamplingArgs
 from .errors import ClientConfigError
 from .limits import LoopSemaphore
 from .openai_client import NEVER_SENT, chat_response_from
+from .providers import import_litellm, missing_provider_keys
 from .registry import LITELLM_PREFIX, EndpointSpec, api_key_for, secret_header_values
-from .retry import RetryPolicy, call_with_retries, logger
-
-INSTALL_HINT = "pip install 'prime-cli[litellm]'"
+from .retry import RetryCounts, RetryPolicy, call_with_retries, logger
 
 
-def import_litellm() -> Any:
-    """Import litellm with its cost map read locally (no network at import time)."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    try:
-        import litellm
-    except ImportError:
-        raise ClientConfigError(f"litellm/... models need the litellm extra: {INSTALL_HINT}") from None
-    return litellm
+def check_provider_key(spec: EndpointSpec) -> None:
+    """Fail before any request when the provider's key variable is unset (and no -k or URL replaces it)."""
+    if spec.key_var or spec.url:
+        return
+    missing = missing_provider_keys(spec.model)
+    if missing:
+        provider = spec.model.split("/", 1)[0]
+        raise ClientConfigError(
+            f"{spec.endpoint_id} goes through LiteLLM to provider '{provider}', which reads its key from "
+            f"{' or '.join(missing)}: not set; export it, or pass -k NAME of the variable holding the key")
 
 
 class LiteLLMChatClient:
@@ -36,6 +37,7 @@ class LiteLLMChatClient:
     def __init__(self, spec: EndpointSpec, max_concurrent: int = 32, retry: RetryPolicy | None = None, *,
                  timeout: float = 600.0, return_token_ids: bool = False) -> None:
         self._litellm = import_litellm()
+        check_provider_key(spec)
         self._limit = LoopSemaphore(max_concurrent)  # checks max_concurrent >= 1 before anything else
         self.spec = spec
         self.max_concurrent = max_concurrent
@@ -45,6 +47,7 @@ class LiteLLMChatClient:
         # No key variable: LiteLLM reads the provider's own variable (ANTHROPIC_API_KEY, ...).
         self._api_key = api_key_for(spec) if spec.key_var else None
         self._secrets = tuple(v for v in (self._api_key, *secret_header_values(spec.headers)) if v)
+        self.retry_counts = RetryCounts()
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(endpoint_id={self.spec.endpoint_id!r}, model={self.spec.model!r}, "
@@ -82,7 +85,7 @@ class LiteLLMChatClient:
         where = self.spec.url or f"litellm provider {kwargs['model'].split('/')[0]}"
         return await call_with_retries(attempt, self.retry, describe=f"{kwargs['model']} via litellm", log=logger,
                                        url=where, model=kwargs["model"],
-                                       secrets=self._secrets, key_var=self.spec.key_var)
+                                       secrets=self._secrets, key_var=self.spec.key_var, counts=self.retry_counts)
 
     async def aclose(self) -> None:
         """Nothing to close: LiteLLM manages its own HTTP clients."""

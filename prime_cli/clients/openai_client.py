@@ -13,7 +13,7 @@ from prime_cli.envs.types import ChatResponse, Message, SamplingArgs, Usage
 from .errors import MalformedResponseError
 from .limits import LoopSemaphore
 from .registry import EndpointSpec, api_key_for, secret_header_values
-from .retry import RetryPolicy, call_with_retries, logger
+from .retry import RetryCounts, RetryPolicy, call_with_retries, logger
 
 NEVER_SENT = {"stream", "stream_options"}
 """Sampling arguments dropped: the rollout loop needs whole responses."""
@@ -160,6 +160,7 @@ class OpenAIChatClient:
         self.return_token_ids = return_token_ids
         self._api_key = api_key_for(spec)
         self._secrets = (self._api_key, *secret_header_values(spec.headers))
+        self.retry_counts = RetryCounts()
         self._client = openai.AsyncOpenAI(base_url=spec.url, api_key=self._api_key, max_retries=0,
                                           timeout=timeout, default_headers=dict(spec.headers) or None)
         self._chat_params = _parameters(self._client.chat.completions.create)
@@ -179,7 +180,7 @@ class OpenAIChatClient:
 
         return await call_with_retries(attempt, self.retry, describe=f"{model} at {self.spec.url}", log=logger,
                                        url=self.spec.url, model=model, secrets=self._secrets,
-                                       key_var=self.spec.key_var)
+                                       key_var=self.spec.key_var, counts=self.retry_counts)
 
     async def chat(self, messages: list[Message], *, model: str, tools: list[dict[str, Any]] | None = None,
                    sampling_args: SamplingArgs | None = None) -> ChatResponse:

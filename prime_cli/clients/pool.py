@@ -9,6 +9,7 @@ from prime_cli.envs.types import ChatClient
 
 from .errors import ClientConfigError
 from .registry import EndpointSpec
+from .retry import RetryCounts
 
 KINDS = ("openai", "litellm")
 
@@ -44,6 +45,13 @@ class ClientPool:
         """The client and model id that serve example group `group_index` (round-robin)."""
         index = group_index % len(self.clients)
         return self.clients[index], self.specs[index].model
+
+    def retry_counts(self) -> RetryCounts:
+        """The retries of every replica's client so far, added up."""
+        total = RetryCounts()
+        for client in self.clients:
+            total.add(getattr(client, "retry_counts", None))
+        return total
 
     def __repr__(self) -> str:
         urls = ", ".join(spec.url or spec.model for spec in self.specs)

@@ -10,7 +10,9 @@
     headers = { "X-Team" = "evals" }
 
 Several blocks with one `endpoint_id` are replicas of one model; the eval spreads example groups
-over them round-robin. A name that is not in the registry is a literal model id.
+over them round-robin. A name that is not in the registry is a literal model id for the `-b URL`
+server, a LiteLLM name (`litellm/<provider>/<model>`, or `<provider>/<model>` for a provider LiteLLM
+knows), or else an error: no name is ever sent to a server the user did not name.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 DEFAULT_REGISTRY_PATH = Path("configs/endpoints.toml")
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_VAR = "OPENAI_API_KEY"
 LITELLM_PREFIX = "litellm/"
 NO_KEY = "EMPTY"
@@ -151,28 +152,42 @@ def resolve_model(
     if base_url is not None and not base_url.startswith(("http://", "https://")):
         raise ClientConfigError(f"-b must be a URL starting with http:// or https:// (got '{base_url}')")
     extra = dict(headers or {})
-    if registry_path is not None:
-        registry = load_registry(registry_path)
-    elif DEFAULT_REGISTRY_PATH.is_file():
-        registry = load_registry(DEFAULT_REGISTRY_PATH)
-    else:
-        registry = {}
-    if name in registry:
+    where = Path(registry_path) if registry_path is not None else DEFAULT_REGISTRY_PATH
+    registry = load_registry(where) if registry_path is not None or where.is_file() else None
+    if registry and name in registry:
         return [
             replace(spec, url=base_url or spec.url, key_var=key_var or spec.key_var, headers={**spec.headers, **extra})
             for spec in registry[name]
         ]
+    if not name.strip():
+        raise ClientConfigError("the model name is empty; pass -m MODEL")
     if name.startswith(LITELLM_PREFIX):
         model = name[len(LITELLM_PREFIX):]
         if "/" not in model:
             raise ClientConfigError(f"litellm models are named litellm/<provider>/<model> (got '{name}')")
         return [EndpointSpec(name, model, base_url or "", key_var, extra, "litellm")]
-    if not name.strip():
-        raise ClientConfigError("the model name is empty; pass -m MODEL")
-    url = base_url or DEFAULT_BASE_URL
-    if key_var is None and not (base_url and is_local_url(base_url)):
-        key_var = DEFAULT_KEY_VAR
-    return [EndpointSpec(name, name, url, key_var, extra, "openai")]
+    if base_url:
+        if key_var is None and not is_local_url(base_url):
+            key_var = DEFAULT_KEY_VAR
+        return [EndpointSpec(name, name, base_url, key_var, extra, "openai")]
+    if "/" in name:
+        from .providers import provider_of
+
+        if provider_of(name):
+            return [EndpointSpec(name, name, "", key_var, extra, "litellm")]
+    raise ClientConfigError(unknown_model_message(name, where, registry))
+
+
+def unknown_model_message(name: str, registry_path: Path, registry: dict[str, list[EndpointSpec]] | None) -> str:
+    if registry is None:
+        known = f"there is no endpoint registry ({registry_path} not found; -e PATH names one)"
+    elif registry:
+        known = f"endpoint ids in {registry_path}: {', '.join(registry)}{_suggest(name, list(registry))}"
+    else:
+        known = f"{registry_path} has no endpoints"
+    return (f"unknown model '{name}': {known}; for any OpenAI-compatible server pass -b URL "
+            f"(e.g. -m {name} -b https://api.openai.com/v1 -k OPENAI_API_KEY), for another provider "
+            "a LiteLLM name such as anthropic/claude-sonnet-4, or -m local for the embedded model")
 
 
 def secret_header_values(headers: dict[str, str]) -> list[str]:

@@ -17,7 +17,7 @@ import random
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from prime_cli.envs.errors import ModelError, OverlongPromptError
@@ -59,6 +59,63 @@ class Verdict:
     retry_after: float | None = None
     unreachable: str | None = None
     """Set when the connection could not be opened (e.g. 'connection refused')."""
+
+    @property
+    def kind(self) -> str:
+        """The retry's kind as counted in summaries: 429, 5xx, timeout, connection or malformed."""
+        if self.reason == "HTTP 429":
+            return "429"
+        if self.reason == "timeout" or self.reason == "HTTP 408":
+            return "timeout"
+        if self.reason.startswith("HTTP "):
+            return "5xx"
+        if self.reason == "malformed response":
+            return "malformed"
+        return "connection"
+
+
+RETRY_KINDS = ("429", "5xx", "timeout", "connection", "malformed")
+
+
+@dataclass
+class RetryCounts:
+    """How many model calls needed retries, the retries by kind, and the calls that gave up anyway."""
+
+    calls_retried: int = 0
+    gave_up: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+    def add_retry(self, kind: str, count: int = 1) -> None:
+        self.by_kind[kind] = self.by_kind.get(kind, 0) + count
+
+    def add(self, other: RetryCounts | dict[str, Any] | None) -> RetryCounts:
+        """Add another count (a RetryCounts or its `as_dict()`, e.g. from an earlier run's metadata)."""
+        if isinstance(other, dict):
+            other = RetryCounts.from_dict(other)
+        if other is not None:
+            self.calls_retried += other.calls_retried
+            self.gave_up += other.gave_up
+            for kind, count in other.by_kind.items():
+                self.add_retry(kind, count)
+        return self
+
+    @property
+    def retries(self) -> int:
+        return sum(self.by_kind.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        ordered = {k: self.by_kind[k] for k in (*RETRY_KINDS, *sorted(self.by_kind)) if k in self.by_kind}
+        return {"calls_retried": self.calls_retried, "retries": self.retries, "by_kind": ordered,
+                "gave_up": self.gave_up}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RetryCounts:
+        def count(value: Any) -> int:
+            return value if isinstance(value, int) and value > 0 else 0
+
+        kinds = data.get("by_kind") if isinstance(data.get("by_kind"), dict) else {}
+        return cls(count(data.get("calls_retried")), count(data.get("gave_up")),
+                   {str(k): count(v) for k, v in kinds.items() if count(v)})
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
@@ -229,16 +286,21 @@ async def call_with_retries(
     model: str | None = None,
     secrets: Iterable[str] = (),
     key_var: str | None = None,
+    counts: RetryCounts | None = None,
 ) -> T:
-    """Await `fn()` under `policy`; raise the classified error when it gives up."""
+    """Await `fn()` under `policy`; raise the classified error when it gives up. Retries are added to
+    `counts` (a call that needed any retry counts once in `calls_retried`, and in `gave_up` if it failed)."""
     secrets = tuple(secrets)
     attempt = 0
     all_unreachable = True
     while True:
         try:
-            return await fn()
+            result = await fn()
         except Exception as exc:  # noqa: BLE001 - classified below; CancelledError is not an Exception
             verdict = classify(exc, url=url, model=model, secrets=secrets, key_var=key_var)
+            if counts is not None and attempt > 0 and (not verdict.retry or attempt >= policy.max_retries):
+                counts.calls_retried += 1
+                counts.gave_up += 1
             if not verdict.retry:
                 if verdict.error is exc:
                     raise
@@ -251,9 +313,15 @@ async def call_with_retries(
                 raise ModelError(redact(f"{describe} failed after {attempt + 1} attempts; last error: "
                                         f"{verdict.reason}{detail}", secrets)) from None
             attempt += 1
+            if counts is not None:
+                counts.add_retry(verdict.kind)
             delay = policy.backoff(attempt)
             if verdict.retry_after is not None:
                 delay = min(policy.max_delay, verdict.retry_after)
             log.warning("retry %d/%d for %s after %s (waiting %s)", attempt, policy.max_retries,
                         redact(describe, secrets), verdict.reason, _format_delay(delay))
             await asyncio.sleep(delay)
+            continue
+        if counts is not None and attempt > 0:
+            counts.calls_retried += 1
+        return result

@@ -19,6 +19,7 @@ else:  # pragma: no cover
 DEFAULT_NUM_EXAMPLES = 5
 DEFAULT_ROLLOUTS_PER_EXAMPLE = 3
 DEFAULT_MAX_CONCURRENT = 32
+DEFAULT_MAX_ERROR_RATE = 0.1
 
 
 class EvalConfig(BaseModel):
@@ -49,6 +50,7 @@ class EvalConfig(BaseModel):
     max_retries: int = 3
     timeout: float = 600.0
     pass_threshold: float = 1.0
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     seed: int | None = None
     verbose: bool = False
     display: Literal["auto", "rich", "plain", "json"] = "auto"
@@ -79,6 +81,13 @@ class EvalConfig(BaseModel):
     def _non_negative(cls, value: int) -> int:
         if value < 0:
             raise ValueError("must be 0 or more")
+        return value
+
+    @field_validator("max_error_rate")
+    @classmethod
+    def _fraction(cls, value: float) -> float:
+        if not 0.0 <= value <= 1.0:
+            raise ValueError("must be a fraction between 0 and 1 (e.g. 0.1 for 10%)")
         return value
 
     def merged_sampling_args(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from .health import status_label
 from .rollout_view import rollout_event, rollout_renderable, rollout_text, rollout_view
 from .summary_view import _d, _dur, _num, _pct, render_summary, summary_text
 
@@ -28,7 +29,8 @@ __all__ = ["EvalDisplay", "JsonDisplay", "PlainDisplay", "RichDisplay", "make_di
 
 Clock = Callable[[], float]
 _STYLES = {"info": "dim", "warning": "yellow", "error": "bold red",  # message levels, then statuses
-           "completed": "bold green", "cancelled": "bold yellow", "failed": "bold red"}
+           "completed": "bold green", "cancelled": "bold yellow", "failed": "bold red",
+           "completed_with_errors": "bold red"}
 
 
 class EvalDisplay:
@@ -59,7 +61,7 @@ class EvalDisplay:
         """One finished rollout (a results.jsonl row), shown as it finishes (`-v`)."""
 
     def finish(self, *, status: str, summary: dict, run_dir: str | None,
-               resume_command: str | None = None) -> None:
+               resume_command: str | None = None, retry_command: str | None = None) -> None:
         pass
 
     def _timing(self, done: int, total: int) -> tuple[float, float | None, float | None]:
@@ -137,10 +139,10 @@ class JsonDisplay(_LineDisplay):
         self._out(self._event("rollout", **rollout_event(rollout_view(row, self.env_id))))
 
     def finish(self, *, status: str, summary: dict, run_dir: str | None,
-               resume_command: str | None = None) -> None:
+               resume_command: str | None = None, retry_command: str | None = None) -> None:
         self._flush_pending()
         self._out(self._event("done", status=status, run_dir=run_dir, summary=summary,
-                              resume_command=resume_command))
+                              resume_command=resume_command, retry_command=retry_command))
 
 
 class PlainDisplay(_LineDisplay):
@@ -169,13 +171,15 @@ class PlainDisplay(_LineDisplay):
         self._out(f"{self.env_id} {rollout_text(rollout_view(row, self.env_id))}".lstrip())
 
     def finish(self, *, status: str, summary: dict, run_dir: str | None,
-               resume_command: str | None = None) -> None:
+               resume_command: str | None = None, retry_command: str | None = None) -> None:
         self._flush_pending()
-        self._out(f"Eval {status}.\n{summary_text(summary)}")
+        self._out(f"Eval {status_label(status)}.\n{summary_text(summary)}")
         if run_dir:
             self._out(f"Results: {run_dir}")
         if resume_command:
             self._out(f"Resume with: {resume_command}")
+        if retry_command:
+            self._out(f"Retry errors with: {retry_command}")
 
 
 class RichDisplay(EvalDisplay):
@@ -249,14 +253,16 @@ class RichDisplay(EvalDisplay):
         self.console.print(rollout_renderable(rollout_view(row, self.env_id)))
 
     def finish(self, *, status: str, summary: dict, run_dir: str | None,
-               resume_command: str | None = None) -> None:
+               resume_command: str | None = None, retry_command: str | None = None) -> None:
         self._stop()
-        self.console.print(Text(f"Eval {status}", style=_STYLES.get(status, "bold")))
+        self.console.print(Text(f"Eval {status_label(status)}", style=_STYLES.get(status, "bold")))
         render_summary(summary, self.console)
         if run_dir:
             self.console.print(Text.assemble(("Results: ", "bold"), str(run_dir)))
-        if resume_command:  # soft_wrap: keep the command on one copy-pasteable line
-            self.console.print(Text.assemble(("Resume with: ", "bold"), resume_command), soft_wrap=True)
+        # soft_wrap: keep each command on one copy-pasteable line
+        for label, command in (("Resume with: ", resume_command), ("Retry errors with: ", retry_command)):
+            if command:
+                self.console.print(Text.assemble((label, "bold"), command), soft_wrap=True)
 
 
 def make_display(mode: str | None = "auto", stream: IO[str] | None = None, *,

@@ -13,7 +13,8 @@ from typing import Any
 import prime_cli
 import prime_cli.envs as vf
 
-from .config import EvalConfig
+from .config import DEFAULT_MAX_ERROR_RATE, EvalConfig
+from .health import FINISHED_STATUSES
 from .store import (
     RunDirError,
     RunStore,
@@ -62,21 +63,56 @@ class RunFiles:
         return [fixed.get((r["example_id"], r["rollout_idx"]), r) for r in self.previous_rows]
 
     def finish(self, new_rows, status: str, elapsed_ms: float, summarize: Callable, metadata_fields: Callable,
-               pass_threshold: float) -> list[dict[str, Any]]:
+               pass_threshold: float, extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Write the final rows and metadata (with `extra` fields, e.g. retries) and close the store."""
         rows = self.merged_rows(new_rows)
         if self.store is not None:
-            if status == "completed" or self.mode == "retry":
+            if status in FINISHED_STATUSES or self.mode == "retry":
                 rows = sorted(rows, key=_row_key)
                 self.store.rewrite_results(rows)
             summary = summarize(rows, pass_threshold=pass_threshold)
             previous_ms = float(self.store.metadata.get("time_ms") or 0.0) if self.mode != "new" else 0.0
-            self.store.update_metadata(status=status, time_ms=previous_ms + elapsed_ms, **metadata_fields(summary))
+            self.store.update_metadata(status=status, time_ms=previous_ms + elapsed_ms, **metadata_fields(summary),
+                                       **(extra or {}))
             self.store.close()
         return rows
 
-    def resume_command(self, env_id: str) -> str:
-        """-R takes the model, URL, key variable, arguments and sampling from the run's metadata."""
-        return shlex.join(["prime", "eval", "run", env_id, "-R", str(self.run_dir.resolve())])
+    def resume_command(self, config: EvalConfig) -> str:
+        """`prime eval run ... -R DIR`: runs the missing rollouts, pasted from any folder."""
+        return shlex.join([*command_prefix(config), "-R", str(self.run_dir.resolve())])
+
+    def retry_command(self, config: EvalConfig) -> str:
+        """`prime eval run ... --retry-errors DIR`: reruns the errored rollouts, pasted from any folder."""
+        return shlex.join([*command_prefix(config), "--retry-errors", str(self.run_dir.resolve())])
+
+
+def command_prefix(config: EvalConfig) -> list[str]:
+    """`prime eval run ENV -m MODEL` and every flag that decides where requests go and what the
+    environment is, so that a printed command works when pasted. Credential-like headers are left
+    out (they would be printed in clear); the model's sampling settings come from metadata.json."""
+    import json
+
+    from prime_cli.clients.registry import secret_header_values
+
+    served_local = config.local_model
+    parts = ["prime", "eval", "run", config.env_id, "-m", "local" if served_local else config.model]
+    if config.base_url and not served_local:
+        parts += ["-b", config.base_url]
+    if config.api_key_var:
+        parts += ["-k", config.api_key_var]
+    if config.endpoints_path:
+        parts += ["-e", str(Path(config.endpoints_path).resolve())]
+    secret = set(secret_header_values(config.headers))
+    for name, value in config.headers.items():
+        if value not in secret:
+            parts += ["--header", f"{name}: {value}"]
+    if config.env_args:
+        parts += ["-a", json.dumps(config.env_args)]
+    if config.extra_env_kwargs:
+        parts += ["-x", json.dumps(config.extra_env_kwargs)]
+    if config.max_error_rate != DEFAULT_MAX_ERROR_RATE:
+        parts += ["--max-error-rate", str(config.max_error_rate)]
+    return parts
 
 
 def start_metadata(config: EvalConfig, env: vf.Environment, n: int, r: int, sampling_args: dict[str, Any]) -> dict[str, Any]:

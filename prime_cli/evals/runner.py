@@ -24,6 +24,7 @@ from .config import (
     env_eval_defaults,
 )
 from .display import EvalDisplay
+from .health import COMPLETED, COMPLETED_WITH_ERRORS, error_budget, final_status, run_retries
 from .jobs import EvalJobs, plan_jobs
 from .preflight import load_env
 from .rollout_view import rollout_text, rollout_view
@@ -50,7 +51,7 @@ class EvalOutcome:
 
     @property
     def exit_code(self) -> int:
-        if self.status == "completed":
+        if self.status == COMPLETED:
             return 0
         return 2 if self.error and self.status == "failed" else 1
 
@@ -195,12 +196,21 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
         if handler_installed:
             loop.remove_signal_handler(signal.SIGINT)
         elapsed_ms = (time.perf_counter() - start) * 1000.0
-        all_rows = files.finish(new_rows, status, elapsed_ms, summarize, metadata_fields, config.pass_threshold)
+        snapshot = stats.snapshot()
+        budget = error_budget(snapshot["errors"], snapshot["done"], config.max_error_rate)
+        status = final_status(status, budget)
+        health = {"retries": run_retries(pool, files.store.metadata.get("retries") if files.mode != "new"
+                                         and files.store else None), "error_budget": budget}
+        all_rows = files.finish(new_rows, status, elapsed_ms, summarize, metadata_fields, config.pass_threshold,
+                                extra=health)
         if hasattr(pool, "aclose"):
             await pool.aclose()
-    summary = summarize(all_rows, pass_threshold=config.pass_threshold)
-    resume = files.resume_command(config.env_id) if status != "completed" and files.run_dir else None
-    display.finish(status=status, summary=summary, run_dir=str(files.run_dir) if files.run_dir else None,
-                   resume_command=resume)
+    summary = {**summarize(all_rows, pass_threshold=config.pass_threshold), **health}
+    run_dir = str(files.run_dir) if files.run_dir else None
+    resume = files.resume_command(config) if status not in (COMPLETED, COMPLETED_WITH_ERRORS) and run_dir else None
+    retry = files.retry_command(config) if budget["errored_rollouts"] and not resume and run_dir else None
+    if status == COMPLETED_WITH_ERRORS and not run_dir:
+        display.message("save the run with -s to rerun only its errored rollouts with --retry-errors DIR", "warning")
+    display.finish(status=status, summary=summary, run_dir=run_dir, resume_command=resume, retry_command=retry)
     return EvalOutcome(status=status, summary=summary, run_dir=files.run_dir, error=fatal[0] if fatal else None,
                        rows=all_rows)

@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from .health import health_rows
 from .reward_signal import reward_signal_lines
 
 
@@ -82,7 +83,7 @@ def _overview(s: dict) -> list[tuple[str, str, str]]:
             rows.append(("Tokens", "  ".join(parts), ""))
     if s.get("is_truncated") is not None:
         rows.append(("Truncated", _pct(s["is_truncated"]), "yellow" if s["is_truncated"] else ""))
-    return rows + reward_signal_lines(s)
+    return rows + reward_signal_lines(s) + health_rows(s)
 
 
 def _metric_table(s: dict) -> tuple[list[str], list[list[str]]]:

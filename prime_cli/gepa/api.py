@@ -70,9 +70,45 @@ def open_pools(config: GepaConfig) -> tuple[Any, Any, list[str]]:
 
 
 def eval_command(config: GepaConfig, prompt: str) -> str:
-    """`prime eval run ENV -a '{"system_prompt": ...}'`, ready to paste."""
+    """`prime eval run ENV -m MODEL [-b/-k/-e] -a '{"system_prompt": ...}'`, ready to paste."""
     args = json.dumps({**config.env_args, "system_prompt": prompt}, ensure_ascii=False)
-    return f"prime eval run {shlex.quote(config.env_id)} -m {shlex.quote(config.model)} -a {shlex.quote(args)}"
+    return shlex.join(["prime", "eval", "run", config.env_id, *model_flags(config), "-a", args])
+
+
+def model_flags(config: GepaConfig) -> list[str]:
+    """-m, -b, -k, -e for the student as the user gave them (`-m local` for the embedded model)."""
+    served_local = config.served_local
+    parts = ["-m", "local" if served_local else config.model]
+    if config.base_url and not served_local:
+        parts += ["-b", config.base_url]
+    if config.api_key_var:
+        parts += ["-k", config.api_key_var]
+    if config.endpoints_path:
+        parts += ["-e", str(Path(config.endpoints_path).resolve())]
+    return parts
+
+
+# Settings outside SEARCH_KEYS are taken from the command line on resume: the printed command repeats
+# those the run was given, or the resumed run would fall back to their defaults (e.g. the budget).
+RESUME_FLAGS = {"max_calls": "-B", "num_test": "--num-test", "max_concurrent": "-c",
+                "speculative_proposals": "--speculate", "max_reflection_failures": "--max-reflection-failures",
+                "max_retries": "--max-retries", "timeout": "--timeout",
+                "reflection_sampling_args": "--reflection-sampling-args"}
+
+
+def resume_command(config: GepaConfig, run_dir: Path) -> str:
+    """`prime gepa run ENV ... -o RUN_DIR` with every flag the run needs to go on as it started."""
+    parts = ["prime", "gepa", "run", config.env_id, *model_flags(config)]
+    if config.reflection_model:
+        parts += ["-M", "local" if config.reflection_served_local else config.reflection_model]
+    if config.reflection_base_url and not config.reflection_served_local:
+        parts += ["--reflection-base-url", config.reflection_base_url]
+    defaults = GepaConfig(env_id=config.env_id)
+    for key, flag in RESUME_FLAGS.items():
+        value = getattr(config, key)
+        if value != getattr(defaults, key):
+            parts += [flag, json.dumps(value) if isinstance(value, dict) else str(value)]
+    return shlex.join([*parts, "-o", str(run_dir.resolve())])
 
 
 def takes_system_prompt(env_id: str) -> bool:
@@ -103,8 +139,7 @@ def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, str
     if run_dir is not None:
         out.append(f"Run directory: {run_dir}")
         if outcome.status != "completed":
-            out.append(f"Resume with: prime gepa run {shlex.quote(config.env_id)} -m {shlex.quote(config.model)} "
-                       f"-o {shlex.quote(str(run_dir))}")
+            out.append(f"Resume with: {resume_command(config, run_dir)}")
     stream.write("\n".join(out) + "\n")
     stream.flush()
 
@@ -187,12 +222,7 @@ def run_gepa(target: str, values: dict[str, Any], stream: IO[str] | None = None)
     from prime_cli.serve.local import local_endpoint
 
     with local_server_status() as (status, tick), local_endpoint(status, tick) as endpoint:
-        update: dict[str, Any] = {}
-        if config.model == LOCAL_MODEL and not config.base_url:
-            update.update(model=endpoint.model, base_url=endpoint.url)
-        if config.reflector == LOCAL_MODEL and not config.reflection_base_url:
-            update.update(reflection_model=endpoint.model, reflection_base_url=endpoint.url)
-        return _finish(config.model_copy(update=update), resume, stream, inputs)
+        return _finish(config.on_local_server(endpoint.model, endpoint.url), resume, stream, inputs)
 
 
 def _uses_local(config: GepaConfig) -> bool:

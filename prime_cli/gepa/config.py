@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from prime_cli.envs.errors import EnvConfigError
 
@@ -52,6 +52,29 @@ class GepaConfig(BaseModel):
     max_retries: int = 3
     timeout: float = 600.0
     display: Literal["auto", "rich", "plain"] = "auto"
+    _served_local: tuple[bool, bool] = PrivateAttr(default=(False, False))
+
+    @property
+    def served_local(self) -> bool:
+        """The student is `-m local` on the embedded server (printed commands say `-m local`)."""
+        return self._served_local[0]
+
+    @property
+    def reflection_served_local(self) -> bool:
+        return self._served_local[1]
+
+    def on_local_server(self, model: str, url: str) -> GepaConfig:
+        """The student and/or reflection model that are `local` without a URL, pointed at the server."""
+        student = self.model == "local" and not self.base_url
+        reflection = self.reflector == "local" and not self.reflection_base_url
+        update: dict[str, Any] = {}
+        if student:
+            update.update(model=model, base_url=url)
+        if reflection:
+            update.update(reflection_model=model, reflection_base_url=url)
+        config = self.model_copy(update=update)
+        config._served_local = (student, reflection)
+        return config
 
     @field_validator("max_calls", "num_train", "num_val", "minibatch_size", "rollouts_per_example",
                      "max_concurrent", "parallel_proposals", "max_reflection_failures")

@@ -7,7 +7,9 @@ from typing import Any
 
 from rich.text import Text
 
-STATUS_STYLES = {"running": "bold yellow", "completed": "green", "cancelled": "magenta", "failed": "bold red"}
+STATUS_STYLES = {"running": "bold yellow", "completed": "green", "cancelled": "magenta", "failed": "bold red",
+                 "completed_with_errors": "bold red"}
+STATUS_LABELS = {"completed_with_errors": "errors"}  # finished, above its error budget (fits the status column)
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -40,7 +42,7 @@ def short_date(iso: str) -> str:
 
 
 def status_text(status: str) -> Text:
-    return Text(status, style=STATUS_STYLES.get(status, ""))
+    return Text(STATUS_LABELS.get(status, status), style=STATUS_STYLES.get(status, ""))
 
 
 def reward_style(reward: float | None, high: float = 1.0) -> str:

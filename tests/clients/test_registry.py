@@ -113,7 +113,8 @@ def test_resolve_registry_name_with_overrides(tmp_path):
 
 def test_default_registry_path_is_used_when_present(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert resolve_model("gpt")[0].url == "https://api.openai.com/v1"  # no registry: literal id
+    with pytest.raises(ClientConfigError, match="unknown model 'gpt': there is no endpoint registry"):
+        resolve_model("gpt")  # no registry, no -b: never a silent default server
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "endpoints.toml").write_text(REGISTRY)
     assert resolve_model("gpt")[0].model == "gpt-4.1-mini"
@@ -126,7 +127,7 @@ def test_explicit_registry_path_must_exist(tmp_path):
 
 def test_literal_model_defaults(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (spec,) = resolve_model("gpt-4.1-mini")
+    (spec,) = resolve_model("gpt-4.1-mini", base_url="https://api.openai.com/v1")
     assert (spec.model, spec.url, spec.key_var, spec.kind) == ("gpt-4.1-mini", "https://api.openai.com/v1", "OPENAI_API_KEY", "openai")
     (remote,) = resolve_model("m", base_url="https://openrouter.ai/api/v1", key_var="OPENROUTER_API_KEY")
     assert (remote.url, remote.key_var) == ("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY")
@@ -145,6 +146,25 @@ def test_litellm_names(tmp_path, monkeypatch):
     assert (spec.kind, spec.model, spec.key_var) == ("litellm", "anthropic/claude-sonnet-4", None)
     with pytest.raises(ClientConfigError, match="litellm/<provider>/<model>"):
         resolve_model("litellm/claude")
+
+
+def test_unknown_names_are_an_error_naming_the_registry_ids(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, REGISTRY)
+    with pytest.raises(ClientConfigError) as info:
+        resolve_model("qwne", registry_path=path)
+    message = str(info.value)
+    assert "endpoint ids in" in message and "qwen" in message and "did you mean 'qwen'" in message
+    assert "-b URL" in message and "-m local" in message
+    with pytest.raises(ClientConfigError, match="unknown model 'Qwen/Qwen3-8B'"):
+        resolve_model("Qwen/Qwen3-8B")  # an owner/model id, not a LiteLLM provider
+
+
+def test_provider_names_go_to_litellm(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("anthropic/claude-sonnet-4", "gemini/gemini-2.5-pro", "openrouter/qwen/qwen3-8b"):
+        (spec,) = resolve_model(name)
+        assert (spec.kind, spec.model, spec.url, spec.key_var) == ("litellm", name, "", None)
 
 
 def test_k_must_be_a_variable_name_not_a_key(tmp_path, monkeypatch):
@@ -171,6 +191,8 @@ def test_api_key_for_reads_the_named_variable(monkeypatch):
 def test_package_import_is_light():
     code = ("import sys, prime_cli.clients as c\n"
             "c.resolve_model('m', base_url='http://localhost:1/v1')\n"
+            "c.resolve_model('anthropic/claude-sonnet-4')\n"
+            "try:\n    c.resolve_model('Qwen/Qwen3-8B')\nexcept c.ClientConfigError:\n    pass\n"
             "print(sorted(m for m in ('openai', 'litellm', 'httpx', 'httpx2') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -193,3 +193,32 @@ def test_responses_without_a_choice_are_malformed_and_retried(response):
 def test_credential_headers_are_redacted():
     headers = {"X-API-Key": "hdr-secret-1", "Authorization": "Basic abcd1234", "X-Team": "evals"}
     assert secret_header_values(headers) == ["hdr-secret-1", "Basic abcd1234"]
+
+
+async def test_retry_counts_record_kinds_retried_calls_and_calls_that_gave_up():
+    from prime_cli.clients import RetryCounts
+
+    counts = RetryCounts()
+    policy = RetryPolicy(max_retries=2, initial_delay=0.001)
+
+    def script(*steps):
+        pending = list(steps)
+
+        async def call():
+            step = pending.pop(0)
+            if isinstance(step, BaseException):
+                raise step
+            return step
+        return call
+
+    assert await call_with_retries(script("ok"), policy, describe="m", counts=counts) == "ok"
+    assert await call_with_retries(script(FakeStatusError(503, "busy"), asyncio.TimeoutError(), "ok"), policy,
+                                   describe="m", counts=counts) == "ok"
+    with pytest.raises(ModelError):
+        await call_with_retries(script(*[FakeStatusError(429, "slow")] * 3), policy, describe="m", counts=counts)
+    with pytest.raises(ModelError):  # a 400 is never retried: not counted
+        await call_with_retries(script(FakeStatusError(400, "bad")), policy, describe="m", counts=counts)
+    assert counts.as_dict() == {"calls_retried": 2, "retries": 4, "gave_up": 1,
+                                "by_kind": {"429": 2, "5xx": 1, "timeout": 1}}
+    resumed = RetryCounts().add(counts.as_dict()).add(counts)
+    assert resumed.as_dict()["by_kind"] == {"429": 4, "5xx": 2, "timeout": 2} and resumed.gave_up == 2

@@ -39,7 +39,7 @@ def test_run_writes_every_file_and_prints_the_best_prompt(tmp_path):
     assert meta["best_score"] > meta["seed_val_score"] and meta["best_test_score"] > meta["seed_test_score"]
     assert meta["config"]["num_val"] == 10 and meta["max_calls"] == 150
     best = (run_dir / "best_prompt.txt").read_text()
-    assert best in result.stdout and "prime eval run toy-gepa -m student -a " in result.stdout
+    assert best in result.stdout and f"prime eval run toy-gepa -m student -b {server.url} -a " in result.stdout
     assert f"{meta['total_metric_calls']}/150 rollouts" in result.stdout
     student_calls = [r for r in server.requests_to("/v1/chat/completions") if r["json"]["model"] == "student"]
     assert len(student_calls) == meta["total_metric_calls"] + meta["test_metric_calls"]

@@ -1,0 +1,74 @@
+"""Run health: the model-call retries of a run and the error budget that decides its final status.
+
+A run whose every rollout finished but more than `max_error_rate` of them errored ends with status
+`completed_with_errors` (exit code 1), not `completed`: its averages count errored rollouts as 0.
+metadata.json records `retries` (this run's and its resumes' model-call retries, by kind) and
+`error_budget` (the rate, the limit, and whether it was exceeded). `completed_with_errors` is not
+an unfinished status: `-R` skips it (nothing is missing); `--retry-errors DIR` reruns the errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+COMPLETED = "completed"
+COMPLETED_WITH_ERRORS = "completed_with_errors"
+FINISHED_STATUSES = (COMPLETED, COMPLETED_WITH_ERRORS)
+
+
+def run_retries(pool: Any, previous: Any = None) -> dict[str, Any]:
+    """This process's retries (from the client pool) plus those an earlier part of the run recorded."""
+    from prime_cli.clients.retry import RetryCounts
+
+    counts = RetryCounts()
+    if isinstance(previous, dict):
+        counts.add(previous)
+    if hasattr(pool, "retry_counts"):
+        counts.add(pool.retry_counts())
+    return counts.as_dict()
+
+
+def error_budget(errored: int, rollouts: int, max_error_rate: float) -> dict[str, Any]:
+    rate = errored / rollouts if rollouts else 0.0
+    return {"max_error_rate": max_error_rate, "error_rate": rate, "errored_rollouts": errored,
+            "rollouts": rollouts, "exceeded": rate > max_error_rate}
+
+
+def final_status(status: str, budget: dict[str, Any]) -> str:
+    """`completed` becomes `completed_with_errors` when the error budget is exceeded."""
+    return COMPLETED_WITH_ERRORS if status == COMPLETED and budget.get("exceeded") else status
+
+
+def status_label(status: str) -> str:
+    return status.replace("_", " ")
+
+
+def _plural(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count:,} {word if count == 1 else plural or word + 's'}"
+
+
+def retry_text(retries: Any) -> str | None:
+    """'5 retries of 4 model calls (429: 1, 5xx: 1, ...)', or None when nothing was retried."""
+    if not isinstance(retries, dict) or not retries.get("retries"):
+        return None
+    kinds = retries.get("by_kind") if isinstance(retries.get("by_kind"), dict) else {}
+    text = (f"{_plural(int(retries['retries']), 'retry', 'retries')} of "
+            f"{_plural(int(retries.get('calls_retried') or 0), 'model call')}")
+    if kinds:
+        text += " (" + ", ".join(f"{kind}: {count}" for kind, count in kinds.items()) + ")"
+    if retries.get("gave_up"):
+        text += f"; {_plural(int(retries['gave_up']), 'call')} still failed"
+    return text
+
+
+def health_rows(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(label, value, style) lines for the end-of-run summary: retries, and an exceeded error budget."""
+    rows: list[tuple[str, str, str]] = []
+    if text := retry_text(summary.get("retries")):
+        rows.append(("Retries", text, "yellow"))
+    budget = summary.get("error_budget")
+    if isinstance(budget, dict) and budget.get("exceeded"):
+        rows.append(("Error budget", f"{budget['errored_rollouts']} of {budget['rollouts']} rollouts "
+                     f"({100 * budget['error_rate']:.1f}%) errored, above --max-error-rate "
+                     f"{100 * budget['max_error_rate']:.1f}%", "bold red"))
+    return rows
