@@ -44,7 +44,12 @@ STAND_INS = {
         ("prime train configs/rl/reverse-text-cpu.toml --dry-run", "tests/integration/test_train_local.py"),
     "prime train configs/rl/gsm8k.toml": ("prime train configs/rl/gsm8k.toml --dry-run", "needs a CUDA GPU"),
     "prime env install my-env": (None, "test_env_install_then_eval below (installs, then uninstalls)"),
+    # no network here: the same LiteLLM route with provider openai, whose base URL litellm reads from
+    # OPENAI_BASE_URL (set to the scripted server for this line); a missing key is tested in test_model_names
+    "prime eval run reverse-text -m anthropic/claude-sonnet-4":
+        ("prime eval run reverse-text -m openai/gpt-4.1-mini -n 2 -r 1", "tests/cli/test_model_names.py"),
 }
+LITELLM_BASE_URL_VAR = "OPENAI_BASE_URL"
 
 
 def readme_command_lines() -> list[str]:
@@ -117,10 +122,11 @@ def cache_dir(tmp_path_factory, server) -> Path:
     return cache
 
 
-def run_line(line: str, cwd: Path, cache: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_line(line: str, cwd: Path, cache: Path, timeout: float = 300,
+             extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     args = shlex.split(line)
     assert args[0] == "prime"
-    env = {**KEYS, "PRIME_CACHE_DIR": str(cache), "PRIME_DATA_DIR": str(DATA_DIR)}
+    env = {**KEYS, "PRIME_CACHE_DIR": str(cache), "PRIME_DATA_DIR": str(DATA_DIR), **(extra_env or {})}
     return run_prime(args[1:], cwd, env, timeout=timeout)
 
 
@@ -149,7 +155,8 @@ def test_readme_line_runs(line, workspace, server, cache_dir):
     if command.startswith("prime env init"):
         cwd = workspace.parent / f"init-{uuid.uuid4().hex[:6]}"
         cwd.mkdir()
-    result = run_line(command, cwd, cache_dir)
+    extra_env = {LITELLM_BASE_URL_VAR: server.url} if "-m openai/" in command else None
+    result = run_line(command, cwd, cache_dir, extra_env=extra_env)
     assert result.returncode == 0, f"{command}\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
     assert "Traceback" not in result.stderr
     check_effect(command, cwd, before, result)
