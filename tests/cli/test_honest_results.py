@@ -99,7 +99,9 @@ def test_resume_without_a_value_skips_runs_completed_with_errors(tmp_path):
     assert errors.returncode == 1
     (errors_dir,) = [d for d in run_dirs(tmp_path) if d != failed_dir]
     with ScriptedOpenAIServer() as healthy:
-        resumed = run_prime(["eval", "run", "reverse-text", "-m", "m", "-b", healthy.url, "-R"], tmp_path)
+        # the key variable comes from the failed run's metadata (-k HONEST_KEY), so it must be set
+        resumed = run_prime(["eval", "run", "reverse-text", "-m", "m", "-b", healthy.url, "-R"], tmp_path,
+                            {"HONEST_KEY": "any"})
     assert resumed.returncode == 0, resumed.stderr
     assert metadata(failed_dir)["status"] == "completed" and len(rows_of(failed_dir)) == 3
     assert metadata(errors_dir)["status"] == "completed_with_errors"

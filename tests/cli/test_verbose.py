@@ -182,7 +182,8 @@ def test_summary_says_when_a_baseline_is_too_hard_and_follows_the_pass_threshold
 
 def test_verbose_shows_the_error_of_a_failed_rollout(tmp_path):
     with ScriptedOpenAIServer(faults=["500"]) as server:
-        result = run_prime(eval_args(server.url, "-n", "1", "-r", "2", "-c", "1", "-v", "--max-retries", "0"), tmp_path)
+        result = run_prime(eval_args(server.url, "-n", "1", "-r", "2", "-c", "1", "-v", "--max-retries", "0",
+                                     "--max-error-rate", "0.5"), tmp_path)
     assert result.returncode == 0, result.stderr
     shown = blocks(result.stdout)
     failed = [lines for lines in shown.values() if any(line.startswith("  error: ") for line in lines)]
