@@ -49,3 +49,14 @@ def last_user_text(prompt: Messages) -> str:
 
 def tool_calls_of(message: Message) -> list[dict[str, Any]]:
     return list(message.get("tool_calls") or [])
+
+
+def messages_of(value: Any) -> list[dict[str, Any]]:
+    """A saved prompt or completion as a message list (a plain string is one assistant message)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"role": "assistant", "content": value}]
+    if isinstance(value, list):
+        return [m if isinstance(m, dict) else {"role": "?", "content": str(m)} for m in value]
+    return [{"role": "?", "content": str(value)}]

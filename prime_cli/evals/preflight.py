@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import prime_cli.envs as vf
+from prime_cli.clients.command_flags import LOCAL_MODEL
 from prime_cli.envs.errors import EnvConfigError
 
 from .config import EvalConfig
 from .endpoints import check_endpoints
 from .run_folders import check_eval_output_dir, read_eval_run
 from .store import RunDirError, default_base_dir, find_resumable
-
-LOCAL_MODEL = "local"
 
 
 def uses_local(config: EvalConfig) -> bool:

@@ -13,10 +13,11 @@ Rollouts that ended with an error are left out of both: an error says nothing ab
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import defaultdict
 from typing import Any
+
+from .row_values import example_key, reward_value
 
 TOO_EASY = 0.80
 TOO_HARD = 0.05
@@ -31,26 +32,14 @@ PARTIAL_CREDIT_ADVICE = ("rewards below the threshold still vary within groups (
                          "some signal; lower --pass-threshold if partial credit counts as a pass")
 
 
-def _reward(value: Any) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return 0.0
-    return number if math.isfinite(number) else 0.0
 
 
-def _group_key(example_id: Any) -> Any:
-    try:
-        hash(example_id)
-        return example_id
-    except TypeError:
-        return repr(example_id)
 
 
 def _groups(rows: list[dict[str, Any]]) -> dict[Any, list[float]]:
     groups: dict[Any, list[float]] = defaultdict(list)
     for row in rows:
-        groups[_group_key(row.get("example_id"))].append(_reward(row.get("reward")))
+        groups[example_key(row.get("example_id"))].append(reward_value(row.get("reward")))
     return groups
 
 
@@ -74,7 +63,7 @@ def reward_diversity(rows: list[dict[str, Any]], rollouts_per_example: int) -> d
 
 
 def difficulty(rows: list[dict[str, Any]], pass_threshold: float, diversity: dict[str, Any]) -> dict[str, Any]:
-    passed = sum(1 for row in rows if _reward(row.get("reward")) >= pass_threshold)
+    passed = sum(1 for row in rows if reward_value(row.get("reward")) >= pass_threshold)
     rate = passed / len(rows) if rows else None
     verdict = None if rate is None else "too easy" if rate > TOO_EASY else "too hard" if rate < TOO_HARD else "ok"
     advice = ADVICE.get(verdict or "")

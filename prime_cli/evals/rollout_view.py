@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from prime_cli.envs.messages import content_text
+from prime_cli.envs.messages import content_text, messages_of
 
 PROMPT_CHARS = 160
 MESSAGE_CHARS = 300
@@ -46,23 +46,15 @@ def _tool_call(call: Any) -> str:
     return f"{name}({args})"
 
 
-def _messages(value: Any) -> list[dict[str, Any]]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [{"role": "assistant", "content": value}]
-    if isinstance(value, list):
-        return [m if isinstance(m, dict) else {"role": "?", "content": str(m)} for m in value]
-    return [{"role": "?", "content": str(value)}]
 
 
 def _prompt_tail(prompt: Any) -> str:
     if isinstance(prompt, str):
         return prompt
-    for message in reversed(_messages(prompt)):
+    for message in reversed(messages_of(prompt)):
         if message.get("role") == "user":
             return content_text(message)
-    messages = _messages(prompt)
+    messages = messages_of(prompt)
     return content_text(messages[-1]) if messages else ""
 
 
@@ -132,7 +124,7 @@ class RolloutView:
 
 def rollout_view(row: dict[str, Any], env_id: str = "") -> RolloutView:
     """The view of one results.jsonl row; its task is shown unless it is just the environment's id."""
-    messages = _messages(row.get("completion"))
+    messages = messages_of(row.get("completion"))
     names = _tool_names(messages)
     shown = [_entry(m, names) for m in messages] or [("completion", "(none)")]
     hidden = 0

@@ -92,16 +92,11 @@ def command_prefix(config: EvalConfig) -> list[str]:
     out (they would be printed in clear); the model's sampling settings come from metadata.json."""
     import json
 
+    from prime_cli.clients.command_flags import model_flags
     from prime_cli.clients.registry import secret_header_values
 
-    served_local = config.local_model
-    parts = ["prime", "eval", "run", config.env_id, "-m", "local" if served_local else config.model]
-    if config.base_url and not served_local:
-        parts += ["-b", config.base_url]
-    if config.api_key_var:
-        parts += ["-k", config.api_key_var]
-    if config.endpoints_path:
-        parts += ["-e", str(Path(config.endpoints_path).resolve())]
+    parts = ["prime", "eval", "run", config.env_id, *model_flags(
+        config.model, config.base_url, config.api_key_var, config.endpoints_path, local=config.local_model)]
     secret = set(secret_header_values(config.headers))
     for name, value in config.headers.items():
         if value not in secret:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .reward_signal import reward_signal
+from .row_values import example_key, reward_value
 
 METADATA_SUMMARY_KEYS = ("avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage")
 _ERROR_NAME = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:(]")
@@ -35,13 +36,6 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - fail
 
 
-def _reward(value: Any) -> float:
-    """A row's reward as a float; None, NaN and non-numbers count as 0.0."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return 0.0
-    return number if math.isfinite(number) else 0.0
 
 
 def _metric(value: Any) -> float | None:
@@ -90,18 +84,12 @@ def _failed_funcs(row: dict[str, Any]) -> list[str]:
     return [str(e.get("func") or "?") if isinstance(e, dict) else str(e) for e in errors]
 
 
-def _example_key(example_id: Any) -> Any:
-    try:
-        hash(example_id)
-        return example_id
-    except TypeError:
-        return repr(example_id)
 
 
 def _pass_at_ks(rows: list[dict[str, Any]], threshold: float) -> dict[str, float]:
     groups: dict[Any, list[bool]] = defaultdict(list)
     for row in rows:
-        groups[_example_key(row.get("example_id"))].append(_reward(row.get("reward")) >= threshold)
+        groups[example_key(row.get("example_id"))].append(reward_value(row.get("reward")) >= threshold)
     if not groups:
         return {}
     smallest = min(len(passed) for passed in groups.values())
@@ -126,8 +114,8 @@ def _numbers(rows: list[dict[str, Any]], field: str, key: str) -> list[float]:
 
 def _summarize_one(rows: list[dict[str, Any]], pass_threshold: float) -> dict[str, Any]:
     n = len(rows)
-    rewards = [_reward(row.get("reward")) for row in rows]
-    per_example = Counter(_example_key(row.get("example_id")) for row in rows)
+    rewards = [reward_value(row.get("reward")) for row in rows]
+    per_example = Counter(example_key(row.get("example_id")) for row in rows)
     metrics: dict[str, list[float]] = defaultdict(list)
     for row in rows:
         for name, value in (row.get("metrics") or {}).items():
@@ -218,7 +206,7 @@ class RunningStats:
 
     def add(self, row: dict[str, Any]) -> None:
         self.done += 1
-        self._reward_sum += _reward(row.get("reward"))
+        self._reward_sum += reward_value(row.get("reward"))
         for name, value in (row.get("metrics") or {}).items():
             number = _metric(value)
             if number is not None:

@@ -77,15 +77,10 @@ def eval_command(config: GepaConfig, prompt: str) -> str:
 
 def model_flags(config: GepaConfig) -> list[str]:
     """-m, -b, -k, -e for the student as the user gave them (`-m local` for the embedded model)."""
-    served_local = config.served_local
-    parts = ["-m", "local" if served_local else config.model]
-    if config.base_url and not served_local:
-        parts += ["-b", config.base_url]
-    if config.api_key_var:
-        parts += ["-k", config.api_key_var]
-    if config.endpoints_path:
-        parts += ["-e", str(Path(config.endpoints_path).resolve())]
-    return parts
+    from prime_cli.clients.command_flags import model_flags as flags
+
+    return flags(config.model, config.base_url, config.api_key_var, config.endpoints_path,
+                 local=config.served_local)
 
 
 # Settings outside SEARCH_KEYS are taken from the command line on resume: the printed command repeats

@@ -10,11 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import prime_cli.envs as vf
+from prime_cli.clients.command_flags import LOCAL_MODEL
 
 from .config import GepaConfig
 from .rows import Splits, make_splits, seed_prompt
-
-LOCAL_MODEL = "local"
 
 
 @dataclass

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from prime_cli.envs.messages import messages_of
+
 
 def content_text(content: Any) -> str:
     """A message's content as text: strings as they are, content parts joined, images named."""
@@ -41,15 +43,6 @@ def tool_call_parts(call: Any) -> tuple[str, str, str]:
     return str(call.get("id") or ""), name, json.dumps(args, ensure_ascii=False, indent=2)
 
 
-def messages_of(value: Any) -> list[dict[str, Any]]:
-    """A prompt or completion as a message list (a plain string is one message)."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [{"role": "assistant", "content": value}]
-    if isinstance(value, list):
-        return [m if isinstance(m, dict) else {"role": "?", "content": str(m)} for m in value]
-    return [{"role": "?", "content": str(value)}]
 
 
 def message_text(value: Any) -> str:
