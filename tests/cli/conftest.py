@@ -62,3 +62,17 @@ def one_error_line(result, *needles: str) -> str:
     for needle in needles:
         assert needle in lines[0], lines[0]
     return lines[0]
+
+
+def record_local_server(cache: Path, server: ScriptedOpenAIServer) -> dict[str, str]:
+    """A `prime serve` record in `cache` for `server`: `-m local` (the default model) uses it as the
+    running embedded server, as it would use a real `prime serve`. Returns the environment to pass."""
+    import os
+
+    from prime_cli.serve.embedded import EMBEDDED_NAME
+
+    (cache / "servers").mkdir(parents=True, exist_ok=True)
+    record = {"pid": os.getpid(), "port": server.port, "url": server.url, "models": [EMBEDDED_NAME],
+              "model_path": str(cache / "model"), "started_at": 0}
+    (cache / "servers" / f"{server.port}.json").write_text(json.dumps(record))
+    return {"PRIME_CACHE_DIR": str(cache)}

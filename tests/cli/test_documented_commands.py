@@ -9,8 +9,6 @@ test that runs them for real. A README line nobody classified fails `test_every_
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import shlex
 import shutil
@@ -22,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from prime_cli.serve.embedded import EMBEDDED_NAME
-from tests.cli.conftest import metadata, run_dirs
+from tests.cli.conftest import metadata, record_local_server, run_dirs
 from tests.support.cli import REPO, run_prime
 from tests.support.scripted_server import ScriptedOpenAIServer
 
@@ -113,12 +111,8 @@ def workspace(tmp_path_factory, server) -> Path:
 
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory, server) -> Path:
-    """A `prime serve` record pointing at the scripted server: `-m local` uses it as a running server."""
     cache = tmp_path_factory.mktemp("cache")
-    (cache / "servers").mkdir()
-    record = {"pid": os.getpid(), "port": server.port, "url": server.url, "models": [EMBEDDED_NAME],
-              "model_path": str(cache / "model"), "started_at": 0}
-    (cache / "servers" / f"{server.port}.json").write_text(json.dumps(record))
+    record_local_server(cache, server)
     return cache
 
 
