@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prime_cli.evals.store import METADATA_FILE, RESULTS_FILE, RunDirError, read_metadata
+from prime_cli.evals.schema import EvalRunLayout, MetadataRecord, Rollout
+from prime_cli.evals.store import RunDirError, read_metadata
 
 # The big fields of a row; everything else is small and kept in memory for sorting and filtering.
 HEAVY_KEYS = ("prompt", "completion", "answer", "info")
@@ -41,7 +42,7 @@ class RunEntry:
     avg_reward: float | None
     num_examples: int | None = None
     rollouts_per_example: int | None = None
-    metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+    metadata: MetadataRecord = field(default_factory=dict, repr=False)  # type: ignore[assignment]
 
     @property
     def size_text(self) -> str:
@@ -53,7 +54,7 @@ class RunEntry:
         return f"{self.num_examples}x{self.rollouts_per_example or 1}"
 
 
-def _is_gepa_dir(run_dir: Path, metadata: dict[str, Any]) -> bool:
+def _is_gepa_dir(run_dir: Path, metadata: MetadataRecord) -> bool:
     return (run_dir / "candidates.jsonl").is_file() or "reflection_model" in metadata or run_dir.parent.parent.name == "gepa"
 
 
@@ -79,7 +80,7 @@ def read_entry(run_dir: Path) -> RunEntry:
 
 def _walk_run_dirs(top: Path, max_depth: int) -> Iterator[Path]:
     """Folders holding a metadata.json under `top` (itself included), not descending into runs."""
-    if (top / METADATA_FILE).is_file():
+    if EvalRunLayout(top).is_run():
         yield top
         return
     if max_depth <= 0:
@@ -114,9 +115,9 @@ def discover_runs(paths: list[Path], max_depth: int = 6) -> list[RunEntry]:
     return sorted(ordered, key=lambda e: (e.env_id, e.model, e.kind))
 
 
-def slim_row(row: dict[str, Any]) -> dict[str, Any]:
+def slim_row(row: Rollout) -> Rollout:
     """A row without its big fields (prompt, completion, answer, info)."""
-    return {key: value for key, value in row.items() if key not in HEAVY_KEYS}
+    return {key: value for key, value in row.items() if key not in HEAVY_KEYS}  # type: ignore[return-value]
 
 
 class ResultsIndex:
@@ -127,14 +128,14 @@ class ResultsIndex:
     """
 
     def __init__(self, run_dir: Path, cache_size: int = 4096) -> None:
-        self.path = Path(run_dir) / RESULTS_FILE
+        self.path = EvalRunLayout(Path(run_dir)).results_path
         self._starts = array("q")
         self._ends = array("q")
         self._scanned = 0  # bytes looked at so far: all complete lines before it are indexed
         self._identity: tuple[int, int] | None = None
         self._lock = threading.RLock()
         self._fh: Any = None
-        self._cache: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        self._cache: OrderedDict[int, Rollout] = OrderedDict()
         self._cache_size = cache_size
         self.generation = 0  # bumped whenever the file was replaced and indexing restarted
 
@@ -245,7 +246,7 @@ class ResultsIndex:
             fh.seek(self._starts[i])
             return fh.read(self._ends[i] - self._starts[i])
 
-    def row(self, i: int) -> dict[str, Any]:
+    def row(self, i: int) -> Rollout:
         """Row `i` (file order), parsed on demand and cached. A line that is not a JSON object
         comes back as a row whose error says so."""
         with self._lock:
@@ -259,7 +260,7 @@ class ResultsIndex:
                 self._cache.popitem(last=False)
             return row
 
-    def iter_rows(self, start: int = 0, stop: int | None = None) -> Iterator[dict[str, Any]]:
+    def iter_rows(self, start: int = 0, stop: int | None = None) -> Iterator[Rollout]:
         """Parse rows start..stop without caching them (for one pass over many rows)."""
         stop = len(self) if stop is None else stop
         for i in range(start, stop):
@@ -272,7 +273,7 @@ class ResultsIndex:
                 self._fh = None
 
 
-def parse_line(line: bytes, index: int) -> dict[str, Any]:
+def parse_line(line: bytes, index: int) -> Rollout:
     try:
         row = json.loads(line)
     except ValueError as exc:
@@ -284,6 +285,6 @@ def parse_line(line: bytes, index: int) -> dict[str, Any]:
 
 def metadata_mtime(run_dir: Path) -> float:
     try:
-        return os.stat(Path(run_dir) / METADATA_FILE).st_mtime
+        return os.stat(EvalRunLayout(Path(run_dir)).metadata_path).st_mtime
     except OSError:
         return 0.0

@@ -15,6 +15,7 @@ import prime_cli.envs as vf
 
 from .config import DEFAULT_MAX_ERROR_RATE, EvalConfig
 from .health import FINISHED_STATUSES
+from .schema import EvalRunLayout, MetadataRecord, Rollout, RunMetadata, Summary
 from .store import (
     RunDirError,
     RunStore,
@@ -25,7 +26,7 @@ from .store import (
 )
 
 
-def _row_key(row: dict[str, Any]) -> tuple[int, Any, int]:
+def _row_key(row: Rollout) -> tuple[int, Any, int]:
     example_id = row["example_id"]
     if isinstance(example_id, (int, float)):
         return (0, example_id, int(row["rollout_idx"]))
@@ -39,7 +40,7 @@ class RunFiles:
     rollouts_per_example: int
     sampling_args: dict[str, Any]
     store: RunStore | None = None
-    previous_rows: list[dict[str, Any]] = field(default_factory=list)
+    previous_rows: list[Rollout] = field(default_factory=list)
     done_pairs: set[tuple[Any, int]] = field(default_factory=set)
     rerun_pairs: set[tuple[Any, int]] = field(default_factory=set)
 
@@ -51,19 +52,20 @@ class RunFiles:
     def log_path(self) -> Path | None:
         return self.store.log_path if self.store else None
 
-    def write(self, row: dict[str, Any]) -> None:
+    def write(self, row: Rollout) -> None:
         # --retry-errors replaces rows at the end (atomically); everything else is saved at once
         if self.store is not None and self.mode != "retry":
             self.store.append(row)
 
-    def merged_rows(self, new_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def merged_rows(self, new_rows: list[Rollout]) -> list[Rollout]:
         if self.mode != "retry":
             return self.previous_rows + new_rows
         fixed = {(r["example_id"], r["rollout_idx"]): r for r in new_rows if not r.get("error")}
         return [fixed.get((r["example_id"], r["rollout_idx"]), r) for r in self.previous_rows]
 
-    def finish(self, new_rows, status: str, elapsed_ms: float, summarize: Callable, metadata_fields: Callable,
-               pass_threshold: float, extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def finish(self, new_rows: list[Rollout], status: str, elapsed_ms: float,
+               summarize: Callable[..., Summary], metadata_fields: Callable[[Summary], MetadataRecord],
+               pass_threshold: float, extra: MetadataRecord | None = None) -> list[Rollout]:
         """Write the final rows and metadata (with `extra` fields, e.g. retries) and close the store."""
         rows = self.merged_rows(new_rows)
         if self.store is not None:
@@ -110,32 +112,28 @@ def command_prefix(config: EvalConfig) -> list[str]:
     return parts
 
 
-def start_metadata(config: EvalConfig, env: vf.Environment, n: int, r: int, sampling_args: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "env_id": config.env_id,
-        "env_args": config.env_args,
-        "model": config.model,
-        "base_url": _strip_userinfo(config.base_url),
-        "local_model": config.local_model,
-        "api_key_var": config.api_key_var,
-        "endpoints_path": config.endpoints_path,
-        "num_examples": n,
-        "rollouts_per_example": r,
-        "sampling_args": sampling_args,
-        "independent_scoring": config.independent_scoring,
-        "date": datetime.now().isoformat(timespec="seconds"),
-        "time_ms": 0.0,
-        "avg_reward": None,
-        "avg_metrics": {},
-        "pass_at_k": {},
-        "avg_error": None,
-        "usage": {},
-        "version_info": {"prime_cli": prime_cli.__version__, "python": platform.python_version()},
-        "state_columns": list(config.state_columns),
-        "tools": env.oai_tools or [],
-        "reward_functions": env.rubric.get_reward_func_names(),
-        "status": "running",
-    }
+def start_metadata(config: EvalConfig, env: vf.Environment, n: int, r: int,
+                   sampling_args: dict[str, Any]) -> MetadataRecord:
+    """metadata.json of a new run (status running), validated by `RunMetadata`."""
+    return RunMetadata(
+        env_id=config.env_id,
+        env_args=config.env_args,
+        model=config.model,
+        base_url=_strip_userinfo(config.base_url),
+        local_model=config.local_model,
+        api_key_var=config.api_key_var,
+        endpoints_path=config.endpoints_path,
+        num_examples=n,
+        rollouts_per_example=r,
+        sampling_args=sampling_args,
+        independent_scoring=config.independent_scoring,
+        date=datetime.now().isoformat(timespec="seconds"),
+        version_info={"prime_cli": prime_cli.__version__, "python": platform.python_version()},
+        state_columns=list(config.state_columns),
+        tools=env.oai_tools or [],
+        reward_functions=env.rubric.get_reward_func_names(),
+        status="running",
+    ).to_record()
 
 
 def _strip_userinfo(url: str | None) -> str | None:
@@ -146,7 +144,7 @@ def _strip_userinfo(url: str | None) -> str | None:
 
 
 def _open_existing(run_dir: Path, config: EvalConfig, flag: str) -> RunStore:
-    if not (run_dir / "metadata.json").is_file():
+    if not EvalRunLayout(run_dir).is_run():
         raise RunDirError(f"{flag} {run_dir}: not a run directory (no metadata.json)")
     store = RunStore.open(run_dir)
     meta = store.metadata

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
+from .schema import MetadataRecord
 from .store import METADATA_FILE, RESULTS_FILE, RunDirError
 
 GEPA_FILES = ("state.json", "candidates.jsonl", "pareto_frontier.jsonl", "best_prompt.txt")
 NEW_FOLDER = "pass a new or empty folder to -o/--run-dir"
 
 
-def _metadata(path: Path) -> dict[str, Any] | None:
+def _metadata(path: Path) -> MetadataRecord | None:
     try:
         data = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -75,7 +75,7 @@ def check_eval_output_dir(output_dir: Path, base: Path) -> None:
         raise RunDirError(f"{base} is a file; the run folders of this eval go there: pass another -o")
 
 
-def read_eval_run(path: Path, flag: str) -> dict[str, Any]:
+def read_eval_run(path: Path, flag: str) -> MetadataRecord:
     """The metadata of the eval run `path` named by `flag` (-R, --retry-errors); raises unless it is one."""
     kind = folder_kind(path)
     if kind == "missing":

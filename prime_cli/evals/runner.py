@@ -30,6 +30,7 @@ from .preflight import load_env
 from .rollout_view import rollout_text, rollout_view
 from .run_files import RunFiles, prepare_run_files
 from .run_log import run_log
+from .schema import Rollout, Summary
 from .store import state_to_row
 from .summary import RunningStats, metadata_fields, summarize
 
@@ -44,10 +45,10 @@ class EvalAborted(Exception):
 @dataclass
 class EvalOutcome:
     status: str
-    summary: dict[str, Any]
+    summary: Summary
     run_dir: Path | None
     error: str | None = None
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[Rollout] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -91,7 +92,7 @@ class _Cancel:
                 task.cancel()
 
 
-def show_rollout(display: EvalDisplay, row: dict[str, Any], env_id: str) -> None:
+def show_rollout(display: EvalDisplay, row: Rollout, env_id: str) -> None:
     """`-v`: the finished rollout on the display, and in eval.log at debug level."""
     logger.debug("rollout finished: %s", rollout_text(rollout_view(row, env_id)))
     display.rollout(row)
@@ -125,7 +126,7 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     for row in files.previous_rows:
         if (row["example_id"], row["rollout_idx"]) not in files.rerun_pairs:
             stats.add(row)
-    new_rows: list[dict[str, Any]] = []
+    new_rows: list[Rollout] = []
     in_flight: set[asyncio.Task] = set()
     cancel = _Cancel(display, in_flight)
     slots = asyncio.Semaphore(config.max_concurrent)
@@ -205,7 +206,7 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
                                 extra=health)
         if hasattr(pool, "aclose"):
             await pool.aclose()
-    summary = {**summarize(all_rows, pass_threshold=config.pass_threshold), **health}
+    summary: Summary = {**summarize(all_rows, pass_threshold=config.pass_threshold), **health}
     run_dir = str(files.run_dir) if files.run_dir else None
     resume = files.resume_command(config) if status not in (COMPLETED, COMPLETED_WITH_ERRORS) and run_dir else None
     retry = files.retry_command(config) if budget["errored_rollouts"] and not resume and run_dir else None

@@ -25,17 +25,16 @@ from pathlib import Path
 from typing import IO, Any
 
 from prime_cli.envs.errors import EnvConfigError, error_record
-from prime_cli.envs.loader import module_name
+
+from .schema import RESUMABLE_STATUSES, ROW_KEYS, EvalRunLayout, MetadataRecord, Rollout
 
 logger = logging.getLogger(__name__)
 PathLike = str | os.PathLike
 
-METADATA_FILE = "metadata.json"
-RESULTS_FILE = "results.jsonl"
-LOG_FILE = "eval.log"
-RESUMABLE_STATUSES = frozenset({"running", "cancelled", "failed"})
-ROW_KEYS = ("example_id", "rollout_idx", "prompt", "completion", "answer", "task", "info", "reward", "metrics",
-            "error", "timing", "is_completed", "is_truncated", "stop_condition", "token_usage", "metrics_errors")
+METADATA_FILE = EvalRunLayout.METADATA
+RESULTS_FILE = EvalRunLayout.RESULTS
+LOG_FILE = EvalRunLayout.LOG
+__all__ = ["RESUMABLE_STATUSES", "ROW_KEYS"]  # re-exported from .schema for older importers
 _RUN_ID = re.compile(r"^(\d{8}-\d{6})-([0-9a-f]{3})[0-9a-f]{3}$")
 
 
@@ -43,21 +42,8 @@ class RunDirError(EnvConfigError):
     """A path given as an eval run directory is not one (missing or invalid metadata.json)."""
 
 
-def model_dir_name(model: str) -> str:
-    return model.replace("/", "--")
-
-
-def default_base_dir(env_id: str, model: str, output_dir: PathLike | None = None, cwd: PathLike | None = None) -> Path:
-    """`<root>/outputs/evals/<env_id>--<model>`, root = `<cwd>/environments/<module>/` when that folder
-    exists, else `<cwd>`; `output_dir` (-o) replaces `<root>/outputs/evals`. `/` becomes `--`."""
-    base = Path(cwd) if cwd is not None else Path(".")
-    name = f"{model_dir_name(env_id)}--{model_dir_name(model)}"
-    if output_dir is not None:
-        out = Path(output_dir).expanduser()
-        return (out if out.is_absolute() else base / out) / name
-    env_folder = base / "environments" / module_name(env_id)
-    root = env_folder if env_folder.is_dir() else base
-    return root / "outputs" / "evals" / name
+model_dir_name = EvalRunLayout.folder_name
+default_base_dir = EvalRunLayout.runs_folder
 
 
 _last_stamp: tuple[str, int] = ("", -1)
@@ -141,8 +127,8 @@ def _atomic_write(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
         raise
 
 
-def read_metadata(run_dir: PathLike) -> dict[str, Any]:
-    run_dir, path = Path(run_dir), Path(run_dir) / METADATA_FILE
+def read_metadata(run_dir: PathLike) -> MetadataRecord:
+    run_dir, path = Path(run_dir), EvalRunLayout(Path(run_dir)).metadata_path
     if not run_dir.is_dir():
         raise RunDirError(f"{run_dir} is not a directory; expected an eval run folder holding {METADATA_FILE}")
     if not path.is_file():
@@ -156,12 +142,13 @@ def read_metadata(run_dir: PathLike) -> dict[str, Any]:
     return data
 
 
-def iter_results(run_dir: PathLike) -> Iterator[dict[str, Any]]:
+def iter_results(run_dir: PathLike) -> Iterator[Rollout]:
     """Rows of results.jsonl. An invalid last line (truncated write) is skipped; one elsewhere is
     skipped with a warning naming its line number."""
-    run_dir, path = Path(run_dir), Path(run_dir) / RESULTS_FILE
+    layout = EvalRunLayout(Path(run_dir))
+    run_dir, path = layout.run_dir, layout.results_path
     if not path.is_file():
-        if not (run_dir / METADATA_FILE).is_file():
+        if not layout.is_run():
             raise RunDirError(f"{path} not found: {run_dir} is not an eval run folder")
         return
     bad: tuple[int, str] | None = None
@@ -185,7 +172,7 @@ def iter_results(run_dir: PathLike) -> Iterator[dict[str, Any]]:
         logger.debug("%s:%d: ignored a truncated last line (%s)", path, *bad)
 
 
-def read_results(run_dir: PathLike) -> list[dict[str, Any]]:
+def read_results(run_dir: PathLike) -> list[Rollout]:
     return list(iter_results(run_dir))
 
 
@@ -198,7 +185,7 @@ def _created_at(run_dir: Path) -> float:
     try:
         return datetime.fromisoformat(str(read_metadata(run_dir)["date"])).timestamp()
     except (RunDirError, KeyError, ValueError, TypeError):
-        return (run_dir / METADATA_FILE).stat().st_mtime
+        return EvalRunLayout(run_dir).metadata_path.stat().st_mtime
 
 
 def list_runs(base_dir: PathLike) -> list[Path]:
@@ -206,7 +193,7 @@ def list_runs(base_dir: PathLike) -> list[Path]:
     base = Path(base_dir)
     if not base.is_dir():
         return []
-    runs = [p for p in base.iterdir() if p.is_dir() and (p / METADATA_FILE).is_file()]
+    runs = [p for p in base.iterdir() if p.is_dir() and EvalRunLayout(p).is_run()]
     return sorted(runs, key=lambda p: (_created_at(p), p.name), reverse=True)
 
 
@@ -224,18 +211,18 @@ def find_resumable(base_dir: PathLike) -> Path | None:
     return None
 
 
-def completed_pairs(rows: Iterable[dict[str, Any]]) -> set[tuple[Any, Any]]:
+def completed_pairs(rows: Iterable[Rollout]) -> set[tuple[Any, Any]]:
     """(example_id, rollout_idx) of every saved row, errored or not."""
     return {(row.get("example_id"), row.get("rollout_idx")) for row in rows}
 
 
-def errored_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def errored_rows(rows: Iterable[Rollout]) -> list[Rollout]:
     return [row for row in rows if row.get("error")]
 
 
-def state_to_row(state: dict[str, Any], rollout_idx: int, state_columns: Sequence[str] = ()) -> dict[str, Any]:
+def state_to_row(state: dict[str, Any], rollout_idx: int, state_columns: Sequence[str] = ()) -> Rollout:
     """The results.jsonl row of one finished rollout (values are shared with `state`, not copied)."""
-    row = {key: state.get(key) for key in ROW_KEYS}
+    row: Any = {key: state.get(key) for key in ROW_KEYS}
     error = row["error"]
     row.update(
         rollout_idx=rollout_idx,
@@ -286,12 +273,13 @@ def _repair_tail(path: Path) -> None:
 class RunStore:
     """Writer of one run folder. Create a new run with `create`, resume one with `open`."""
 
-    def __init__(self, run_dir: Path, metadata: dict[str, Any]) -> None:
+    def __init__(self, run_dir: Path, metadata: MetadataRecord) -> None:
+        self.layout = EvalRunLayout(run_dir)
         self.run_dir = run_dir
         self.metadata = metadata
-        self.metadata_path = run_dir / METADATA_FILE
-        self.results_path = run_dir / RESULTS_FILE
-        self.log_path = run_dir / LOG_FILE
+        self.metadata_path = self.layout.metadata_path
+        self.results_path = self.layout.results_path
+        self.log_path = self.layout.log_path
         self._lock = threading.Lock()
         self._fh: IO[bytes] | None = self.results_path.open("ab")
 
@@ -300,15 +288,16 @@ class RunStore:
         return self.run_dir.name
 
     @classmethod
-    def create(cls, base_dir: PathLike, metadata: dict[str, Any]) -> RunStore:
+    def create(cls, base_dir: PathLike, metadata: MetadataRecord) -> RunStore:
         base = Path(base_dir)
         base.mkdir(parents=True, exist_ok=True)
         run_dir = base / new_run_id()
         while run_dir.exists():
             run_dir = base / new_run_id()
         run_dir.mkdir()
-        meta = {**metadata, "date": datetime.now().astimezone().isoformat(timespec="seconds"), "status": "running"}
-        _atomic_write(run_dir / METADATA_FILE, lambda fh: fh.write(_encode(meta, indent=2)))
+        meta: MetadataRecord = {**metadata, "date": datetime.now().astimezone().isoformat(timespec="seconds"),
+                                "status": "running"}
+        _atomic_write(EvalRunLayout(run_dir).metadata_path, lambda fh: fh.write(_encode(meta, indent=2)))
         return cls(run_dir, meta)
 
     @classmethod
@@ -316,12 +305,12 @@ class RunStore:
         """Reopen a run to append to it (resume). A truncated last row is dropped first."""
         run_dir = Path(run_dir)
         metadata = read_metadata(run_dir)
-        results = run_dir / RESULTS_FILE
+        results = EvalRunLayout(run_dir).results_path
         if results.is_file():
             _repair_tail(results)
         return cls(run_dir, metadata)
 
-    def append(self, row: dict[str, Any]) -> None:
+    def append(self, row: Rollout) -> None:
         """Write one row as a JSON line and flush it to the OS at once."""
         line = _encode(row)
         with self._lock:
@@ -330,16 +319,16 @@ class RunStore:
             self._fh.write(line)
             self._fh.flush()
 
-    def update_metadata(self, **fields: Any) -> dict[str, Any]:
+    def update_metadata(self, **fields: Any) -> MetadataRecord:
         """Merge `fields` into metadata.json and rewrite it atomically. `date` never changes."""
         fields.pop("date", None)
         with self._lock:
-            self.metadata.update(fields)
+            self.metadata.update(fields)  # type: ignore[typeddict-item]
             data = _encode(self.metadata, indent=2)
             _atomic_write(self.metadata_path, lambda fh: fh.write(data))
         return self.metadata
 
-    def rewrite_results(self, rows: Iterable[dict[str, Any]]) -> None:
+    def rewrite_results(self, rows: Iterable[Rollout]) -> None:
         """Replace results.jsonl with `rows` atomically; later appends go to the new file."""
         with self._lock:
             reopen = self._fh is not None
@@ -351,7 +340,7 @@ class RunStore:
                 if reopen:
                     self._fh = self.results_path.open("ab")
 
-    def read_results(self) -> list[dict[str, Any]]:
+    def read_results(self) -> list[Rollout]:
         return read_results(self.run_dir)
 
     def close(self) -> None:

@@ -1,7 +1,7 @@
 """Summaries of eval result rows: averages, pass@k, errors, timing and token usage.
 
 Plain Python (no pandas) so that summarising a run stays fast to import and to compute. A row is a
-results.jsonl row (see `prime_cli.evals.store.state_to_row`). A reward of None (an unscored or
+results.jsonl row (`prime_cli.evals.schema.Rollout`). A reward of None (an unscored or
 errored rollout) counts as 0.0.
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 
 from .reward_signal import reward_signal
 from .row_values import example_key, reward_value
+from .schema import MetadataRecord, Rollout, Summary
 
 METADATA_SUMMARY_KEYS = ("avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage")
 _ERROR_NAME = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:(]")
@@ -76,7 +77,7 @@ def error_kind(error: Any) -> str | None:
     return match.group(1) if match else "Error"
 
 
-def _failed_funcs(row: dict[str, Any]) -> list[str]:
+def _failed_funcs(row: Rollout) -> list[str]:
     """Names of the reward functions that raised for this row."""
     errors = row.get("metrics_errors") or []
     if not isinstance(errors, list):
@@ -86,7 +87,7 @@ def _failed_funcs(row: dict[str, Any]) -> list[str]:
 
 
 
-def _pass_at_ks(rows: list[dict[str, Any]], threshold: float) -> dict[str, float]:
+def _pass_at_ks(rows: list[Rollout], threshold: float) -> dict[str, float]:
     groups: dict[Any, list[bool]] = defaultdict(list)
     for row in rows:
         groups[example_key(row.get("example_id"))].append(reward_value(row.get("reward")) >= threshold)
@@ -102,7 +103,7 @@ def _pass_at_ks(rows: list[dict[str, Any]], threshold: float) -> dict[str, float
     return result
 
 
-def _numbers(rows: list[dict[str, Any]], field: str, key: str) -> list[float]:
+def _numbers(rows: list[Rollout], field: str, key: str) -> list[float]:
     out = []
     for row in rows:
         section = row.get(field)
@@ -112,7 +113,7 @@ def _numbers(rows: list[dict[str, Any]], field: str, key: str) -> list[float]:
     return out
 
 
-def _summarize_one(rows: list[dict[str, Any]], pass_threshold: float) -> dict[str, Any]:
+def _summarize_one(rows: list[Rollout], pass_threshold: float) -> Summary:
     n = len(rows)
     rewards = [reward_value(row.get("reward")) for row in rows]
     per_example = Counter(example_key(row.get("example_id")) for row in rows)
@@ -159,12 +160,12 @@ def _summarize_one(rows: list[dict[str, Any]], pass_threshold: float) -> dict[st
     }
 
 
-def _task_name(row: dict[str, Any]) -> str:
+def _task_name(row: Rollout) -> str:
     task = row.get("task")
     return "default" if task is None else str(task)
 
 
-def summarize(rows: Iterable[dict[str, Any]], pass_threshold: float = 1.0) -> dict[str, Any]:
+def summarize(rows: Iterable[Rollout], pass_threshold: float = 1.0) -> Summary:
     """Summary of result rows; `per_task` splits it by task when the rows hold more than one.
 
     A rollout passes (for pass@k) when its reward >= `pass_threshold`; pass@k is reported for
@@ -175,7 +176,7 @@ def summarize(rows: Iterable[dict[str, Any]], pass_threshold: float = 1.0) -> di
     rows = list(rows)
     summary = _summarize_one(rows, pass_threshold)
     summary.update(reward_signal(rows, pass_threshold))  # reward_diversity, difficulty
-    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_task: dict[str, list[Rollout]] = defaultdict(list)
     for row in rows:
         by_task[_task_name(row)].append(row)
     summary["per_task"] = (
@@ -185,12 +186,12 @@ def summarize(rows: Iterable[dict[str, Any]], pass_threshold: float = 1.0) -> di
     return summary
 
 
-def metadata_fields(summary: dict[str, Any]) -> dict[str, Any]:
+def metadata_fields(summary: Summary) -> MetadataRecord:
     """The metadata.json fields of a summary: the verifiers-compatible top-level keys
     (avg_reward, avg_metrics, pass_at_k, avg_error, usage), everything else under "summary"."""
-    fields = {key: summary.get(key) for key in METADATA_SUMMARY_KEYS}
+    fields: dict[str, Any] = {key: summary.get(key) for key in METADATA_SUMMARY_KEYS}
     fields["summary"] = {key: value for key, value in summary.items() if key not in METADATA_SUMMARY_KEYS}
-    return fields
+    return fields  # type: ignore[return-value]
 
 
 class RunningStats:
@@ -204,7 +205,7 @@ class RunningStats:
         self._metric_sums: dict[str, float] = {}
         self._metric_counts: dict[str, int] = {}
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: Rollout) -> None:
         self.done += 1
         self._reward_sum += reward_value(row.get("reward"))
         for name, value in (row.get("metrics") or {}).items():
