@@ -45,7 +45,7 @@ def test_train_core_imports_no_torch():
 # TypeAdapters built at parse time (~0.2 s per command), so the supported typer range stops below it.
 HELP_COMMANDS = [
     ["--help"], ["--version"], ["eval", "--help"], ["eval", "run", "--help"], ["eval", "tui", "--help"],
-    ["gepa", "run", "--help"], ["env", "list", "--help"], ["env", "info", "--help"],
+    ["eval", "export", "--help"], ["gepa", "run", "--help"], ["env", "list", "--help"], ["env", "info", "--help"],
     ["lab", "setup", "--help"], ["serve", "--help"], ["train", "--help"],
 ]
 NOT_AT_HELP_TIME = sorted({*HEAVY, "pydantic", "rich"})
@@ -65,3 +65,7 @@ def test_help_and_version_import_neither_pydantic_nor_rich(args, tmp_path):
     imported = modules_imported_by_prime(args, tmp_path)
     assert "typer" in imported
     assert sorted(imported & set(NOT_AT_HELP_TIME)) == []
+
+
+def test_load_run_imports_pandas_only_for_to_pandas():
+    assert imported_after("from prime_cli.evals import load_run\nimport prime_cli.evals.export") == set()

@@ -47,7 +47,7 @@ app.add_typer(lab_app, name="lab")
 app.command("serve")(serve)
 app.command("train", epilog=TRAIN_EPILOG)(train)
 
-EVAL_SUBCOMMANDS = {"run", "tui", "--help", "-h"}
+EVAL_SUBCOMMANDS = {"run", "tui", "export", "--help", "-h"}
 OPTIONAL_VALUE_FLAGS = {"-R", "--resume"}
 
 

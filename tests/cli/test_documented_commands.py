@@ -63,7 +63,7 @@ def readme_command_lines() -> list[str]:
     return lines
 
 
-SUBCOMMANDS = {"eval": {"run", "tui"}, "gepa": {"run"}, "env": {"init", "install", "list", "info"},
+SUBCOMMANDS = {"eval": {"run", "tui", "export"}, "gepa": {"run"}, "env": {"init", "install", "list", "info"},
                "lab": {"setup"}, "serve": set(), "train": set()}
 # subcommands run through the real script by other tests of this folder
 RUN_ELSEWHERE = {"prime eval tui": "tests/cli/test_tui_command.py (a pseudo-terminal)",
@@ -90,6 +90,22 @@ def substitute(line: str, url: str) -> str:
     for placeholder, value in PLACEHOLDERS.items():
         line = re.sub(rf"\b{placeholder}\b", value, line)
     return line.replace("http://localhost:8000/v1", url)
+
+
+# `RUN` in a README line is a saved eval run folder: the workspace's newest, made here when it has none
+RUN_PLACEHOLDER = "RUN"
+MAKE_A_RUN = "prime eval run reverse-text -m gpt-4.1-mini -n 2 -r 2 -s"
+
+
+def with_saved_run(command: str, cwd: Path, cache: Path) -> str:
+    words = shlex.split(command)
+    if RUN_PLACEHOLDER not in words:
+        return command
+    if not run_dirs(cwd):
+        made = run_line(MAKE_A_RUN, cwd, cache)
+        assert made.returncode == 0, made.stderr[-3000:]
+    newest = max((d for d in run_dirs(cwd) if "evals" in d.parts), key=lambda d: d.name)
+    return shlex.join([str(newest) if word == RUN_PLACEHOLDER else word for word in words])
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +157,6 @@ def new_runs(root: Path, before: list[Path]) -> list[Path]:
 @pytest.mark.parametrize("line", [line for line in readme_command_lines() if STAND_INS.get(line, ("",))[0] is not None])
 def test_readme_line_runs(line, workspace, server, cache_dir):
     command = STAND_INS[line][0] if line in STAND_INS else substitute(line, server.url)
-    before = run_dirs(workspace)
     cwd = workspace
     if command.startswith("prime lab setup"):
         cwd = workspace.parent / f"lab-{uuid.uuid4().hex[:6]}"
@@ -150,6 +165,8 @@ def test_readme_line_runs(line, workspace, server, cache_dir):
         cwd = workspace.parent / f"init-{uuid.uuid4().hex[:6]}"
         cwd.mkdir()
     extra_env = {LITELLM_BASE_URL_VAR: server.url} if "-m openai/" in command else None
+    command = with_saved_run(command, cwd, cache_dir)
+    before = run_dirs(workspace)
     result = run_line(command, cwd, cache_dir, extra_env=extra_env)
     assert result.returncode == 0, f"{command}\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
     assert "Traceback" not in result.stderr
@@ -168,6 +185,14 @@ def check_effect(command: str, cwd: Path, before: list[Path], result: subprocess
             meta = metadata(run_dir)
             assert meta["status"] == "completed" and meta["avg_reward"] is not None
         assert "Reward:" in out or "avg_reward" in out
+    elif args[:2] == ["eval", "export"]:
+        rows = (Path(args[2]) / "results.jsonl").read_text().splitlines()
+        written = Path(out.strip().rsplit(" to ", 1)[-1])
+        assert written.is_file() and f"exported {len(rows)} rows" in out, out
+        if written.suffix == ".parquet":
+            import pandas as pd
+
+            assert len(pd.read_parquet(written)) == len(rows)
     elif args[:2] == ["gepa", "run"]:
         made = [d for d in new_runs(cwd, before) if "gepa" in d.parts]
         assert len(made) == 1, made
