@@ -99,7 +99,7 @@ def run(
 
 @eval_app.command("export")
 def export(
-    run_path: str = typer.Argument(..., metavar="RUN", help="An eval run folder (outputs/evals/<env>--<model>/<run_id>) or its results.jsonl."),
+    run: str = typer.Argument(..., metavar="RUN", help="An eval run folder (outputs/evals/<env>--<model>/<run_id>) or its results.jsonl."),
     fmt: str = typer.Option("csv", "-f", "--format", help="csv, parquet (needs pyarrow) or jsonl."),
     output: str | None = typer.Option(None, "-o", "--output", help="File to write. Default: ./<env>--<model>--<run_id>.<format>."),
 ) -> None:
@@ -108,7 +108,7 @@ def export(
     from prime_cli.evals.export import export_run
 
     try:
-        written, rows = export_run(run_path, fmt.lower(), output)
+        written, rows = export_run(run, fmt.lower(), output)
     except EnvConfigError as exc:
         fail(str(exc))
     typer.echo(f"exported {rows} rows to {written}")
