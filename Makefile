@@ -28,7 +28,9 @@ $(STAMP): pyproject.toml constraints.txt $(ENV_PACKAGES) $(PLUGIN_PACKAGES)
 demo: setup
 	$(BIN)/prime eval run reverse-text -n 10 -r 2 -s
 
+# the layer contracts of pyproject.toml [tool.importlinter] first: a broken layer fails in a second
 test: setup
+	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest -q
 
 lint: setup

@@ -76,7 +76,7 @@ def prime_env(repo: Path, out: Path, bytecode_cache: bool) -> dict[str, str]:
 
 def warm_bytecode(repo: Path, out: Path) -> None:
     """Fill the bytecode cache with what `prime gepa run` imports (untimed)."""
-    code = ("import prime_cli.cli.main, prime_cli.gepa.api, prime_cli.evals.endpoints, prime_cli.evals.run_log, "
+    code = ("import prime_cli.cli.main, prime_cli.gepa.api, prime_cli.clients.endpoints, prime_cli.runs.log, "
             "prime_cli.evals.store, openai")
     subprocess.run([sys.executable, "-c", code], cwd=BENCH, env=prime_env(repo, out, True), check=True)
 

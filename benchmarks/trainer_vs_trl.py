@@ -181,9 +181,9 @@ def main() -> None:
     if len(o.env) != 1:
         raise SystemExit("this comparison takes a config with one environment")
     prompts_per_step = o.batch_size // o.rollouts_per_example
-    from prime_cli.train.models import resolve_model
+    from prime_cli.train.models import training_weights
 
-    model_path = resolve_model(config.model.name).path
+    model_path = training_weights(config.model.name).path
     rows = prompt_order(config, prompts_per_step * config.max_steps)
     settings = {"steps": config.max_steps, "prompts_per_step": prompts_per_step, "generations": o.rollouts_per_example,
                 "max_tokens": o.sampling.max_tokens, "temperature": o.sampling.temperature, "top_p": o.sampling.top_p,

@@ -32,7 +32,7 @@ def serve(
     from rich.console import Console
 
     from prime_cli.serve import ServeError
-    from prime_cli.serve.api import resolve_model
+    from prime_cli.serve.api import model_to_serve
     from prime_cli.serve.api import serve as serve_model
     from prime_cli.serve.errors import ServerDied
     from prime_cli.serve.model_dir import parse_lora_option
@@ -56,7 +56,7 @@ def serve(
             console.print("use it: prime eval run reverse-text -m local   |   Ctrl-C stops it")
 
     try:
-        model_path, names = resolve_model(model, served_model_name, status)
+        model_path, names = model_to_serve(model, served_model_name, status)
         adapters = [parse_lora_option(value) for value in loras or []]
         max_lora_rank = max([max_lora_rank, *(rank for _, _, rank in adapters)])
         options = ServerOptions(model_path=model_path, served_names=names, host=host, port=port,

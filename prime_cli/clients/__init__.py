@@ -3,6 +3,7 @@
 Importing this package is light: `openai` and `litellm` are imported only when a client is built.
 """
 
+from .endpoints import check_endpoints, endpoint_specs, open_pool, secrets_of
 from .errors import ClientConfigError, FatalEndpointError, MalformedResponseError
 from .litellm_client import LiteLLMChatClient
 from .openai_client import OpenAIChatClient
@@ -30,10 +31,14 @@ __all__ = [
     "RetryPolicy",
     "api_key_for",
     "call_with_retries",
+    "check_endpoints",
     "classify",
+    "endpoint_specs",
     "load_registry",
     "make_client",
+    "open_pool",
     "redact",
     "resolve_model",
     "secret_header_values",
+    "secrets_of",
 ]

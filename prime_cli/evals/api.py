@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,36 +46,12 @@ def run_evals(target: str, values: dict[str, Any], stream: Any = None) -> int:
     if not any(uses_local(c) for c, _ in checked):
         return _execute(checked, stream)
     from prime_cli.serve.local import local_endpoint
+    from prime_cli.serve.startup_status import local_server_status
 
     with local_server_status() as (status, tick), local_endpoint(status, tick) as endpoint:
         checked = [(served_locally(c, endpoint.model, endpoint.url) if uses_local(c) else c, env)
                    for c, env in checked]
         return _execute(checked, stream)
-
-
-@contextlib.contextmanager
-def local_server_status() -> Iterator[tuple[Callable[[str], None], Callable[[float], None]]]:
-    """Startup messages on stderr (a spinner on a terminal) so stdout stays the run's own output."""
-    from rich.console import Console
-
-    console = Console(stderr=True, highlight=False)
-    spinner = console.status("", spinner="dots") if console.is_terminal else None
-
-    def status(message: str) -> None:  # each message ends the spinner; ticks restart it
-        if spinner is not None:
-            spinner.stop()
-        console.print(f"[dim]local model: {message}[/dim]")
-
-    def tick(elapsed: float) -> None:
-        if spinner is not None:
-            spinner.update(f"starting vLLM ({elapsed:.0f} s)")
-            spinner.start()
-
-    try:
-        yield status, tick
-    finally:
-        if spinner is not None:
-            spinner.stop()
 
 
 def _execute(checked: list[tuple[EvalConfig, Any]], stream: Any) -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import prime_cli.envs as vf
+from prime_cli.runs.log import run_log
 
 from .config import (
     DEFAULT_NUM_EXAMPLES,
@@ -29,7 +30,6 @@ from .jobs import EvalJobs, plan_jobs
 from .preflight import load_env
 from .rollout_view import rollout_text, rollout_view
 from .run_files import RunFiles, prepare_run_files
-from .run_log import run_log
 from .schema import Rollout, Summary
 from .store import state_to_row
 from .summary import RunningStats, metadata_fields, summarize

@@ -24,6 +24,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict  # pydantic validates these (typing.TypedDict needs 3.12)
 
+from prime_cli.runs.metadata import METADATA_FILE
+
 PathLike = str | os.PathLike
 
 RunStatus = Literal["running", "completed", "completed_with_errors", "cancelled", "failed"]
@@ -189,7 +191,7 @@ class EvalRunLayout:
 
     run_dir: Path
 
-    METADATA = "metadata.json"
+    METADATA = METADATA_FILE  # the same name for every kind of run
     RESULTS = "results.jsonl"
     LOG = "eval.log"
 

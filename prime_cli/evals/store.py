@@ -13,59 +13,30 @@ import json
 import logging
 import math
 import os
-import re
-import secrets
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from prime_cli.envs.errors import EnvConfigError, error_record
+from prime_cli.envs.errors import error_record
+from prime_cli.runs.ids import RUN_ID_PATTERN, new_run_id
+from prime_cli.runs.metadata import METADATA_FILE, RunDirError, read_metadata
 
 from .schema import RESUMABLE_STATUSES, ROW_KEYS, EvalRunLayout, MetadataRecord, Rollout
 
 logger = logging.getLogger(__name__)
 PathLike = str | os.PathLike
 
-METADATA_FILE = EvalRunLayout.METADATA
 RESULTS_FILE = EvalRunLayout.RESULTS
 LOG_FILE = EvalRunLayout.LOG
-__all__ = ["RESUMABLE_STATUSES", "ROW_KEYS"]  # re-exported from .schema for older importers
-_RUN_ID = re.compile(r"^(\d{8}-\d{6})-([0-9a-f]{3})[0-9a-f]{3}$")
-
-
-class RunDirError(EnvConfigError):
-    """A path given as an eval run directory is not one (missing or invalid metadata.json)."""
+__all__ = ["METADATA_FILE", "RESUMABLE_STATUSES", "ROW_KEYS", "RunDirError", "read_metadata"]  # for older importers
 
 
 model_dir_name = EvalRunLayout.folder_name
 default_base_dir = EvalRunLayout.runs_folder
-
-
-_last_stamp: tuple[str, int] = ("", -1)
-_stamp_lock = threading.Lock()
-
-
-def new_run_id() -> str:
-    """`YYYYmmdd-HHMMSS-<6 hex>`: 3 hex of sub-second time (1/4096 s), then 3 random hex. Ids sort
-    by creation time (strictly within a process); `RunStore.create` retries the rare collision."""
-    global _last_stamp
-    with _stamp_lock:
-        while True:
-            now = time.time()
-            second = datetime.fromtimestamp(now).strftime("%Y%m%d-%H%M%S")
-            frac = min(int((now % 1) * 4096), 4095)
-            if second == _last_stamp[0] and frac <= _last_stamp[1]:
-                if _last_stamp[1] == 4095:  # this second is used up: wait for the next one
-                    time.sleep(0.001)
-                    continue
-                frac = _last_stamp[1] + 1
-            _last_stamp = (second, frac)
-            return f"{second}-{frac:03x}{secrets.token_hex(2)[:3]}"
 
 
 def _fallback(obj: Any) -> Any:
@@ -127,21 +98,6 @@ def _atomic_write(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
         raise
 
 
-def read_metadata(run_dir: PathLike) -> MetadataRecord:
-    run_dir, path = Path(run_dir), EvalRunLayout(Path(run_dir)).metadata_path
-    if not run_dir.is_dir():
-        raise RunDirError(f"{run_dir} is not a directory; expected an eval run folder holding {METADATA_FILE}")
-    if not path.is_file():
-        raise RunDirError(f"{path} not found: {run_dir} is not an eval run folder")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, OSError) as exc:
-        raise RunDirError(f"{path} is not valid JSON ({exc}); fix or delete that run folder") from None
-    if not isinstance(data, dict):
-        raise RunDirError(f"{path} holds a JSON {type(data).__name__}, expected an object")
-    return data
-
-
 def iter_results(run_dir: PathLike) -> Iterator[Rollout]:
     """Rows of results.jsonl. An invalid last line (truncated write) is skipped; one elsewhere is
     skipped with a warning naming its line number."""
@@ -178,7 +134,7 @@ def read_results(run_dir: PathLike) -> list[Rollout]:
 
 def _created_at(run_dir: Path) -> float:
     """Creation time of a run, for ordering: from its id, else its metadata date, else mtime."""
-    match = _RUN_ID.match(run_dir.name)
+    match = RUN_ID_PATTERN.match(run_dir.name)
     if match:
         stamp = datetime.strptime(match.group(1), "%Y%m%d-%H%M%S").timestamp()
         return stamp + int(match.group(2), 16) / 4096

@@ -20,7 +20,14 @@ from .config import SEARCH_KEYS, GepaConfig, build_config, config_for
 from .display import make_display
 from .engine import GepaEngine, Outcome
 from .evaluator import Evaluator, RolloutCache
-from .preflight import LOCAL_MODEL, SearchInputs, eval_config, load_inputs, preflight
+from .preflight import (
+    LOCAL_MODEL,
+    SearchInputs,
+    load_inputs,
+    model_specs,
+    open_model_pool,
+    preflight,
+)
 from .run_dir import STATE_FILE, GepaRunDir, RunDirError, default_base
 from .state import SearchState
 
@@ -30,7 +37,7 @@ logger = logging.getLogger("prime_cli.gepa")
 def resolve_config(target: str, values: dict[str, Any]) -> tuple[GepaConfig, bool]:
     """The config, and whether it resumes the run in -o/--run-dir (which keeps its search settings).
     An -o holding anything but a GEPA run (an eval run, other files, a file) is refused."""
-    from prime_cli.evals.run_folders import check_gepa_run_dir
+    from prime_cli.runs.folders import check_gepa_run_dir
 
     config = config_for(target, values)
     run_dir = Path(config.run_dir) if config.run_dir else None
@@ -55,17 +62,15 @@ def resolve_config(target: str, values: dict[str, Any]) -> tuple[GepaConfig, boo
 
 def open_pools(config: GepaConfig) -> tuple[Any, Any, list[str]]:
     """Student and reflection clients, resolved exactly as `prime eval run` resolves -m."""
-    from prime_cli.evals.endpoints import endpoint_specs, open_pool, secrets_of
+    from prime_cli.clients.endpoints import secrets_of
 
-    student_cfg = eval_config(config, config.model, config.base_url)
-    student_specs = endpoint_specs(student_cfg)
+    student_specs = model_specs(config, config.model, config.base_url)
     reflect_url = config.reflection_base_url or config.base_url
     if config.reflector == config.model and reflect_url == config.base_url:
-        pool = open_pool(student_cfg, student_specs)
+        pool = open_model_pool(config, student_specs)
         return pool, pool, secrets_of(student_specs)
-    reflect_cfg = eval_config(config, config.reflector, reflect_url)
-    reflect_specs = endpoint_specs(reflect_cfg)
-    return (open_pool(student_cfg, student_specs), open_pool(reflect_cfg, reflect_specs),
+    reflect_specs = model_specs(config, config.reflector, reflect_url)
+    return (open_model_pool(config, student_specs), open_model_pool(config, reflect_specs),
             secrets_of(student_specs + reflect_specs))
 
 
@@ -156,8 +161,8 @@ def start_metadata(config: GepaConfig) -> dict[str, Any]:
 async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools: tuple[Any, Any] | None = None,
                      on_commit: Callable[[dict[str, Any]], None] | None = None,
                      inputs: SearchInputs | None = None) -> tuple[Outcome, Path | None]:
-    from prime_cli.evals.run_log import run_log
-    from prime_cli.evals.store import new_run_id
+    from prime_cli.runs.ids import new_run_id
+    from prime_cli.runs.log import run_log
 
     inputs = inputs or load_inputs(config)
     env, seed_text, splits = inputs.env, inputs.seed_text, inputs.splits
@@ -213,8 +218,8 @@ def run_gepa(target: str, values: dict[str, Any], stream: IO[str] | None = None)
     inputs = preflight(config)  # bad input fails here: before the local model starts, before any request
     if not _uses_local(config):
         return _finish(config, resume, stream, inputs)
-    from prime_cli.evals.api import local_server_status
     from prime_cli.serve.local import local_endpoint
+    from prime_cli.serve.startup_status import local_server_status
 
     with local_server_status() as (status, tick), local_endpoint(status, tick) as endpoint:
         return _finish(config.on_local_server(endpoint.model, endpoint.url), resume, stream, inputs)

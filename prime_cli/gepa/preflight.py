@@ -31,13 +31,18 @@ def load_inputs(config: GepaConfig) -> SearchInputs:
     return SearchInputs(env, seed_text, splits)
 
 
-def eval_config(config: GepaConfig, model: str, base_url: str | None) -> Any:
-    """The student's or the reflection model's endpoint, in the form `prime eval run` resolves."""
-    from prime_cli.evals.config import EvalConfig
+def model_specs(config: GepaConfig, model: str, base_url: str | None) -> list[Any]:
+    """The endpoints of the student or the reflection model, resolved as `prime eval run` resolves -m."""
+    from prime_cli.clients.endpoints import endpoint_specs
 
-    return EvalConfig(env_id=config.env_id, model=model, base_url=base_url, api_key_var=config.api_key_var,
-                      endpoints_path=config.endpoints_path, max_concurrent=config.max_concurrent,
-                      max_retries=config.max_retries, timeout=config.timeout)
+    return endpoint_specs(model, base_url, config.api_key_var, config.endpoints_path)
+
+
+def open_model_pool(config: GepaConfig, specs: list[Any]) -> Any:
+    from prime_cli.clients.endpoints import open_pool
+
+    return open_pool(specs, max_concurrent=config.max_concurrent, max_retries=config.max_retries,
+                     timeout=config.timeout)
 
 
 def reflection_url(config: GepaConfig) -> str | None:
@@ -47,10 +52,11 @@ def reflection_url(config: GepaConfig) -> str | None:
 
 
 def check_endpoints(config: GepaConfig) -> None:
-    from prime_cli.evals.endpoints import check_endpoints as check
+    from prime_cli.clients.endpoints import check_endpoints as check
 
-    check(eval_config(config, config.model, config.base_url))
-    check(eval_config(config, config.reflector, reflection_url(config)), role="reflection model -M")
+    check(config.model, config.base_url, config.api_key_var, config.endpoints_path)
+    check(config.reflector, reflection_url(config), config.api_key_var, config.endpoints_path,
+          role="reflection model -M")
 
 
 def preflight(config: GepaConfig) -> SearchInputs:

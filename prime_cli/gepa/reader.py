@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prime_cli.evals.store import RunDirError, read_metadata
+from prime_cli.runs.metadata import RunDirError, read_metadata
 
 logger = logging.getLogger(__name__)
 

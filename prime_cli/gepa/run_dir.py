@@ -14,17 +14,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from prime_cli.envs.errors import EnvConfigError
 from prime_cli.envs.loader import module_name
+from prime_cli.runs.metadata import RunDirError
 
 from .pareto import best_candidate, row_fronts
 from .state import Candidate, SearchState
 
 STATE_FILE = "state.json"
-
-
-class RunDirError(EnvConfigError):
-    """A path given as a GEPA run directory cannot be used."""
 
 
 def default_base(env_id: str, model: str, cwd: Path | None = None) -> Path:

@@ -19,7 +19,8 @@ from .server import ServerOptions, VllmServer, port_in_use, served_models
 Status = Callable[[str], None]
 
 
-def resolve_model(model: str | None, served_name: str | None, status: Status) -> tuple[Path, list[str]]:
+def model_to_serve(model: str | None, served_name: str | None, status: Status) -> tuple[Path, list[str]]:
+    """The folder `prime serve` serves (the embedded model when none is given) and its served names."""
     if model is None:
         return ensure_embedded_model(status), [served_name or EMBEDDED_NAME]
     path = Path(model).expanduser()

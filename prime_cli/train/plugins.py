@@ -1,7 +1,7 @@
 """Trainer plugins: found through the `prime.trainers` entry-point group, loaded by name.
 
 `list_trainers()` reads only distribution metadata (it never imports a plugin); `load_trainer()`
-imports the chosen one and checks that it speaks this plugin API version.
+imports the chosen one and checks that it speaks this plugin API version (prime_cli/train/contract.py).
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import difflib
 from importlib.metadata import entry_points
 from typing import Any, NamedTuple
 
+from .contract import API_VERSION, TrainerPlugin
 from .errors import TrainConfigError
 
 GROUP = "prime.trainers"
-API_VERSION = 1
 INSTALL_HINT = ("install the LoRA trainer with `pip install -e plugins/prime-lora` from the prime repository "
                 "(or run `make setup` there)")
 
@@ -68,7 +68,7 @@ def _choose(name: str | None) -> Any:
     return chosen[0]
 
 
-def load_trainer(name: str | None = None) -> Any:
+def load_trainer(name: str | None = None) -> TrainerPlugin:
     """The plugin object of trainer `name` (the only installed one when None)."""
     ep = _choose(name)
     info = _info(ep)
@@ -83,7 +83,7 @@ def load_trainer(name: str | None = None) -> Any:
     if version != API_VERSION:
         raise TrainConfigError(f"{label} implements trainer plugin API version {version}, but this prime "
                                f"supports version {API_VERSION}: install a {info.package} release made for it")
-    missing = [attr for attr in ("config_model", "run") if not hasattr(plugin, attr)]
-    if missing:
+    if not isinstance(plugin, TrainerPlugin):  # a member of the contract is missing
+        missing = [attr for attr in ("name", "config_model", "run") if not hasattr(plugin, attr)]
         raise TrainConfigError(f"{label} is not a valid trainer plugin (it has no {', '.join(missing)})")
     return plugin

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LOCAL_MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
+EMBEDDED_MODEL_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+"""The Hugging Face id of the embedded default model (`-m local`, `[model] name = "local"`)."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ seq_len = 2048                # longest training sample; at least inference.mode
 output_dir = "outputs/rl/{example.env_id}"
 
 [model]
-name = "local"                # the embedded {LOCAL_MODEL.split("/")[-1]}; or a Hugging Face id / folder
+name = "local"                # the embedded {EMBEDDED_MODEL_HUB_ID.split("/")[-1]}; or a Hugging Face id / folder
 
 [trainer.optim]
 lr = 1e-4

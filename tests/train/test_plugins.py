@@ -8,6 +8,7 @@ import pytest
 
 from prime_cli.train import plugins
 from prime_cli.train.config import RLConfig
+from prime_cli.train.contract import TrainerPlugin
 from prime_cli.train.errors import TrainConfigError
 from prime_cli.train.plugins import list_trainers, load_trainer
 
@@ -25,15 +26,23 @@ class Fake:
 class Old(Fake):
     api_version = 2
 
+class Nameless:
+    api_version = 1
+    config_model = RLConfig
+    def run(self, config, output_dir, resume_step=None):
+        return 0
+
 plugin = Fake()
 old = Old()
+nameless = Nameless()
 raise_on_import = None
 """
 
 
 @pytest.fixture
 def fake_dist(tmp_path, monkeypatch):
-    """A distribution `fake-trainer 0.1` with three trainers: fake, old (API 2), broken (import fails)."""
+    """A distribution `fake-trainer 0.1` with four trainers: fake, old (API 2), broken (import fails), nameless
+    (no `name`)."""
     info = tmp_path / "fake_trainer-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-trainer\nVersion: 0.1\n")
@@ -42,6 +51,7 @@ def fake_dist(tmp_path, monkeypatch):
         fake = fake_trainer_mod:plugin
         old = fake_trainer_mod:old
         broken = fake_trainer_broken:plugin
+        nameless = fake_trainer_mod:nameless
     """))
     (tmp_path / "fake_trainer_mod.py").write_text(FAKE_MODULE)
     (tmp_path / "fake_trainer_broken.py").write_text("raise ImportError('needs a GPU library')\n")
@@ -79,6 +89,13 @@ def test_api_version_mismatch(fake_dist):
         load_trainer("old")
 
 
+def test_a_plugin_missing_a_member_of_the_contract_is_refused(fake_dist):
+    assert isinstance(load_trainer("fake"), TrainerPlugin)
+    with pytest.raises(TrainConfigError, match=r"trainer 'nameless' \(fake-trainer 0.1\) is not a valid trainer plugin "
+                                               r"\(it has no name\)"):
+        load_trainer("nameless")
+
+
 def test_import_failure_is_one_line(fake_dist):
     with pytest.raises(TrainConfigError, match=r"trainer 'broken' .* failed to import .*needs a GPU library"):
         load_trainer("broken")
@@ -96,6 +113,7 @@ def test_the_only_installed_trainer_is_the_default(monkeypatch):
     monkeypatch.setattr(plugins, "entry_points", lambda group: [ep for ep in real(group=group) if ep.name == "lora"])
     plugin = load_trainer(None)
     assert plugin.name == "lora" and plugin.api_version == 1 and callable(plugin.run)
+    assert isinstance(plugin, TrainerPlugin)
     assert issubclass(plugin.config_model, RLConfig)
 
 

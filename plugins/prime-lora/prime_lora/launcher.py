@@ -16,10 +16,15 @@ from pathlib import Path
 
 from rich.console import Console
 
-from prime_cli.serve.errors import ServeError
-from prime_cli.serve.process import ManagedProcess
-from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in_use
-from prime_cli.train.config import RLConfig
+from prime_cli.train.plugin_api import (
+    ManagedProcess,
+    RLConfig,
+    ServeError,
+    ServerOptions,
+    VllmServer,
+    free_port,
+    port_in_use,
+)
 
 from . import run_dir
 from .devices import cpu_split, has_cuda, part_env
@@ -98,9 +103,9 @@ class Run:
         return {"inference": self.inference, "trainer": self.trainer, "orchestrator": self.orchestrator}
 
     def start(self) -> None:
-        from prime_cli.train.models import resolve_model
+        from prime_cli.train.plugin_api import training_weights
 
-        resolved = resolve_model(self.config.model.name)
+        resolved = training_weights(self.config.model.name)
         options = inference_options(self.config, str(resolved.path), resolved.served_name)
         self.inference = InferenceServer(options, self.logs / "inference.log", self.config.inference_gpu_ids)
         self.inference.start()

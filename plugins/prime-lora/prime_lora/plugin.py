@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prime_cli.train.config import RLConfig
+from prime_cli.train.plugin_api import RLConfig, TrainerPlugin
 
 from . import __version__
 
@@ -25,4 +25,4 @@ class LoraTrainerPlugin:
         return launch(config, Path(output_dir), resume_step)
 
 
-plugin = LoraTrainerPlugin()
+plugin: TrainerPlugin = LoraTrainerPlugin()

@@ -51,7 +51,7 @@ def fake_parts(monkeypatch, tmp_path, trainer_code: str, orchestrator_code: str 
     monkeypatch.setattr(launcher.InferenceServer, "launch_spec", inference_spec)
     monkeypatch.setattr(launcher, "trainer_command", trainer_command)
     monkeypatch.setattr(launcher, "orchestrator_command", orchestrator_command)
-    monkeypatch.setattr("prime_cli.train.models.resolve_model",
+    monkeypatch.setattr("prime_cli.train.plugin_api.training_weights",
                         lambda name: SimpleNamespace(path="/models/tiny", served_name="tiny", is_local_embedded=False))
     return started
 

@@ -7,7 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from prime_cli.train.config import RLConfig
+from prime_cli.train.plugin_api import RLConfig
 
 from .loop import EndpointDown, run
 from .weights import AdapterLoadError

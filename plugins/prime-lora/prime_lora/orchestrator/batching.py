@@ -6,7 +6,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from prime_cli.train.config import BufferConfig
+from prime_cli.train.plugin_api import BufferConfig
 
 
 @dataclass

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from prime_cli.train.config import RLConfig
+from prime_cli.train.plugin_api import RLConfig
 
 from .batching import BatchStats, Group, group_samples, keep_group
 from .sampler import EnvRows, EnvSampler
@@ -128,8 +128,7 @@ def checkpoint_path(output_dir: Path, step: int) -> Path:
 
 
 async def run(config: RLConfig, output_dir: Path, base_url: str, resume_step: int | None) -> int:
-    from prime_cli.clients import EndpointSpec
-    from prime_cli.clients.openai_client import OpenAIChatClient
+    from prime_cli.train.plugin_api import EndpointSpec, OpenAIChatClient
 
     sampler = EnvSampler(load_env_rows(config), seed=config.orchestrator_seed)
     start = resume_step or 0

@@ -6,8 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from prime_cli.train.config import RLConfig
-from prime_cli.train.models import resolve_model
+from prime_cli.train.plugin_api import RLConfig, training_weights
 
 from ..devices import apply_trainer_cpus
 from .distributed import init_distributed
@@ -23,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     config = RLConfig.model_validate_json(args.config.read_text())
     apply_trainer_cpus()
     seed_everything(config.seed)
-    model_path = args.model_path or resolve_model(config.model.name).path
+    model_path = args.model_path or training_weights(config.model.name).path
     dist = init_distributed(fsdp=config.trainer.model.fsdp)
     try:
         return train(config, args.config.parent, model_path, args.resume_step, dist)

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from prime_cli.train.config import RLConfig
+from prime_cli.train.plugin_api import RLConfig
 
 from .batches import read_batch
 from .checkpoint import load_checkpoint, save_checkpoint, save_weights

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from prime_cli.train.config import LossConfig
+from prime_cli.train.plugin_api import LossConfig
 
 
 @dataclass

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from prime_cli.train.config import RLConfig
+from prime_cli.train.plugin_api import RLConfig
 
 
 def pick_device() -> torch.device:

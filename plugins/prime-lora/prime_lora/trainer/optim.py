@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from prime_cli.train.config import RLConfig
+from prime_cli.train.plugin_api import RLConfig
 
 
 def build_optimizer(params: list[torch.nn.Parameter], config: RLConfig) -> torch.optim.Optimizer:

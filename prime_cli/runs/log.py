@@ -1,4 +1,4 @@
-"""eval.log: the run's log file, with secrets redacted from every record."""
+"""The log file of a run (eval.log, gepa.log), with secrets redacted from every record."""
 
 from __future__ import annotations
 

@@ -1,0 +1,90 @@
+"""From the model flags of a run (-m, -b, -k, -e, --header) to a pool of clients, with plain arguments,
+so that every engine (eval, GEPA) resolves a model the same way. The secrets of the endpoints come
+along, to be kept out of run logs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from .command_flags import LOCAL_MODEL
+from .errors import ClientConfigError
+from .registry import (
+    DEFAULT_REGISTRY_PATH,
+    EndpointSpec,
+    api_key_for,
+    load_registry,
+    resolve_model,
+    secret_header_values,
+)
+
+if TYPE_CHECKING:
+    from .pool import ClientPool
+
+PLACEHOLDER_LOCAL_URL = "http://127.0.0.1:8000/v1"
+"""Where the embedded model is assumed to be while its server is not started yet (checks only)."""
+
+
+def endpoint_specs(model: str, base_url: str | None = None, key_var: str | None = None,
+                   endpoints_path: str | None = None, headers: Mapping[str, str] | None = None) -> list[EndpointSpec]:
+    """The endpoints of `-m model` (with -b/-k/-e/--header applied). The embedded `local` model needs the
+    URL of its server: the engine finds or starts it first and passes it as `base_url`."""
+    if model == LOCAL_MODEL and not base_url:
+        raise ClientConfigError(
+            "the embedded local model is not available in this version; pass -m MODEL with -b URL "
+            "(any OpenAI-compatible server) or an endpoint id from configs/endpoints.toml"
+        )
+    return resolve_model(model, base_url=base_url, key_var=key_var, registry_path=endpoints_path,
+                         headers=dict(headers or {}))
+
+
+def open_pool(specs: list[EndpointSpec], *, max_concurrent: int, max_retries: int, timeout: float) -> ClientPool:
+    """One client per endpoint replica, `max_concurrent` requests in flight, the shared retry policy."""
+    from .pool import ClientPool
+    from .retry import RetryPolicy
+
+    return ClientPool(specs, max_concurrent=max_concurrent, retry=RetryPolicy(max_retries=max_retries),
+                      timeout=timeout)
+
+
+def secrets_of(specs: list[EndpointSpec]) -> list[str]:
+    """API keys and credential-like header values, redacted from run logs."""
+    values = [os.environ.get(spec.key_var or "") for spec in specs]
+    for spec in specs:
+        values.extend(secret_header_values(spec.headers))
+    return [v for v in values if v and len(v) >= 4 and v != "EMPTY"]
+
+
+def check_endpoints(model: str, base_url: str | None = None, key_var: str | None = None,
+                    endpoints_path: str | None = None, headers: Mapping[str, str] | None = None,
+                    role: str = "") -> None:
+    """Resolve the model flags and check that every key variable is set, sending no request. The `local`
+    model is checked against a placeholder loopback URL (its server is not started yet). `role`
+    (e.g. "reflection model -M") prefixes the message when a run has several models."""
+    if model == LOCAL_MODEL and not base_url:
+        base_url = PLACEHOLDER_LOCAL_URL
+    try:
+        for spec in endpoint_specs(model, base_url, key_var, endpoints_path, headers):
+            if spec.key_var:
+                api_key_for(spec)
+    except ClientConfigError as exc:
+        prefix = f"{role} {model}: " if role else ""
+        raise ClientConfigError(f"{prefix}{exc}{_endpoint_id_hint(model, base_url, endpoints_path)}") from None
+
+
+def _endpoint_id_hint(model: str, base_url: str | None, endpoints_path: str | None) -> str:
+    """A name close to an endpoint id of the registry, used without -b, is most likely a typo of it."""
+    import difflib
+
+    path = endpoints_path or DEFAULT_REGISTRY_PATH
+    if base_url or not os.path.isfile(path):
+        return ""
+    try:
+        ids = list(load_registry(path))
+    except ClientConfigError:
+        return ""
+    close = difflib.get_close_matches(model, ids, n=1, cutoff=0.8)
+    if model in ids or not close:
+        return ""
+    return f" ({model!r} is not an endpoint id in {path}; did you mean {close[0]!r}?)"

@@ -1,0 +1,26 @@
+"""The public API of prime for trainer plugins: a plugin imports prime_cli only through this module and
+`prime_cli.envs` (the environment API), so prime's internal modules can move without breaking it (an
+import-linter contract in pyproject.toml checks plugins/prime-lora). Importing it stays cheap: no torch.
+
+- The contract: `TrainerPlugin` (the entry-point object) and `API_VERSION`.
+- The config the TOML file is validated into: `RLConfig` and its sections.
+- The weights a run trains: `training_weights(name)` (`"local"` is the embedded model).
+- Inference: `VllmServer` / `ServerOptions` start a vLLM server; `ManagedProcess` runs a child process
+  group; `free_port`, `port_in_use`; `ServeError` when a server cannot run.
+- Sampling: `OpenAIChatClient` for an `EndpointSpec` (token ids and logprobs as the server returns them).
+"""
+
+from prime_cli.clients import EndpointSpec, OpenAIChatClient
+from prime_cli.serve.errors import ServeError
+from prime_cli.serve.process import ManagedProcess
+from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in_use
+
+from .config import BufferConfig, LossConfig, RLConfig
+from .contract import API_VERSION, TrainerPlugin
+from .models import TrainingWeights, training_weights
+
+__all__ = [
+    "API_VERSION", "BufferConfig", "EndpointSpec", "LossConfig", "ManagedProcess", "OpenAIChatClient", "RLConfig",
+    "ServeError", "ServerOptions", "TrainerPlugin", "TrainingWeights", "VllmServer", "free_port", "port_in_use",
+    "training_weights",
+]
