@@ -1,8 +1,9 @@
 """One eval run as the screens see it: metadata, a lazy row index, and the small fields of every row.
 
-The first screenful is read synchronously (`open_first`); the rest of the file is indexed and its
-small fields parsed by `load_all`, which screens run in a worker thread. `refresh` follows a run
-that is still being written.
+The first screenful is read synchronously (`open_first`); `load_all`, which screens run in a worker
+thread, takes every row's small fields and line offsets from the run's side index
+(results.index) when it matches results.jsonl, else parses the file and writes the index for
+next time (a finished run in a writable folder). `refresh` follows a run that is still being written.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from prime_cli.evals.reader import SCAN_SLICE, ResultsIndex, metadata_mtime, parse_line, slim_row
+from prime_cli.evals.row_columns import RowColumns, SmallRow
+from prime_cli.evals.row_index import load_index, results_stamp, save_index
 from prime_cli.evals.store import RunDirError, read_metadata
 from prime_cli.evals.summary import summarize
 from prime_cli.tui.filters import RowFilter
@@ -27,7 +30,10 @@ class RunModel:
         self.metadata: dict[str, Any] = read_metadata(self.run_dir)
         self._meta_mtime = metadata_mtime(self.run_dir)
         self.index = ResultsIndex(self.run_dir)
-        self.slim: list[dict[str, Any]] = []
+        self.columns = RowColumns()  # every row's small fields, once loaded
+        self._views: list[SmallRow] = []
+        self.from_index = False  # the rows came from results.index
+        self.index_written = False
         self._generation = 0
         self._lock = threading.Lock()
         self.loaded = False
@@ -59,22 +65,47 @@ class RunModel:
             finally:
                 self._lock.release()
 
+    @property
+    def slim(self) -> list[SmallRow]:
+        """Every loaded row's small fields, as read-only mappings over `columns` (sections such as
+        metrics are mappings too, not dicts)."""
+        views, count = self._views, len(self.columns)  # _views is emptied whenever columns is replaced
+        if len(views) != count:
+            views = self._views = views[:count] + [self.columns.row(i) for i in range(len(views), count)]
+        return views
+
     def load_all(self, progress: Any = None) -> None:
         """Index the rest of the file and keep every row's small fields (thread-safe)."""
         with self._lock:
+            stamp = results_stamp(self.run_dir)
+            if not self.loaded:
+                self._adopt_index()
             while self.index.scan(SCAN_SLICE):  # in slices, so the UI thread can read rows between them
                 pass
             self.index.scan()
             self._sync_slim(progress)
             self.loaded = True
             self.version += 1
+            if not (self.from_index or self.index_written or self.live) and stamp is not None and len(self.columns):
+                starts, ends, scanned = self.index.offsets()
+                self.index_written = save_index(self.run_dir, self.columns, starts, ends, scanned, stamp)
+
+    def _adopt_index(self) -> None:
+        """Take rows and offsets from the side index when it matches results.jsonl."""
+        found = load_index(self.run_dir)
+        if found is None:
+            return
+        self.index.adopt(found.starts, found.ends, found.scanned, found.identity)
+        self.columns, self._views, self._generation = found.columns, [], self.index.generation
+        self.from_index = True
 
     def _sync_slim(self, progress: Any = None) -> None:
         if self.index.generation != self._generation:  # the file was rewritten (sorted) at the end
-            self.slim, self._generation = [], self.index.generation
+            self.columns, self._views, self._generation = RowColumns(), [], self.index.generation
+            self.from_index = False
         total = len(self.index)
-        for i in range(len(self.slim), total):
-            self.slim.append(slim_row(parse_line(self.index.raw(i), i)))
+        for i in range(len(self.columns), total):
+            self.columns.append(parse_line(self.index.raw(i), i))
             if i % 1000 == 999:
                 time.sleep(0.0005)  # hand the GIL to the UI thread now and then: it stays responsive
             if progress is not None and i % 5000 == 0:
@@ -106,7 +137,7 @@ class RunModel:
 
     def small(self, i: int) -> dict[str, Any]:
         """Row `i`'s small fields: from memory once loaded, else parsed from the file."""
-        return self.slim[i] if i < len(self.slim) else slim_row(self.index.row(i))
+        return self.columns.row(i) if i < len(self.columns) else slim_row(self.index.row(i))
 
     def metric_names(self) -> list[str]:
         names = list((self.metadata.get("avg_metrics") or {}).keys())
@@ -117,7 +148,8 @@ class RunModel:
         """The run's summary: computed from the rows once loaded, else from a finished run's
         metadata, else None (still loading)."""
         if self.loaded:
-            return summarize(self.slim, float((self.metadata.get("summary") or {}).get("pass_threshold", 1.0)))
+            rows = [self.columns.as_dict(i) for i in range(len(self.columns))]
+            return summarize(rows, float((self.metadata.get("summary") or {}).get("pass_threshold", 1.0)))
         meta = self.metadata
         if self.status != "running" and isinstance(meta.get("summary"), dict):
             return {**meta["summary"], **{k: meta.get(k) for k in ("avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage")}}
@@ -134,10 +166,10 @@ class RunModel:
             else:
                 indices = [i for i in indices if row_filter(rows[i])]
         if sort_key != "row":
-            indices.sort(key=lambda i: sort_value(rows[i], sort_key), reverse=descending)
+            ranks = {i: sort_value(rows[i], sort_key) for i in indices}
+            indices.sort(key=ranks.__getitem__, reverse=descending)
             if descending:  # keep missing values last either way
-                missing = [i for i in indices if sort_value(rows[i], sort_key)[0] == 2]
-                indices = [i for i in indices if sort_value(rows[i], sort_key)[0] != 2] + missing
+                indices = [i for i in indices if ranks[i][0] != 2] + [i for i in indices if ranks[i][0] == 2]
         elif descending:
             indices.reverse()
         return indices
