@@ -34,6 +34,8 @@ class RunModel:
         self._views: list[SmallRow] = []
         self.from_index = False  # the rows came from results.index
         self.index_written = False
+        self._stamp: dict[str, int] | None = None
+        self._summary: tuple[int, dict[str, Any]] | None = None  # (version, summary)
         self._generation = 0
         self._lock = threading.Lock()
         self.loaded = False
@@ -77,7 +79,7 @@ class RunModel:
     def load_all(self, progress: Any = None) -> None:
         """Index the rest of the file and keep every row's small fields (thread-safe)."""
         with self._lock:
-            stamp = results_stamp(self.run_dir)
+            self._stamp = results_stamp(self.run_dir)  # before reading: a file changed meanwhile makes a stale index
             if not self.loaded:
                 self._adopt_index()
             while self.index.scan(SCAN_SLICE):  # in slices, so the UI thread can read rows between them
@@ -86,9 +88,17 @@ class RunModel:
             self._sync_slim(progress)
             self.loaded = True
             self.version += 1
-            if not (self.from_index or self.index_written or self.live) and stamp is not None and len(self.columns):
-                starts, ends, scanned = self.index.offsets()
-                self.index_written = save_index(self.run_dir, self.columns, starts, ends, scanned, stamp)
+
+    def save_index(self) -> bool:
+        """After `load_all` parsed results.jsonl, write the side index so the next open is quick.
+        Skipped for a run still being written, and when the folder is read-only (the rows stay
+        in memory). True when an index was written."""
+        with self._lock:
+            if self.from_index or self.index_written or self.live or self._stamp is None or not len(self.columns):
+                return False
+            starts, ends, scanned = self.index.offsets()
+            self.index_written = save_index(self.run_dir, self.columns, starts, ends, scanned, self._stamp)
+            return self.index_written
 
     def _adopt_index(self) -> None:
         """Take rows and offsets from the side index when it matches results.jsonl."""
@@ -144,16 +154,29 @@ class RunModel:
         rows = self.slim or [self.small(i) for i in range(min(len(self), 200))]
         return names + [n for n in metric_names(rows) if n not in names]
 
-    def summary(self) -> dict[str, Any] | None:
-        """The run's summary: computed from the rows once loaded, else from a finished run's
-        metadata, else None (still loading)."""
+    def summary(self, compute: bool = True) -> dict[str, Any] | None:
+        """The run's summary: computed from the rows once loaded (once per version; slow for a big
+        run, so screens call it from a worker), else from a finished run's metadata, else None
+        (still loading). With `compute=False`, a loaded run whose summary is not computed yet for
+        this version answers like one still loading."""
         if self.loaded:
-            rows = [self.columns.as_dict(i) for i in range(len(self.columns))]
-            return summarize(rows, float((self.metadata.get("summary") or {}).get("pass_threshold", 1.0)))
+            cached = self._summary
+            if cached is not None and cached[0] == self.version:
+                return cached[1]
+            if compute:
+                version = self.version
+                rows = [self.columns.as_dict(i) for i in range(len(self.columns))]
+                summary = summarize(rows, float((self.metadata.get("summary") or {}).get("pass_threshold", 1.0)))
+                self._summary = (version, summary)
+                return summary
         meta = self.metadata
         if self.status != "running" and isinstance(meta.get("summary"), dict):
             return {**meta["summary"], **{k: meta.get(k) for k in ("avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage")}}
         return None
+
+    @property
+    def summary_ready(self) -> bool:
+        return self.loaded and self._summary is not None and self._summary[0] == self.version
 
     def select(self, row_filter: RowFilter | None, sort_key: str, descending: bool) -> list[int]:
         """Row numbers passing `row_filter`, sorted by `sort_key` ("row" = file order).
