@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import subprocess
 import sys
@@ -119,6 +120,25 @@ def _measure_in_child(results: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _measure_baseline(ref: str, run_dir: Path) -> dict | None:
+    """The same open with the code of git commit `ref` (its own tui_open.py, from `git archive`),
+    for a side-by-side figure taken under the same machine load."""
+    import re
+    import tarfile
+
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(prefix="tui-bench-base-") as tmp:
+        archive = subprocess.run(["git", "-C", str(root), "archive", ref], check=True, capture_output=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(tmp, filter="data")
+        out = subprocess.run([sys.executable, str(Path(tmp) / "benchmarks" / "tui_open.py"), "--dir", str(run_dir)],
+                             check=True, capture_output=True, text=True).stdout
+    figures = {key: re.search(pattern, out) for key, pattern in (
+        ("first_rows_s", r"first rows on screen:\s+([\d.]+) s"), ("ready_s", r"rows loaded: ([\d.]+) s"),
+        ("peak_mb", r"peak memory:\s+([\d.]+) MB"))}
+    return {key: float(m.group(1)) if m else None for key, m in figures.items()}
+
+
 def _fmt(value: float | None, unit: str = "s") -> str:
     if value is None:
         return "-"
@@ -129,6 +149,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=100_000, help="rollouts in the generated results.jsonl")
     parser.add_argument("--dir", type=Path, default=None, help="run folder to use (generated there when empty)")
+    parser.add_argument("--baseline", default=None, metavar="GIT_REF",
+                        help="also open the run with the code of this commit, e.g. f75d1be (before the index)")
     parser.add_argument("--measure", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure is not None:
@@ -143,16 +165,22 @@ def main() -> None:
         print(f"wrote {args.rows:,} rows ({(run_dir / 'results.jsonl').stat().st_size / 1e6:.0f} MB) "
               f"in {time.perf_counter() - t:.1f} s to {run_dir}")
     (run_dir / INDEX_FILE).unlink(missing_ok=True)
+    base = _measure_baseline(args.baseline, run_dir) if args.baseline else None
     cold = _measure_in_child(run_dir / "results.jsonl")
     index_mb = (run_dir / INDEX_FILE).stat().st_size / 1e6 if (run_dir / INDEX_FILE).is_file() else 0.0
     warm = _measure_in_child(run_dir / "results.jsonl")
     print(f"textual import: {warm['textual_import_s']:.2f} s; results.index written by the first open: {index_mb:.1f} MB")
-    print(f"{cold['rows']:,} rows                  no index (parse, then write it)   with results.index")
+    head = f"{cold['rows']:,} rows"
+    print(f"{head:<26}{'before (' + args.baseline + ')' if base else '':>18}{'no index':>18}{'with results.index':>22}")
     for label, key, unit in (("first rows on screen", "first_rows_s", "s"), ("sort + filter ready", "ready_s", "s"),
                              ("then sort by reward", "sort_s", "s"), ("then filter reward<0.5", "filter_s", "s"),
                              ("peak RSS", "peak_mb", "MB")):
-        print(f"{label:<26}{_fmt(cold[key], unit):>18}{_fmt(warm[key], unit):>26}")
-    print("before the index (f75d1be): first rows 0.13 s, sort + filter ready 7.25 s, peak RSS 324 MB")
+        before = _fmt(base.get(key), unit) if base else ""
+        print(f"{label:<26}{before:>18}{_fmt(cold[key], unit):>18}{_fmt(warm[key], unit):>22}")
+    print("(no index: the TUI parses results.jsonl, then writes results.index for the next open)")
+    if not base:
+        print("before the index (f75d1be, measured earlier): first rows 0.13 s, sort + filter ready 7.25 s, peak RSS 324 MB;"
+              " --baseline f75d1be measures it now")
     if not warm["from_index"]:
         print("note: the second open did not use the index")
 
