@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +146,7 @@ class RunModel:
     def row(self, i: int) -> dict[str, Any]:
         return self.index.row(i)
 
-    def small(self, i: int) -> dict[str, Any]:
+    def small(self, i: int) -> Mapping[str, Any]:
         """Row `i`'s small fields: from memory once loaded, else parsed from the file."""
         return self.columns.row(i) if i < len(self.columns) else slim_row(self.index.row(i))
 

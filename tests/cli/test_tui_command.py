@@ -71,7 +71,7 @@ def test_a_saved_run_has_its_index_and_the_tui_sorts_and_filters_it(saved_eval):
         term.wait_for("sorted by reward ↓")
         term.send("/")
         term.send("reward<0.5\r")
-        screen = term.wait_for(f"{low:,} rollouts", "filter: reward<0.5")
+        screen = term.wait_for(f"{low:,} rollouts  filter: reward<0.5")
         for _ in range(3):
             term.send("q")
         assert term.wait_exit() == 0, screen
