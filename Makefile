@@ -52,7 +52,7 @@ bench-cli: setup
 	$(BIN)/python benchmarks/cli_startup.py
 
 bench-tui: setup
-	$(BIN)/python benchmarks/tui_open.py
+	$(BIN)/python benchmarks/tui_open.py --baseline f75d1be
 
 # prime train vs TRL GRPOTrainer, CPU reverse-text, 20 steps (TRL in benchmarks/.venv-trl, made on first use)
 bench-trl: setup

@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prime_cli.evals.row_columns import HEAVY_KEYS
 from prime_cli.evals.schema import EvalRunLayout, MetadataRecord, Rollout
 from prime_cli.evals.store import RunDirError, read_metadata
 
-# The big fields of a row; everything else is small and kept in memory for sorting and filtering.
-HEAVY_KEYS = ("prompt", "completion", "answer", "info")
 SCAN_SLICE = 4 << 20
 _SKIP_DIRS = {".git", ".venv", "node_modules", "__pycache__", ".pytest_cache"}
 
@@ -239,6 +238,20 @@ class ResultsIndex:
             self._starts.append(self._scanned)
             self._ends.append(self._scanned + len(tail))
             self._scanned += len(tail)
+
+    def offsets(self) -> tuple[array, array, int]:
+        """Where each indexed line starts and ends, and how many bytes were looked at."""
+        with self._lock:
+            return array("q", self._starts), array("q", self._ends), self._scanned
+
+    def adopt(self, starts: list[int], ends: list[int], scanned: int, identity: tuple[int, int]) -> None:
+        """Take line offsets found earlier (a side index) for the file `identity` names; a later
+        `scan()` goes on from `scanned`, or starts over if the file has been replaced since."""
+        with self._lock:
+            self.close()  # reopened on the file as it is now
+            self._starts, self._ends = array("q", starts), array("q", ends)
+            self._scanned, self._identity = scanned, identity
+            self._cache.clear()
 
     def raw(self, i: int) -> bytes:
         with self._lock:

@@ -15,6 +15,7 @@ import prime_cli.envs as vf
 
 from .config import DEFAULT_MAX_ERROR_RATE, EvalConfig
 from .health import FINISHED_STATUSES
+from .row_index import write_index
 from .schema import EvalRunLayout, MetadataRecord, Rollout, RunMetadata, Summary
 from .store import (
     RunDirError,
@@ -77,6 +78,7 @@ class RunFiles:
             self.store.update_metadata(status=status, time_ms=previous_ms + elapsed_ms, **metadata_fields(summary),
                                        **(extra or {}))
             self.store.close()
+            write_index(self.run_dir)  # so that `prime eval tui` opens it with sort and filter at once
         return rows
 
     def resume_command(self, config: EvalConfig) -> str:

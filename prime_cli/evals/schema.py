@@ -194,6 +194,7 @@ class EvalRunLayout:
     METADATA = METADATA_FILE  # the same name for every kind of run
     RESULTS = "results.jsonl"
     LOG = "eval.log"
+    INDEX = "results.index"  # a cache of the rows' small fields for the TUI (see row_index.py)
 
     @property
     def metadata_path(self) -> Path:

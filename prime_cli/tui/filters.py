@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from prime_cli.tui.text import message_text
 
-Row = dict[str, Any]
+Row = Mapping[str, Any]  # a parsed row, or its small fields (prime_cli.evals.row_columns.SmallRow)
 Predicate = Callable[[Row], bool]
 
 TEXT_FIELDS = {"text", "prompt", "completion", "answer"}
@@ -87,10 +87,10 @@ def field_value(row: Row, name: str) -> Any:
         return row.get("stop_condition")
     if name == "tokens":
         usage = row.get("token_usage")
-        return usage.get("completion_tokens") if isinstance(usage, dict) else None
+        return usage.get("completion_tokens") if isinstance(usage, Mapping) else None
     if name == "time_ms":
         timing = row.get("timing")
-        return timing.get("total_ms") if isinstance(timing, dict) else None
+        return timing.get("total_ms") if isinstance(timing, Mapping) else None
     if name == "text":
         return "\n".join((message_text(row.get("prompt")), message_text(row.get("completion"))))
     if name in ("prompt", "completion"):
@@ -103,7 +103,7 @@ def field_value(row: Row, name: str) -> Any:
     head, _, rest = name.partition(".")
     if rest and head in ("metrics", "info", "timing", "token_usage"):
         section = row.get(head)
-        return section.get(rest) if isinstance(section, dict) else None
+        return section.get(rest) if isinstance(section, Mapping) else None
     return row.get(name)
 
 

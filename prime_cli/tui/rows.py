@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from prime_cli.tui.filters import field_value
 
-Row = dict[str, Any]
+Row = Mapping[str, Any]
 
 
 def number(value: Any) -> float | None:
@@ -47,7 +48,7 @@ def metric_names(rows: list[Row], limit: int = 2000) -> list[str]:
     names: dict[str, None] = {}
     for row in rows[:limit]:
         metrics = row.get("metrics")
-        if isinstance(metrics, dict):
+        if isinstance(metrics, Mapping):
             names.update((str(k), None) for k in metrics)
     return list(names)
 

@@ -53,3 +53,26 @@ def test_tui_opens_a_gepa_run(tmp_path, scripted):
                         "-n", "4", "-N", "4", "--plain", "-o", "gepa-run"], tmp_path)
     assert result.returncode == 0, result.stderr
     _open_and_quit(["eval", "tui", "gepa-run"], tmp_path, "Reverse the text", "GEPA · reverse-text", presses=2)
+
+
+def test_a_saved_run_has_its_index_and_the_tui_sorts_and_filters_it(saved_eval):
+    from prime_cli.evals.row_index import load_index
+    from prime_cli.evals.store import read_results
+
+    run_dir = run_dirs(saved_eval)[0]
+    found = load_index(run_dir)  # written by `prime eval run` when the run ended
+    rows = read_results(run_dir)
+    assert found is not None and len(found.columns) == len(rows) == 6
+    assert [found.columns.row(i)["reward"] for i in range(6)] == [row["reward"] for row in rows]
+    low = sum(1 for row in rows if (row["reward"] or 0) < 0.5)
+    with TerminalSession(["eval", "tui", str(run_dir / "results.jsonl")], saved_eval) as term:
+        term.wait_for("6 rollouts", "completed")
+        term.send("s")
+        term.wait_for("sorted by reward ↓")
+        term.send("/")
+        term.send("reward<0.5\r")
+        screen = term.wait_for(f"{low:,} rollouts  filter: reward<0.5")
+        for _ in range(3):
+            term.send("q")
+        assert term.wait_exit() == 0, screen
+        assert "Traceback" not in term.raw.decode(errors="replace")

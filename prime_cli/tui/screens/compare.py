@@ -61,6 +61,8 @@ class CompareScreen(Screen):
         self.b.load_all()
         comparison = compare(self.a.slim, self.b.slim)
         self.app.call_from_thread(self._loaded, comparison)
+        self.a.save_index()
+        self.b.save_index()
 
     def _loaded(self, comparison: Comparison) -> None:
         self.comparison = comparison

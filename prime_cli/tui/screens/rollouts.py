@@ -74,6 +74,7 @@ class RolloutsScreen(Screen):
     def load(self) -> None:
         self.model.load_all(progress=lambda i, n: self.app.call_from_thread(self._status, f"reading rows {i:,}/{n:,}"))
         self.app.call_from_thread(self.rebuild)
+        self.model.save_index()
 
     def follow(self) -> None:
         """Live mode: pick up appended rows while the run is being written."""
