@@ -23,9 +23,9 @@ def tui(
     from prime_cli.tui.locate import locate
 
     try:  # the path is checked before Textual is imported, so a bad one is one line
-        locate(path)
+        located = locate(path)
     except RunDirError as exc:
         fail(str(exc))
     from prime_cli.tui.app import make_app  # Textual is imported only here
 
-    make_app(path, live_interval=interval).run()
+    make_app(path, live_interval=interval, located=located).run()

@@ -71,9 +71,11 @@ class PrimeTui(App):
             self.push_screen(HelpScreen(self.screen))
 
 
-def make_app(path: str | Path | None = None, cwd: str | Path | None = None, live_interval: float = 1.0) -> PrimeTui:
+def make_app(path: str | Path | None = None, cwd: str | Path | None = None, live_interval: float = 1.0,
+             located: Located | None = None) -> PrimeTui:
     """The app for `prime eval tui [PATH]`: PATH may be one run folder (opened directly) or any
     folder holding runs; without it, `./environments/*/outputs` and `./outputs` are searched.
-    Raises RunDirError (NoRunsError) for a PATH that holds no run."""
-    return PrimeTui(locate(path, cwd), live_interval)
+    `located` is `locate(path, cwd)` when the caller already has it (the CLI checks the path before
+    Textual is imported). Raises RunDirError (NoRunsError) for a PATH that holds no run."""
+    return PrimeTui(located if located is not None else locate(path, cwd), live_interval)
 
