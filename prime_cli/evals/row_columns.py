@@ -92,7 +92,26 @@ class RowColumns:
         return SmallRow(self, i)
 
 
-class SmallRow(Mapping[str, Any]):
+class _ColumnMapping(Mapping[str, Any]):
+    """A read-only view of one row in columns: subclasses give `get` and `__iter__` (keys whose value is
+    not ABSENT); indexing and length follow from them."""
+
+    __slots__ = ()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        value = self.get(key, ABSENT)
+        if value is ABSENT:
+            raise KeyError(key)
+        return value
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class SmallRow(_ColumnMapping):
     """Row `i`'s small fields as a read-only mapping over the columns, built in no time.
 
     A section (metrics, timing, token_usage) comes back as a read-only `SectionView` mapping, not a
@@ -114,23 +133,14 @@ class SmallRow(Mapping[str, Any]):
             return SectionView(self._columns.subs.get(key, {}), self._i)
         return value
 
-    def __getitem__(self, key: str) -> Any:
-        value = self.get(key, ABSENT)
-        if value is ABSENT:
-            raise KeyError(key)
-        return value
-
     def __iter__(self) -> Iterator[str]:
         return (k for k, column in self._columns.top.items() if column[self._i] is not ABSENT)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
 
     def __repr__(self) -> str:
         return f"SmallRow({self._columns.as_dict(self._i)!r})"
 
 
-class SectionView(Mapping[str, Any]):
+class SectionView(_ColumnMapping):
     """One row's metrics (or timing, token_usage) read from the sub-columns."""
 
     __slots__ = ("_subs", "_i")
@@ -144,14 +154,6 @@ class SectionView(Mapping[str, Any]):
             return default
         return values[self._i]
 
-    def __getitem__(self, key: str) -> Any:
-        value = self.get(key, ABSENT)
-        if value is ABSENT:
-            raise KeyError(key)
-        return value
-
     def __iter__(self) -> Iterator[str]:
         return (k for k, values in self._subs.items() if values[self._i] is not ABSENT)
 
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
