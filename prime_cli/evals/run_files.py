@@ -66,20 +66,22 @@ class RunFiles:
 
     def finish(self, new_rows: list[Rollout], status: str, elapsed_ms: float,
                summarize: Callable[..., Summary], metadata_fields: Callable[[Summary], MetadataRecord],
-               pass_threshold: float, extra: MetadataRecord | None = None) -> list[Rollout]:
-        """Write the final rows and metadata (with `extra` fields, e.g. retries) and close the store."""
+               pass_threshold: float, extra: MetadataRecord | None = None) -> tuple[list[Rollout], Summary]:
+        """Write the final rows and metadata (with `extra` fields, e.g. retries) and close the store.
+        Returns the run's rows and their summary."""
         rows = self.merged_rows(new_rows)
+        if self.store is not None and (status in FINISHED_STATUSES or self.mode == "retry"):
+            rows = sorted(rows, key=_row_key)
+        summary = summarize(rows, pass_threshold=pass_threshold)
         if self.store is not None:
             if status in FINISHED_STATUSES or self.mode == "retry":
-                rows = sorted(rows, key=_row_key)
                 self.store.rewrite_results(rows)
-            summary = summarize(rows, pass_threshold=pass_threshold)
             previous_ms = float(self.store.metadata.get("time_ms") or 0.0) if self.mode != "new" else 0.0
             self.store.update_metadata(status=status, time_ms=previous_ms + elapsed_ms, **metadata_fields(summary),
                                        **(extra or {}))
             self.store.close()
             write_index(self.run_dir)  # so that `prime eval tui` opens it with sort and filter at once
-        return rows
+        return rows, summary
 
     def resume_command(self, config: EvalConfig) -> str:
         """`prime eval run ... -R DIR`: runs the missing rollouts, pasted from any folder."""

@@ -202,11 +202,11 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
         status = final_status(status, budget)
         health = {"retries": run_retries(pool, files.store.metadata.get("retries") if files.mode != "new"
                                          and files.store else None), "error_budget": budget}
-        all_rows = files.finish(new_rows, status, elapsed_ms, summarize, metadata_fields, config.pass_threshold,
-                                extra=health)
+        all_rows, summary = files.finish(new_rows, status, elapsed_ms, summarize, metadata_fields,
+                                         config.pass_threshold, extra=health)
         if hasattr(pool, "aclose"):
             await pool.aclose()
-    summary: Summary = {**summarize(all_rows, pass_threshold=config.pass_threshold), **health}
+    summary = {**summary, **health}
     run_dir = str(files.run_dir) if files.run_dir else None
     resume = files.resume_command(config) if status not in (COMPLETED, COMPLETED_WITH_ERRORS) and run_dir else None
     retry = files.retry_command(config) if budget["errored_rollouts"] and not resume and run_dir else None
