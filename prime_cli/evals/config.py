@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from prime_cli.clients.command_flags import LOCAL_MODEL
 from prime_cli.envs.errors import EnvConfigError
 
 if sys.version_info >= (3, 11):
@@ -30,7 +31,7 @@ class EvalConfig(BaseModel):
     env_id: str
     env_args: dict[str, Any] = Field(default_factory=dict)
     extra_env_kwargs: dict[str, Any] = Field(default_factory=dict)
-    model: str = "local"
+    model: str = LOCAL_MODEL
     base_url: str | None = None
     api_key_var: str | None = None
     endpoints_path: str | None = None

@@ -100,7 +100,7 @@ def resume_command(config: GepaConfig, run_dir: Path) -> str:
     """`prime gepa run ENV ... -o RUN_DIR` with every flag the run needs to go on as it started."""
     parts = ["prime", "gepa", "run", config.env_id, *model_flags(config)]
     if config.reflection_model:
-        parts += ["-M", "local" if config.reflection_served_local else config.reflection_model]
+        parts += ["-M", LOCAL_MODEL if config.reflection_served_local else config.reflection_model]
     if config.reflection_base_url and not config.reflection_served_local:
         parts += ["--reflection-base-url", config.reflection_base_url]
     defaults = GepaConfig(env_id=config.env_id)

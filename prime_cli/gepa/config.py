@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from prime_cli.clients.command_flags import LOCAL_MODEL
 from prime_cli.envs.errors import EnvConfigError
 
 if sys.version_info >= (3, 11):
@@ -27,7 +28,7 @@ class GepaConfig(BaseModel):
 
     env_id: str
     env_args: dict[str, Any] = Field(default_factory=dict)
-    model: str = "local"
+    model: str = LOCAL_MODEL
     reflection_model: str | None = None
     base_url: str | None = None
     reflection_base_url: str | None = None
@@ -65,8 +66,8 @@ class GepaConfig(BaseModel):
 
     def on_local_server(self, model: str, url: str) -> GepaConfig:
         """The student and/or reflection model that are `local` without a URL, pointed at the server."""
-        student = self.model == "local" and not self.base_url
-        reflection = self.reflector == "local" and not self.reflection_base_url
+        student = self.model == LOCAL_MODEL and not self.base_url
+        reflection = self.reflector == LOCAL_MODEL and not self.reflection_base_url
         update: dict[str, Any] = {}
         if student:
             update.update(model=model, base_url=url)
