@@ -29,7 +29,14 @@ def screen_text(app) -> str:
 
 async def settle(pilot) -> None:
     """Let loads, selections and refreshes finish (workers start after the first paint)."""
+    import contextlib
+
+    from textual.worker import WorkerCancelled
+
     for _ in range(4):
         await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
+        for worker in list(pilot.app.workers):
+            # an exclusive worker replaced by a newer one (e.g. a second selection) ends cancelled
+            with contextlib.suppress(WorkerCancelled):
+                await worker.wait()
     await pilot.pause()
