@@ -32,5 +32,7 @@ def policy_loss(logp: torch.Tensor, inference_logp: torch.Tensor, advantages: to
     loss = -(keep * ratio * advantages).sum() / max(total_loss_tokens, 1)
     with torch.no_grad():
         d = log_ratio.detach().clamp(-config.log_ratio_clamp, config.log_ratio_clamp)
-        kl = (torch.exp(-d) + d - 1).sum().item()  # k3 estimate of KL(inference || train)
+        # tokens were sampled from the inference policy, so with r = p_train / p_inference = exp(d) the
+        # k3 estimator r - 1 - log r is unbiased for KL(inference || train) and never negative
+        kl = (torch.exp(d) - d - 1).sum().item()
     return LossParts(loss=loss, mismatch_kl_sum=kl, masked=int((keep == 0).sum().item()), tokens=int(logp.numel()))
