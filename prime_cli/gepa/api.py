@@ -194,7 +194,7 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
     except (NotImplementedError, RuntimeError, AttributeError):
         handler = False
     try:
-        with run_log(run.path / "gepa.log", secrets), display:
+        with run_log(run.layout.log_path, secrets), display:
             if not seed_text:
                 display.message("the environment has no system prompt: optimising from an empty one", "warning")
                 logger.warning("%s has no system prompt; GEPA starts from an empty one", config.env_id)
