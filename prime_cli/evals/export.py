@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from prime_cli.envs.errors import EnvConfigError
+from prime_cli.runs.atomic import write_atomic
 
 from .results import EvalRun, load_run
 from .schema import EvalRunLayout
-from .store import PathLike, _atomic_write, to_json
+from .store import PathLike, to_json
 
 FORMATS = ("csv", "parquet", "jsonl")
 
@@ -92,5 +93,5 @@ def export_run(path: PathLike, fmt: str, output: PathLike | None = None, cwd: Pa
     target = Path(output).expanduser() if output is not None else default_output(run, fmt, base)
     target = target if target.is_absolute() else base / target
     _check_output(target, run, fmt)
-    _atomic_write(target, _writer(run, fmt))
+    write_atomic(target, _writer(run, fmt), durable=True)
     return target, len(run.rows)

@@ -17,13 +17,15 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from prime_cli.evals.row_columns import HEAVY_KEYS
 from prime_cli.evals.schema import EvalRunLayout, MetadataRecord, Rollout
 from prime_cli.evals.store import RunDirError, read_metadata
+from prime_cli.runs.layouts import GepaRunLayout
 
 SCAN_SLICE = 4 << 20
+RunKind = Literal["eval", "gepa"]
 _SKIP_DIRS = {".git", ".venv", "node_modules", "__pycache__", ".pytest_cache"}
 
 
@@ -31,7 +33,7 @@ _SKIP_DIRS = {".git", ".venv", "node_modules", "__pycache__", ".pytest_cache"}
 class RunEntry:
     """One run folder as the browser lists it (an eval run or a GEPA run)."""
 
-    kind: str
+    kind: RunKind
     path: Path
     env_id: str
     model: str
@@ -41,20 +43,20 @@ class RunEntry:
     avg_reward: float | None
     num_examples: int | None = None
     rollouts_per_example: int | None = None
+    num_candidates: int | None = None  # a GEPA run's
     metadata: MetadataRecord = field(default_factory=dict, repr=False)  # type: ignore[assignment]
 
     @property
     def size_text(self) -> str:
         if self.kind == "gepa":
-            n = self.metadata.get("num_candidates")
-            return f"{n} cand." if n is not None else ""
+            return f"{self.num_candidates} cand." if self.num_candidates is not None else ""
         if self.num_examples is None:
             return ""
         return f"{self.num_examples}x{self.rollouts_per_example or 1}"
 
 
 def _is_gepa_dir(run_dir: Path, metadata: MetadataRecord) -> bool:
-    return (run_dir / "candidates.jsonl").is_file() or "reflection_model" in metadata or run_dir.parent.parent.name == "gepa"
+    return "reflection_model" in metadata or GepaRunLayout(run_dir).looks_like_run()
 
 
 def read_entry(run_dir: Path) -> RunEntry:
@@ -73,6 +75,7 @@ def read_entry(run_dir: Path) -> RunEntry:
         avg_reward=avg if isinstance(avg, (int, float)) else None,
         num_examples=meta.get("num_examples"),
         rollouts_per_example=meta.get("rollouts_per_example"),
+        num_candidates=meta.get("num_candidates") if gepa else None,
         metadata=meta,
     )
 

@@ -19,7 +19,6 @@ error. The eval engine writes it when a run ends; `prime eval tui` writes it whe
 from __future__ import annotations
 
 import json
-import os
 import sys
 from array import array
 from collections.abc import Sequence
@@ -31,6 +30,7 @@ from prime_cli.evals.reader import ResultsIndex
 from prime_cli.evals.row_columns import ABSENT, SECTION, RowColumns
 from prime_cli.evals.schema import EvalRunLayout
 from prime_cli.evals.store import RESULTS_FILE
+from prime_cli.runs.atomic import write_atomic
 
 INDEX_FILE = EvalRunLayout.INDEX
 MAGIC = b"prime-results-index\n"
@@ -186,14 +186,10 @@ def save_index(run_dir: Path, columns: RowColumns, starts: Sequence[int], ends: 
     """Write the index atomically; False (nothing written) when the folder is not writable.
     `stamp` is results.jsonl's `results_stamp` from before its rows were read, so a file changed
     meanwhile leaves a stale index rather than a wrong one."""
-    path = Path(run_dir) / INDEX_FILE
-    tmp = path.with_name(f".{INDEX_FILE}.{os.getpid()}.tmp")
     try:
-        tmp.write_bytes(encode_index(columns, starts, ends, scanned, stamp))
-        os.replace(tmp, path)
+        write_atomic(Path(run_dir) / INDEX_FILE, encode_index(columns, starts, ends, scanned, stamp))
         return True
     except (OSError, ValueError, TypeError, OverflowError):
-        tmp.unlink(missing_ok=True)
         return False
 
 

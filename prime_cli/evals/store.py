@@ -14,14 +14,14 @@ import logging
 import math
 import os
 import shutil
-import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 from prime_cli.envs.errors import error_record
+from prime_cli.runs.atomic import write_atomic
 from prime_cli.runs.ids import RUN_ID_PATTERN, new_run_id
 from prime_cli.runs.metadata import METADATA_FILE, RunDirError, read_metadata
 
@@ -81,21 +81,6 @@ def to_json(obj: Any, indent: int | None = None) -> str:
 
 def _encode(obj: Any, indent: int | None = None) -> bytes:
     return (to_json(obj, indent) + "\n").encode("utf-8")
-
-
-def _atomic_write(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
-    """Write via a temporary file in the same folder, then rename it over `path`."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def iter_results(run_dir: PathLike) -> Iterator[Rollout]:
@@ -223,7 +208,7 @@ def _repair_tail(path: Path) -> None:
             shutil.copyfileobj(src, out)
         out.truncate(keep)
 
-    _atomic_write(path, copy_head)
+    write_atomic(path, copy_head, durable=True)
 
 
 class RunStore:
@@ -253,7 +238,7 @@ class RunStore:
         run_dir.mkdir()
         meta: MetadataRecord = {**metadata, "date": datetime.now().astimezone().isoformat(timespec="seconds"),
                                 "status": "running"}
-        _atomic_write(EvalRunLayout(run_dir).metadata_path, lambda fh: fh.write(_encode(meta, indent=2)))
+        write_atomic(EvalRunLayout(run_dir).metadata_path, _encode(meta, indent=2), durable=True)
         return cls(run_dir, meta)
 
     @classmethod
@@ -281,7 +266,7 @@ class RunStore:
         with self._lock:
             self.metadata.update(fields)  # type: ignore[typeddict-item]
             data = _encode(self.metadata, indent=2)
-            _atomic_write(self.metadata_path, lambda fh: fh.write(data))
+            write_atomic(self.metadata_path, data, durable=True)
         return self.metadata
 
     def rewrite_results(self, rows: Iterable[Rollout]) -> None:
@@ -291,7 +276,7 @@ class RunStore:
             if reopen:
                 self._fh.close()
             try:
-                _atomic_write(self.results_path, lambda fh: fh.writelines(_encode(r) for r in rows))
+                write_atomic(self.results_path, lambda fh: fh.writelines(_encode(r) for r in rows), durable=True)
             finally:
                 if reopen:
                     self._fh = self.results_path.open("ab")

@@ -29,6 +29,7 @@ from .preflight import (
     preflight,
 )
 from .run_dir import STATE_FILE, GepaRunDir, RunDirError, default_base
+from .schema import GepaMetadata
 from .state import SearchState
 
 logger = logging.getLogger("prime_cli.gepa")
@@ -150,7 +151,7 @@ def background_slots(config: GepaConfig) -> int:
     return max(1, config.max_concurrent - config.minibatch_size * config.rollouts_per_example)
 
 
-def start_metadata(config: GepaConfig) -> dict[str, Any]:
+def start_metadata(config: GepaConfig) -> GepaMetadata:
     return {"env_id": config.env_id, "env_args": config.env_args, "model": config.model,
             "reflection_model": config.reflector, "num_candidates": 0, "best_idx": None, "best_score": None,
             "total_metric_calls": 0, "max_calls": config.max_calls, "seed_val_score": None,
@@ -194,7 +195,7 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
     except (NotImplementedError, RuntimeError, AttributeError):
         handler = False
     try:
-        with run_log(run.path / "gepa.log", secrets), display:
+        with run_log(run.layout.log_path, secrets), display:
             if not seed_text:
                 display.message("the environment has no system prompt: optimising from an empty one", "warning")
                 logger.warning("%s has no system prompt; GEPA starts from an empty one", config.env_id)

@@ -1,8 +1,9 @@
 """Reader of GEPA run folders (`<root>/outputs/gepa/<env_id>--<model>/<run_id>/`).
 
-The format is fixed in DESIGN.md ("GEPA runs on disk"): metadata.json, candidates.jsonl,
-iterations.jsonl, pareto_frontier.jsonl, best_prompt.txt. A run may still be being written: files
-may be missing and the last line of a jsonl file may be cut short; both are tolerated.
+The format is fixed in DESIGN.md ("GEPA runs on disk") and typed in schema.py: metadata.json,
+candidates.jsonl, iterations.jsonl, pareto_frontier.jsonl, best_prompt.txt. A run may still be being
+written: files may be missing and the last line of a jsonl file may be cut short; both are tolerated.
+Runs of older versions (and verifiers' GEPA folders: no candidates.jsonl, no status) load too.
 """
 
 from __future__ import annotations
@@ -15,20 +16,17 @@ from typing import Any
 
 from prime_cli.runs.metadata import RunDirError, read_metadata
 
+from .schema import FrontierRow, GepaCandidate, GepaIteration, GepaMetadata, GepaRunLayout
+
 logger = logging.getLogger(__name__)
 
-CANDIDATES_FILE = "candidates.jsonl"
-ITERATIONS_FILE = "iterations.jsonl"
-FRONTIER_FILE = "pareto_frontier.jsonl"
-BEST_PROMPT_FILE = "best_prompt.txt"
 
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
+def read_jsonl(path: Path) -> list[Any]:
     """The JSON objects of a jsonl file; a missing file is empty, an invalid line is skipped
     (with a warning unless it is the last one: a write in progress)."""
     if not path.is_file():
         return []
-    rows: list[dict[str, Any]] = []
+    rows: list[Any] = []
     lines = path.read_bytes().split(b"\n")
     last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     for i, line in enumerate(lines):
@@ -56,7 +54,7 @@ class Candidate:
     discovered_at_calls: int | None
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Candidate:
+    def from_row(cls, row: GepaCandidate) -> Candidate:
         scores = [float(s) if isinstance(s, (int, float)) else 0.0 for s in row.get("val_scores") or []]
         mean = row.get("val_mean")
         if not isinstance(mean, (int, float)):
@@ -76,10 +74,10 @@ class Candidate:
 @dataclass
 class GepaRun:
     path: Path
-    metadata: dict[str, Any]
+    metadata: GepaMetadata
     candidates: list[Candidate] = field(default_factory=list)
-    iterations: list[dict[str, Any]] = field(default_factory=list)
-    frontier: list[dict[str, Any]] = field(default_factory=list)
+    iterations: list[GepaIteration] = field(default_factory=list)
+    frontier: list[FrontierRow] = field(default_factory=list)
     best_prompt: str | None = None
 
     @property
@@ -129,27 +127,25 @@ class GepaRun:
 
 
 def is_gepa_run(run_dir: Path) -> bool:
-    run_dir = Path(run_dir)
-    return (run_dir / "metadata.json").is_file() and (
-        (run_dir / CANDIDATES_FILE).is_file() or run_dir.parent.parent.name == "gepa"
-    )
+    return GepaRunLayout(Path(run_dir)).looks_like_run()
 
 
 def read_gepa_run(run_dir: Path) -> GepaRun:
     """Everything in a GEPA run folder. Raises RunDirError when metadata.json is missing or bad."""
     run_dir = Path(run_dir)
-    metadata = read_metadata(run_dir)
-    best_file = run_dir / BEST_PROMPT_FILE
+    layout = GepaRunLayout(run_dir)
+    metadata: GepaMetadata = read_metadata(run_dir)  # type: ignore[assignment]
+    best_file = layout.best_prompt_path
     try:
         best_prompt = best_file.read_text(encoding="utf-8") if best_file.is_file() else None
     except OSError as exc:
         raise RunDirError(f"{best_file} cannot be read ({exc})") from None
-    candidates = [Candidate.from_row(row) for row in read_jsonl(run_dir / CANDIDATES_FILE)]
+    candidates = [Candidate.from_row(row) for row in read_jsonl(layout.candidates_path)]
     return GepaRun(
         path=run_dir,
         metadata=metadata,
         candidates=candidates,
-        iterations=read_jsonl(run_dir / ITERATIONS_FILE),
-        frontier=read_jsonl(run_dir / FRONTIER_FILE),
+        iterations=read_jsonl(layout.iterations_path),
+        frontier=read_jsonl(layout.frontier_path),
         best_prompt=best_prompt,
     )

@@ -8,131 +8,90 @@ rollouts.jsonl (the rollout cache). Whole-file rewrites go through a temporary f
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from prime_cli.envs.loader import module_name
+from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from prime_cli.runs.metadata import RunDirError
 
 from .pareto import best_candidate, row_fronts
+from .reader import read_jsonl
+from .schema import FrontierRow, GepaCandidate, GepaIteration, GepaMetadata, GepaRunLayout
 from .state import Candidate, SearchState
 
-STATE_FILE = "state.json"
-
-
-def default_base(env_id: str, model: str, cwd: Path | None = None) -> Path:
-    base = cwd or Path(".")
-    env_folder = base / "environments" / module_name(env_id)
-    root = env_folder if env_folder.is_dir() else base
-    return root / "outputs" / "gepa" / f"{env_id.replace('/', '--')}--{model.replace('/', '--')}"
+STATE_FILE = GepaRunLayout.STATE
+default_base = GepaRunLayout.runs_folder
 
 
 def now_iso() -> str:
     return datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-def atomic_write(path: Path, text: str, sync: bool = False) -> None:
-    """Readers never see a half-written file; `sync` also survives a power cut (used for the state)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            if sync:
-                os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _line(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, default=str) + "\n"
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue  # a truncated last line
-            if isinstance(row, dict):
-                rows.append(row)
-    return rows
-
-
 class GepaRunDir:
-    def __init__(self, path: Path, metadata: dict[str, Any]) -> None:
+    def __init__(self, path: Path, metadata: GepaMetadata) -> None:
         self.path = path
+        self.layout = GepaRunLayout(path)
         self.metadata = metadata
 
     @property
     def rollouts_path(self) -> Path:
-        return self.path / "rollouts.jsonl"
+        return self.layout.rollouts_path
 
     @classmethod
-    def create(cls, path: Path, metadata: dict[str, Any]) -> GepaRunDir:
+    def create(cls, path: Path, metadata: GepaMetadata) -> GepaRunDir:
         path.mkdir(parents=True, exist_ok=True)
         run = cls(path, {**metadata, "run_id": path.name, "status": "running", "created_at": now_iso(),
                          "completed_at": None})
         run.write_metadata()
-        for name in ("candidates.jsonl", "iterations.jsonl"):
-            (path / name).touch()
+        run.layout.candidates_path.touch()
+        run.layout.iterations_path.touch()
         return run
 
     @classmethod
     def open(cls, path: Path) -> tuple[GepaRunDir, SearchState]:
-        meta_path = path / "metadata.json"
+        layout = GepaRunLayout(path)
         try:
-            metadata = json.loads(meta_path.read_text(encoding="utf-8"))
-            state = SearchState.from_json(json.loads((path / STATE_FILE).read_text(encoding="utf-8")))
+            metadata = json.loads(layout.metadata_path.read_text(encoding="utf-8"))
+            state = SearchState.from_json(json.loads(layout.state_path.read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise RunDirError(f"{path} cannot be resumed ({type(exc).__name__}: {exc}); "
                               "pass a new -o/--run-dir to start afresh") from None
         run = cls(path, metadata)
         # lines written after the last saved state are dropped: the resumed run writes them again
-        run.rewrite_jsonl("candidates.jsonl", [c.line() for c in state.candidates])
-        run.rewrite_jsonl("iterations.jsonl", [row for row in read_jsonl(path / "iterations.jsonl")
-                                               if int(row.get("iteration", 0)) <= state.last_committed])
+        write_jsonl_atomic(layout.candidates_path, [c.line() for c in state.candidates])
+        write_jsonl_atomic(layout.iterations_path, [row for row in read_jsonl(layout.iterations_path)
+                                                    if int(row.get("iteration", 0)) <= state.last_committed])
         return run, state
 
     def write_metadata(self, **fields: Any) -> None:
-        self.metadata.update(fields)
-        atomic_write(self.path / "metadata.json", json.dumps(self.metadata, indent=2, ensure_ascii=False, default=str) + "\n")
+        self.metadata.update(fields)  # type: ignore[typeddict-item]
+        write_json_atomic(self.layout.metadata_path, self.metadata, indent=2)
 
-    def rewrite_jsonl(self, name: str, rows: list[dict[str, Any]]) -> None:
-        atomic_write(self.path / name, "".join(_line(r) for r in rows))
-
-    def append(self, name: str, row: dict[str, Any]) -> None:
-        with (self.path / name).open("a", encoding="utf-8") as fh:
-            fh.write(_line(row))
+    def _append(self, path: Path, row: GepaCandidate | GepaIteration) -> None:
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
 
     def save_candidate(self, candidate: Candidate) -> None:
-        self.append("candidates.jsonl", candidate.line())
+        self._append(self.layout.candidates_path, candidate.line())
 
-    def save_iteration(self, row: dict[str, Any]) -> None:
-        self.append("iterations.jsonl", row)
+    def save_iteration(self, row: GepaIteration) -> None:
+        self._append(self.layout.iterations_path, row)
 
     def save_progress(self, state: SearchState, charged: set[str], **metadata: Any) -> None:
         """Frontier, best prompt, metadata, then the resume state (last, so it never runs ahead)."""
         candidates = state.candidates
         fronts = row_fronts(state.val_scores)
-        lines = []
+        lines: list[FrontierRow] = []
         for row, front in enumerate(fronts):
             best = max(c.val_scores[row] for c in candidates)
             lines.append({"valset_row": row, "best_score": best, "num_best_prompts": len(front),
                           "best_prompts": [{"candidate_idx": i, "system_prompt": candidates[i].prompt,
                                             "score": candidates[i].val_scores[row]} for i in sorted(front)]})
-        self.rewrite_jsonl("pareto_frontier.jsonl", lines)
+        write_jsonl_atomic(self.layout.frontier_path, lines)
         best = candidates[best_candidate(state.val_scores)]
-        for name in ("best_prompt.txt", "system_prompt.txt"):
-            atomic_write(self.path / name, best.prompt)
+        for name in (GepaRunLayout.BEST_PROMPT, GepaRunLayout.SYSTEM_PROMPT):
+            write_text_atomic(self.layout / name, best.prompt)
         self.write_metadata(num_candidates=len(candidates), best_idx=best.idx, best_score=best.val_mean,
                             total_metric_calls=len(charged), seed_val_score=candidates[0].val_mean, **metadata)
-        atomic_write(self.path / STATE_FILE, json.dumps(state.to_json(charged)) + "\n", sync=True)
+        write_text_atomic(self.layout.state_path, json.dumps(state.to_json(charged)) + "\n", durable=True)

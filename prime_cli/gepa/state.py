@@ -10,6 +10,8 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .schema import GepaCandidate
+
 MAX_IDLE_COMMITS = 20
 """Stop after this many proposals in a row that needed no new rollout: with deterministic models the
 search can only repeat itself from there."""
@@ -28,7 +30,7 @@ class Candidate:
     def val_mean(self) -> float:
         return sum(self.val_scores) / len(self.val_scores) if self.val_scores else 0.0
 
-    def line(self) -> dict[str, Any]:
+    def line(self) -> GepaCandidate:
         """The candidates.jsonl line (the shared run-directory format)."""
         return {"candidate_idx": self.idx, "system_prompt": self.prompt, "parent_idx": self.parent,
                 "val_scores": self.val_scores, "val_mean": self.val_mean, "iteration": self.iteration,

@@ -13,9 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .layouts import GepaRunLayout
 from .metadata import METADATA_FILE, RunDirError
 
-GEPA_FILES = ("state.json", "candidates.jsonl", "pareto_frontier.jsonl", "best_prompt.txt")
+GEPA_FILES = (GepaRunLayout.STATE, GepaRunLayout.CANDIDATES, GepaRunLayout.FRONTIER, GepaRunLayout.BEST_PROMPT)
 NEW_FOLDER = "pass a new or empty folder to -o/--run-dir"
 
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from prime_cli.runs.atomic import write_json_atomic
+
 from .embedded import EMBEDDED_NAME, ensure_embedded_model
 from .paths import logs_dir, servers_dir
 from .server import ServerOptions, VllmServer, free_port, served_models
@@ -35,9 +37,7 @@ def record_server(options: ServerOptions, pid: int) -> Path:
     path = servers_dir() / f"{options.port}.json"
     record = {"pid": pid, "port": options.port, "url": options.url, "models": options.served_names,
               "model_path": str(options.model_path), "started_at": time.time()}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=2))
-    tmp.replace(path)
+    write_json_atomic(path, record, indent=2)
     return path
 
 

@@ -6,14 +6,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .devices import is_multi_gpu, shared_gpus
+from .samples import TrainingRunLayout
 
+_L = TrainingRunLayout
 OUTPUT_LAYOUT = (
-    ("config.json", "the resolved config"),
-    ("weights/step_N/", "the LoRA adapter after step N (PEFT format; step_0 = the untrained adapter)"),
-    ("checkpoints/step_N/", "trainer and orchestrator state to resume from (--resume-step N)"),
-    ("rollouts/step_N/", "the batch each step trained on"),
-    ("logs/", "inference.log, orchestrator.log, trainer.log"),
-    ("metrics.jsonl", "one line per step: reward, loss, KL, timings"),
+    (_L.CONFIG, "the resolved config"),
+    (f"{_L.WEIGHTS}/step_N/", "the LoRA adapter after step N (PEFT format; step_0 = the untrained adapter)"),
+    (f"{_L.CHECKPOINTS}/step_N/", "trainer and orchestrator state to resume from (--resume-step N)"),
+    (f"{_L.ROLLOUTS}/step_N/", "the batch each step trained on"),
+    (f"{_L.LOGS}/", ", ".join(_L.PART_LOGS)),
+    (_L.METRICS, "one line per step: reward, loss, KL, timings"),
 )
 
 

@@ -8,9 +8,14 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 - Inference: `VllmServer` / `ServerOptions` start a vLLM server; `ManagedProcess` runs a child process
   group; `free_port`, `port_in_use`; `ServeError` when a server cannot run.
 - Sampling: `OpenAIChatClient` for an `EndpointSpec` (token ids and logprobs as the server returns them).
+- The output directory: `TrainingRunLayout` names every file and step folder; `TrainingSample` is one
+  line of a step's batch.jsonl; `steps_in` lists a folder's step_N; `write_text_atomic` /
+  `write_json_atomic` rewrite a file so that a reader never sees half of it.
 """
 
 from prime_cli.clients import EndpointSpec, OpenAIChatClient
+from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
+from prime_cli.runs.layouts import steps_in
 from prime_cli.serve.errors import ServeError
 from prime_cli.serve.process import ManagedProcess
 from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in_use
@@ -18,9 +23,11 @@ from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in
 from .config import BufferConfig, LossConfig, RLConfig
 from .contract import API_VERSION, TrainerPlugin
 from .models import TrainingWeights, training_weights
+from .samples import TrainingRunLayout, TrainingSample
 
 __all__ = [
     "API_VERSION", "BufferConfig", "EndpointSpec", "LossConfig", "ManagedProcess", "OpenAIChatClient", "RLConfig",
-    "ServeError", "ServerOptions", "TrainerPlugin", "TrainingWeights", "VllmServer", "free_port", "port_in_use",
-    "training_weights",
+    "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
+    "VllmServer", "free_port", "port_in_use", "steps_in", "training_weights", "write_json_atomic",
+    "write_jsonl_atomic", "write_text_atomic",
 ]

@@ -21,9 +21,11 @@ from prime_cli.train.plugin_api import (
     RLConfig,
     ServeError,
     ServerOptions,
+    TrainingRunLayout,
     VllmServer,
     free_port,
     port_in_use,
+    write_text_atomic,
 )
 
 from . import run_dir
@@ -91,12 +93,13 @@ class Run:
 
     def __init__(self, config: RLConfig, output_dir: Path, resume_step: int | None, console: Console):
         self.config, self.output_dir, self.resume_step, self.console = config, output_dir, resume_step, console
-        self.logs = output_dir / "logs"
-        self.config_path = output_dir / "config.json"
+        self.layout = TrainingRunLayout(output_dir)
+        self.logs = self.layout.logs_dir
+        self.config_path = self.layout.config_path
         self.inference: InferenceServer | None = None
-        self.trainer = ManagedProcess(self.logs / "trainer.log")
-        self.orchestrator = ManagedProcess(self.logs / "orchestrator.log")
-        self.metrics = MetricsTail(output_dir / "metrics.jsonl")
+        self.trainer = ManagedProcess(self.layout.log_path("trainer"))
+        self.orchestrator = ManagedProcess(self.layout.log_path("orchestrator"))
+        self.metrics = MetricsTail(self.layout.metrics_path)
         self.metrics.poll()  # a resumed run's earlier steps are not printed again
 
     def parts(self) -> dict[str, ManagedProcess | None]:
@@ -107,7 +110,7 @@ class Run:
 
         resolved = training_weights(self.config.model.name)
         options = inference_options(self.config, str(resolved.path), resolved.served_name)
-        self.inference = InferenceServer(options, self.logs / "inference.log", self.config.inference_gpu_ids)
+        self.inference = InferenceServer(options, self.layout.log_path("inference"), self.config.inference_gpu_ids)
         self.inference.start()
         # the trainer loads its model while vLLM starts; the orchestrator needs vLLM up
         self.trainer.start_command(trainer_command(self.config, self.config_path, self.resume_step),
@@ -171,7 +174,7 @@ def launch(config: RLConfig, output_dir: Path, resume_step: int | None = None) -
         console.print(f"[bold red]error:[/] {exc}")
         return 2
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "config.json").write_text(config.model_dump_json(indent=2))
+    write_text_atomic(TrainingRunLayout(output_dir).config_path, config.model_dump_json(indent=2))
     run = Run(config, output_dir, resume_step, console)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -190,7 +193,7 @@ def launch(config: RLConfig, output_dir: Path, resume_step: int | None = None) -
         run.stop()
         resumable = run_dir.checkpoint_steps(output_dir)
         if resumable:
-            console.print(f"continue with: prime train {output_dir / 'config.json'} --resume-step {resumable[-1]}")
+            console.print(f"continue with: prime train {run.config_path} --resume-step {resumable[-1]}")
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -201,11 +204,12 @@ def launch(config: RLConfig, output_dir: Path, resume_step: int | None = None) -
 
 def summarize(console: Console, run: Run, output_dir: Path) -> None:
     rows = run.metrics.rows
-    last = max(run_dir.steps_in(output_dir / "weights"), default=0)
+    layout = TrainingRunLayout(output_dir)
+    last = max(layout.weight_steps(), default=0)
     console.print(f"[bold green]training done[/]: {len(rows)} steps this run; reward per step: {reward_curve(rows)}")
     env_id = run.config.orchestrator.env[0].id
-    adapter = output_dir / "weights" / f"step_{last}"
-    console.print(f"adapter: {adapter}  (PEFT; metrics: {output_dir / 'metrics.jsonl'})")
+    adapter = layout.weights_dir(last)
+    console.print(f"adapter: {adapter}  (PEFT; metrics: {layout.metrics_path})")
     console.print(f"evaluate it: prime serve --lora trained={adapter} --port 8001   then   "
                   f"prime eval run {env_id} -m trained -b http://127.0.0.1:8001/v1")
 

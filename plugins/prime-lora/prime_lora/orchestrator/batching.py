@@ -6,7 +6,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from prime_cli.train.plugin_api import BufferConfig
+from prime_cli.train.plugin_api import BufferConfig, TrainingSample
 
 
 @dataclass
@@ -14,7 +14,7 @@ class Group:
     env: str
     example_id: Any
     rewards: list[float]
-    samples: list[list[dict[str, Any]]]  # per rollout: its samples (usually one)
+    samples: list[list[TrainingSample]]  # per rollout: its samples (usually one)
     completion_tokens: int = 0
     truncated: int = 0
     dropped_rollouts: int = 0
@@ -40,7 +40,7 @@ def keep_group(group: Group, buffer: BufferConfig) -> bool:
     return True
 
 
-def group_samples(group: Group, policy_step: int) -> list[dict[str, Any]]:
+def group_samples(group: Group, policy_step: int) -> list[TrainingSample]:
     """The group's samples with advantage = reward - group mean."""
     out = []
     for reward, samples in zip(group.rewards, group.samples, strict=True):

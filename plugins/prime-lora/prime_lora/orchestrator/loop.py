@@ -10,13 +10,18 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from prime_cli.train.plugin_api import RLConfig
+from prime_cli.train.plugin_api import (
+    RLConfig,
+    TrainingRunLayout,
+    TrainingSample,
+    write_json_atomic,
+    write_jsonl_atomic,
+)
 
 from .batching import BatchStats, Group, group_samples, keep_group
 from .sampler import EnvRows, EnvSampler
@@ -31,21 +36,11 @@ class EndpointDown(Exception):
     """The inference server stopped answering: nothing later can succeed."""
 
 
-def write_json_atomic(path: Path, payload: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload))
-    os.replace(tmp, path)
-
-
-def write_batch(step_dir: Path, samples: list[dict[str, Any]], stats: dict[str, Any]) -> None:
+def write_batch(step_dir: Path, samples: list[TrainingSample], stats: dict[str, Any]) -> None:
     """stats.json first, then batch.jsonl by rename: the trainer treats batch.jsonl as 'complete'."""
-    write_json_atomic(step_dir / "stats.json", stats)
-    tmp = step_dir / ".batch.jsonl.tmp"
-    with tmp.open("w") as handle:
-        for sample in samples:
-            handle.write(json.dumps(sample) + "\n")
-    os.replace(tmp, step_dir / "batch.jsonl")
+    step_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(step_dir / TrainingRunLayout.BATCH_STATS, stats)
+    write_jsonl_atomic(step_dir / TrainingRunLayout.BATCH, samples)
 
 
 def load_env_rows(config: RLConfig) -> list[EnvRows]:
@@ -124,7 +119,7 @@ async def collect_batch(sampler: EnvSampler, client: Any, config: RLConfig) -> B
 
 
 def checkpoint_path(output_dir: Path, step: int) -> Path:
-    return output_dir / "checkpoints" / f"step_{step}" / "orchestrator.json"
+    return TrainingRunLayout(output_dir).orchestrator_checkpoint(step)
 
 
 async def run(config: RLConfig, output_dir: Path, base_url: str, resume_step: int | None) -> int:
@@ -147,7 +142,8 @@ async def run(config: RLConfig, output_dir: Path, base_url: str, resume_step: in
         samples = [s for group in stats.kept for s in group_samples(group, weights.loaded or 0)]
         summary = stats.summary(step, weights.loaded or 0, generation_s, wait_weights_s, len(samples),
                                 weights.last_load_s)
-        write_batch(output_dir / "rollouts" / f"step_{step}", samples, summary)
+        write_batch(TrainingRunLayout(output_dir).rollouts_dir(step), samples, summary)
+        checkpoint_path(output_dir, step).parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(checkpoint_path(output_dir, step), {"step": step, "sampler": sampler.state()})
         print(f"step {step}: {len(samples)} samples, reward {summary['reward_mean']:.3f}, "
               f"{stats.groups_sampled} groups sampled, generation {generation_s:.1f}s, "

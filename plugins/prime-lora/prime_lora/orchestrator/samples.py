@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from prime_cli.train.plugin_api import TrainingSample
+
 
 class NoTokens(Exception):
     """The rollout has no token ids (the server did not return them) or errored."""
 
 
-def turn_sample(prompt_ids: list[int], completion_ids: list[int], logprobs: list[float]) -> dict[str, list]:
+def turn_sample(prompt_ids: list[int], completion_ids: list[int], logprobs: list[float]) -> TrainingSample:
     return {"input_ids": list(prompt_ids) + list(completion_ids),
             "loss_mask": [0] * len(prompt_ids) + [1] * len(completion_ids),
             "inference_logprobs": [0.0] * len(prompt_ids) + [float(x) for x in logprobs]}
@@ -34,7 +36,7 @@ def _turns(state: dict[str, Any]) -> list[tuple[list[int], list[int], list[float
     return turns
 
 
-def rollout_samples(state: dict[str, Any], seq_len: int) -> list[dict[str, Any]]:
+def rollout_samples(state: dict[str, Any], seq_len: int) -> list[TrainingSample]:
     """Samples for one rollout, without advantage (added per group later)."""
     if state.get("error"):
         raise NoTokens(f"rollout error: {state['error'].get('type')}")

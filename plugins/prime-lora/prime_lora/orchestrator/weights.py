@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from ..run_dir import steps_in
+from prime_cli.train.plugin_api import TrainingRunLayout
 
 
 class AdapterLoadError(Exception):
@@ -18,7 +18,7 @@ class AdapterLoadError(Exception):
 
 
 def newest_step(output_dir: Path) -> int | None:
-    steps = steps_in(output_dir / "weights")
+    steps = TrainingRunLayout(output_dir).weight_steps()
     return steps[-1] if steps else None
 
 
@@ -87,7 +87,7 @@ class PolicyWeights:
         waited = loop.time() - started
         self.last_load_s = 0.0
         if self.loaded is None or newest > self.loaded:
-            path = self.output_dir / "weights" / f"step_{newest}"
+            path = TrainingRunLayout(self.output_dir).weights_dir(newest)
             await asyncio.to_thread(load_adapter, self.base_url, self.name, path)
             if not await asyncio.to_thread(reset_prefix_cache, self.base_url) and not self.warned:
                 self.warned = True

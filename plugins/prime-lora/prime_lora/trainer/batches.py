@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
+
+from prime_cli.train.plugin_api import TrainingSample
 
 
 @dataclass
@@ -30,24 +31,24 @@ class MicroBatch:
         return int(self.inference_logprobs.numel())
 
 
-def read_batch(path: Path) -> list[dict[str, Any]]:
+def read_batch(path: Path) -> list[TrainingSample]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def loss_token_count(samples: list[dict[str, Any]]) -> int:
+def loss_token_count(samples: list[TrainingSample]) -> int:
     return sum(sum(s["loss_mask"][1:]) for s in samples)
 
 
-def prefix_length(sample: dict[str, Any]) -> int:
+def prefix_length(sample: TrainingSample) -> int:
     """Tokens before the first loss token (the prompt of a single-turn rollout)."""
     mask = sample["loss_mask"]
     return next((i for i in range(1, len(mask)) if mask[i]), len(mask))
 
 
-def micro_batches(samples: list[dict[str, Any]], size: int, pad_id: int, device: torch.device,
+def micro_batches(samples: list[TrainingSample], size: int, pad_id: int, device: torch.device,
                   share_prefix: bool = False) -> list[MicroBatch]:
     """Samples sorted by length so each micro-batch pads little; the order does not change the sum."""
-    groups: dict[tuple[int, ...], list[dict[str, Any]]] = {}
+    groups: dict[tuple[int, ...], list[TrainingSample]] = {}
     if share_prefix:
         for sample in samples:
             groups.setdefault(tuple(sample["input_ids"][:prefix_length(sample)]), []).append(sample)
@@ -61,7 +62,7 @@ def micro_batches(samples: list[dict[str, Any]], size: int, pad_id: int, device:
     return out + [_pack(ordered[i:i + size], pad_id, device, 0) for i in range(0, len(ordered), size)]
 
 
-def _pack(chunk: list[dict[str, Any]], pad_id: int, device: torch.device, prefix_len: int) -> MicroBatch:
+def _pack(chunk: list[TrainingSample], pad_id: int, device: torch.device, prefix_len: int) -> MicroBatch:
     width = max(len(s["input_ids"]) for s in chunk)
     ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
     attention = torch.zeros((len(chunk), width), dtype=torch.long)

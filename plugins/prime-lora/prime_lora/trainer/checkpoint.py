@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from prime_cli.train.plugin_api import TrainingRunLayout
+
 from .distributed import Dist
 from .fsdp import full_optimizer_state, full_trainable_state, load_full_state
 
@@ -32,11 +34,11 @@ def save_weights(model: Any, output_dir: Path, step: int, merged: bool = False, 
                  dist: Dist = Dist()) -> Path:
     """weights/step_N/: a PEFT adapter (and merged/, a full model, on request). Every rank calls it (the
     weights are gathered from the ranks' shards); the main rank writes."""
-    final = output_dir / "weights" / f"step_{step}"
+    final = TrainingRunLayout(output_dir).weights_dir(step)
     weights = full_trainable_state(model) if dist.sharded else None
     if not dist.is_main:
         return final
-    tmp = final.with_name(f".tmp-step_{step}")
+    tmp = final.with_name(f".tmp-{final.name}")
     if tmp.exists():
         shutil.rmtree(tmp)
     model.save_pretrained(tmp, state_dict=weights)
@@ -84,7 +86,7 @@ def save_checkpoint(model: Any, optimizer: Any, scheduler: Any, output_dir: Path
                     dist: Dist = Dist()) -> Path:
     """checkpoints/step_N/trainer/: adapter, full LoRA weights and optimizer state by parameter name (so a
     run resumes on any number of ranks), scheduler, RNG of every rank, the step. Every rank calls it."""
-    final = output_dir / "checkpoints" / f"step_{step}" / "trainer"
+    final = TrainingRunLayout(output_dir).trainer_checkpoint(step)
     weights, optim_state = full_trainable_state(model), full_optimizer_state(model, optimizer)
     if dist.is_main:
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -110,14 +112,14 @@ def save_checkpoint(model: Any, optimizer: Any, scheduler: Any, output_dir: Path
 
 def prune_checkpoints(output_dir: Path, keep: int) -> None:
     """Keep the newest `keep` trainer checkpoints (the orchestrator's small files stay)."""
-    root = output_dir / "checkpoints"
-    steps = sorted(int(p.name.split("_")[1]) for p in root.glob("step_*") if (p / "trainer").is_dir())
+    layout = TrainingRunLayout(output_dir)
+    steps = [step for step in layout.steps(layout.CHECKPOINTS) if layout.trainer_checkpoint(step).is_dir()]
     for step in steps[:-keep]:
-        shutil.rmtree(root / f"step_{step}" / "trainer")
+        shutil.rmtree(layout.trainer_checkpoint(step))
 
 
 def load_checkpoint(model: Any, optimizer: Any, scheduler: Any, output_dir: Path, step: int, rank: int = 0) -> None:
-    folder = output_dir / "checkpoints" / f"step_{step}" / "trainer"
+    folder = TrainingRunLayout(output_dir).trainer_checkpoint(step)
     weights = torch.load(folder / "trainable.pt", weights_only=True)
     names = {name for name, p in model.named_parameters() if p.requires_grad}
     if set(weights) != names:

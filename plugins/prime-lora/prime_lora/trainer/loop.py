@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from prime_cli.train.plugin_api import RLConfig
+from prime_cli.train.plugin_api import RLConfig, TrainingRunLayout, TrainingSample
 
 from .batches import read_batch
 from .checkpoint import load_checkpoint, save_checkpoint, save_weights
@@ -24,29 +24,29 @@ from .step import train_step
 POLL_S = 0.1
 
 
-def wait_for_batch(output_dir: Path, step: int) -> tuple[list[dict[str, Any]], dict[str, Any], float]:
-    step_dir = output_dir / "rollouts" / f"step_{step}"
+def wait_for_batch(output_dir: Path, step: int) -> tuple[list[TrainingSample], dict[str, Any], float]:
+    layout = TrainingRunLayout(output_dir)
+    batch_path, stats_path = layout.batch_path(step), layout.batch_stats_path(step)
     started = time.perf_counter()
-    while not (step_dir / "batch.jsonl").exists():
+    while not batch_path.exists():
         time.sleep(POLL_S)
     waited = time.perf_counter() - started
-    stats_path = step_dir / "stats.json"
     stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
-    return read_batch(step_dir / "batch.jsonl"), stats, waited
+    return read_batch(batch_path), stats, waited
 
 
 class MetricsLog:
     """metrics.jsonl, plus W&B when configured and installed."""
 
     def __init__(self, output_dir: Path, config: RLConfig):
-        self.path = output_dir / "metrics.jsonl"
+        self.path = TrainingRunLayout(output_dir).metrics_path
         self.wandb = None
         if config.wandb is not None:
             try:
                 import wandb
             except ImportError:
                 print("warning: [wandb] is configured but wandb is not installed (pip install wandb); "
-                      "metrics go to metrics.jsonl only", file=sys.stderr, flush=True)
+                      f"metrics go to {TrainingRunLayout.METRICS} only", file=sys.stderr, flush=True)
             else:
                 self.wandb = wandb.init(project=config.wandb.project, name=config.wandb.name,
                                         entity=config.wandb.entity, mode=config.wandb.mode,
@@ -75,7 +75,7 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
     start = resume_step or 0
     if start:
         load_checkpoint(model, optimizer, scheduler, output_dir, start, dist.rank)
-        print(f"resumed from checkpoints/step_{start}", flush=True)
+        print(f"resumed from {TrainingRunLayout(output_dir).checkpoint_dir(start)}", flush=True)
     else:
         save_weights(model, output_dir, 0, dist=dist)
     if dist.is_main:

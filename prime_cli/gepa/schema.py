@@ -1,0 +1,85 @@
+"""The typed record of a GEPA run: its lines, its metadata and its file layout.
+
+DESIGN.md, "GEPA runs on disk", is the contract; this module is that contract in code. The writer
+(run_dir.py) and the reader (reader.py, the TUI) name every file through `GepaRunLayout` (it lives in
+prime_cli/runs/layouts.py, so that the eval reader and the folder checks below the engines can name
+GEPA files too) and pass lines as the TypedDicts below. Runs written by older versions may lack any key: read with `.get`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from typing_extensions import TypedDict
+
+from prime_cli.runs.layouts import GepaRunLayout
+
+__all__ = ["FrontierPrompt", "FrontierRow", "GepaCandidate", "GepaIteration", "GepaMetadata", "GepaRunLayout"]
+
+
+class GepaCandidate(TypedDict, total=False):
+    """One candidates.jsonl line: a system prompt the search kept, with its validation scores."""
+
+    candidate_idx: int  # 0 is the seed prompt
+    system_prompt: str
+    parent_idx: int | None
+    val_scores: list[float]  # one per validation row
+    val_mean: float | None
+    iteration: int  # the iteration that proposed it (0 for the seed)
+    discovered_at_calls: int | None  # metric calls spent when it was accepted
+
+
+class FrontierPrompt(TypedDict):
+    candidate_idx: int
+    system_prompt: str
+    score: float
+
+
+class FrontierRow(TypedDict, total=False):
+    """One pareto_frontier.jsonl line: the best candidates on one validation row."""
+
+    valset_row: int
+    best_score: float
+    num_best_prompts: int
+    best_prompts: list[FrontierPrompt]
+
+
+class GepaIteration(TypedDict, total=False):
+    """One iterations.jsonl line: a proposal and what became of it."""
+
+    iteration: int
+    parent_idx: int
+    minibatch_rows: list[int]
+    parent_minibatch_scores: list[float]
+    child_minibatch_scores: list[float]
+    accepted: bool
+    reason: str
+    child_idx: int | None
+    child_prompt: str | None
+    metric_calls: int
+    time_s: float
+
+
+class GepaMetadata(TypedDict, total=False):
+    """A GEPA run's metadata.json (rewritten as the search goes; unknown keys are kept)."""
+
+    run_id: str
+    status: str  # running, completed, interrupted, failed...
+    created_at: str
+    completed_at: str | None
+    env_id: str
+    env_args: dict[str, Any]
+    model: str
+    reflection_model: str
+    num_candidates: int
+    best_idx: int | None
+    best_score: float | None
+    seed_val_score: float | None
+    seed_test_score: float | None
+    best_test_score: float | None
+    test_metric_calls: int
+    total_metric_calls: int
+    max_calls: int
+    speculation: dict[str, Any]
+    error: str | None
+    config: dict[str, Any]
