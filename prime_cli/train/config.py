@@ -198,6 +198,11 @@ class RLConfig(Section):
         return "policy"
 
     @property
+    def inference_dtype(self) -> str:
+        """vLLM's --dtype: [inference.model] dtype, else model.dtype."""
+        return self.inference.model.dtype or self.model.dtype
+
+    @property
     def orchestrator_seed(self) -> int:
         return self.seed if self.orchestrator.seed is None else self.orchestrator.seed
 

@@ -32,7 +32,7 @@ def _inference(config: Any, gpu: bool) -> PlanPart:
     inf = config.inference
     rank = inf.max_lora_rank or config.trainer.model.lora.rank
     details = [f"model {config.model.name}, LoRA adapter {config.policy_name!r} (max rank {rank}), "
-               f"dtype {inference_dtype(config)}",
+               f"dtype {config.inference_dtype}",
                f"max_model_len {inf.model.max_model_len}, serving http://{inf.host}:{inf.port}/v1"]
     tools = [f"{flag} {value}" for flag, value in (("tool_call_parser", inf.model.tool_call_parser),
                                                    ("reasoning_parser", inf.model.reasoning_parser)) if value]
@@ -43,11 +43,6 @@ def _inference(config: Any, gpu: bool) -> PlanPart:
     sizes = f"tensor_parallel_size {inf.tensor_parallel_size}, data_parallel_size {inf.data_parallel_size}"
     details.insert(0, f"{sizes}, gpu_memory_utilization {inf.gpu_memory_utilization}")
     return PlanPart("inference", f"vLLM on {_gpus(list(config.inference_gpu_ids))}", details)
-
-
-def inference_dtype(config: Any) -> str:
-    """vLLM's --dtype: [inference.model] dtype, else the model's dtype."""
-    return config.inference.model.dtype or config.model.dtype
 
 
 def _keeping(ckpt: Any) -> str:

@@ -7,6 +7,7 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 - The weights a run trains: `training_weights(name)` (`"local"` is the embedded model).
 - Inference: `VllmServer` / `ServerOptions` start a vLLM server; `ManagedProcess` runs a child process
   group; `free_port`, `port_in_use`; `ServeError` when a server cannot run.
+- Secrets: `env_file_values(config.env_file)`, the variables every part of a run gets (never written).
 - Sampling: `OpenAIChatClient` for an `EndpointSpec` (token ids and logprobs as the server returns them).
 """
 
@@ -17,10 +18,12 @@ from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in
 
 from .config import BufferConfig, LossConfig, RLConfig
 from .contract import API_VERSION, TrainerPlugin
+from .env_file import env_file_values
 from .models import TrainingWeights, training_weights
 
 __all__ = [
     "API_VERSION", "BufferConfig", "EndpointSpec", "LossConfig", "ManagedProcess", "OpenAIChatClient", "RLConfig",
-    "ServeError", "ServerOptions", "TrainerPlugin", "TrainingWeights", "VllmServer", "free_port", "port_in_use",
+    "ServeError", "ServerOptions", "TrainerPlugin", "TrainingWeights", "VllmServer", "env_file_values", "free_port",
+    "port_in_use",
     "training_weights",
 ]

@@ -22,6 +22,7 @@ from prime_cli.train.plugin_api import (
     ServeError,
     ServerOptions,
     VllmServer,
+    env_file_values,
     free_port,
     port_in_use,
 )
@@ -43,22 +44,29 @@ class PartFailure(Exception):
 class InferenceServer(VllmServer):
     """vLLM on the inference devices."""
 
-    def __init__(self, options: ServerOptions, log_path: Path, gpu_ids: list[int]):
+    def __init__(self, options: ServerOptions, log_path: Path, gpu_ids: list[int], extra_env: dict[str, str]):
         super().__init__(options, log_path)
-        self.gpu_ids = gpu_ids
+        self.gpu_ids, self.extra_env = gpu_ids, extra_env
 
     def launch_spec(self) -> tuple[list[str], dict[str, str]]:
         command, env = super().launch_spec()
         env["VLLM_SERVER_DEV_MODE"] = "1"  # /reset_prefix_cache after each adapter load (orchestrator/weights.py)
-        return command, part_env(self.gpu_ids, env, cpus=cpu_split()[0], part="inference")
+        return command, {**part_env(self.gpu_ids, env, cpus=cpu_split()[0], part="inference"), **self.extra_env}
 
 
 def inference_options(config: RLConfig, model_path: str, served_name: str) -> ServerOptions:
     inference = config.inference
     rank = inference.max_lora_rank or config.trainer.model.lora.rank
     extra = ["--logprobs-mode", "processed_logprobs", "--seed", str(config.seed)]
-    if config.model.dtype != "auto":
-        extra += ["--dtype", config.model.dtype]
+    dtype = config.inference_dtype
+    if dtype != "auto":
+        extra += ["--dtype", dtype]
+    if inference.model.enable_auto_tool_choice:
+        extra.append("--enable-auto-tool-choice")
+    if inference.model.tool_call_parser:
+        extra += ["--tool-call-parser", inference.model.tool_call_parser]
+    if inference.model.reasoning_parser:
+        extra += ["--reasoning-parser", inference.model.reasoning_parser]
     if inference.tensor_parallel_size > 1:
         extra += ["--tensor-parallel-size", str(inference.tensor_parallel_size)]
     if inference.data_parallel_size > 1:
@@ -98,6 +106,8 @@ class Run:
         self.orchestrator = ManagedProcess(self.logs / "orchestrator.log")
         self.metrics = MetricsTail(output_dir / "metrics.jsonl")
         self.metrics.poll()  # a resumed run's earlier steps are not printed again
+        # env_file variables for every part (read here, kept in memory only, never written or logged)
+        self.extra_env = env_file_values(config.env_file)
 
     def parts(self) -> dict[str, ManagedProcess | None]:
         return {"inference": self.inference, "trainer": self.trainer, "orchestrator": self.orchestrator}
@@ -107,11 +117,13 @@ class Run:
 
         resolved = training_weights(self.config.model.name)
         options = inference_options(self.config, str(resolved.path), resolved.served_name)
-        self.inference = InferenceServer(options, self.logs / "inference.log", self.config.inference_gpu_ids)
+        self.inference = InferenceServer(options, self.logs / "inference.log", self.config.inference_gpu_ids,
+                                         self.extra_env)
         self.inference.start()
         # the trainer loads its model while vLLM starts; the orchestrator needs vLLM up
         self.trainer.start_command(trainer_command(self.config, self.config_path, self.resume_step),
-                                   part_env(self.config.trainer_gpu_ids, cpus=cpu_split()[1], part="trainer"),
+                                   {**part_env(self.config.trainer_gpu_ids, cpus=cpu_split()[1], part="trainer"),
+                                    **self.extra_env},
                                    cwd=Path.cwd())
         with self.console.status("starting vLLM and the trainer") as status:
             started = time.monotonic()
@@ -124,7 +136,7 @@ class Run:
             self.console.print(f"[dim]vLLM ready at {options.url} in {time.monotonic() - started:.0f} s "
                                f"(log: {self.inference.log_path})[/dim]")
         self.orchestrator.start_command(orchestrator_command(self.config_path, options.url, self.resume_step),
-                                        part_env([]), cwd=Path.cwd())
+                                        {**part_env([]), **self.extra_env}, cwd=Path.cwd())
 
     def check_alive(self, during_start: bool = False) -> bool:
         """Raise PartFailure when a part died; True once the trainer finished every step."""
@@ -171,7 +183,7 @@ def launch(config: RLConfig, output_dir: Path, resume_step: int | None = None) -
         console.print(f"[bold red]error:[/] {exc}")
         return 2
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "config.json").write_text(config.model_dump_json(indent=2))
+    (output_dir / "config.json").write_text(config.model_dump_json(indent=2))  # env_file names, never values
     run = Run(config, output_dir, resume_step, console)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
