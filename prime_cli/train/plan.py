@@ -9,7 +9,8 @@ from .devices import is_multi_gpu, shared_gpus
 
 OUTPUT_LAYOUT = (
     ("config.json", "the resolved config"),
-    ("weights/step_N/", "the LoRA adapter after step N (PEFT format; step_0 = the untrained adapter)"),
+    ("weights/step_N/", "the LoRA adapter after step N (PEFT format; step_0 = the untrained adapter); "
+                        "older steps without a checkpoint are pruned"),
     ("checkpoints/step_N/", "trainer and orchestrator state to resume from (--resume-step N)"),
     ("rollouts/step_N/", "the batch each step trained on"),
     ("logs/", "inference.log, orchestrator.log, trainer.log"),
