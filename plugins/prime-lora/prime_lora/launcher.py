@@ -160,11 +160,11 @@ class Run:
         with self.console.status("waiting for the first batch") as status:
             while True:
                 for row in self.metrics.poll():
-                    self.console.print(step_line(row, max_steps), highlight=False)
+                    self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
                     status.update(f"step {row.get('step', 0) + 1}/{max_steps}")
                 if self.check_alive():
                     for row in self.metrics.poll():
-                        self.console.print(step_line(row, max_steps), highlight=False)
+                        self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
                     return
                 time.sleep(POLL_S)
 

@@ -84,3 +84,15 @@ def test_config_json_of_a_run_holds_env_file_names_only(tmp_path):
     cfg = RLConfig.model_validate({"env_file": [str(secrets)], "orchestrator": {
         "batch_size": 2, "rollouts_per_example": 2, "env": [{"id": "reverse-text"}]}})
     assert SECRET not in cfg.model_dump_json() and str(secrets) in cfg.model_dump_json()
+
+
+def test_a_step_whose_rollouts_all_failed_says_so_and_points_at_the_orchestrator_log():
+    from prime_lora.progress import step_line
+
+    row = {"step": 4, "reward_mean": 0.0, "reward_std": 0.0, "skipped": True, "effective_batch_size": 0,
+           "dropped_rollouts": 32, "groups_kept": 0}
+    line = step_line(row, 10, "out/logs/orchestrator.log")
+    assert "all rollouts failed (32 dropped)" in line and "out/logs/orchestrator.log" in line
+    assert "non-finite" not in line
+    ordinary = step_line({"step": 4, "skipped": True, "effective_batch_size": 32}, 10, "out/logs/orchestrator.log")
+    assert "SKIPPED (non-finite loss or gradient)" in ordinary and "all rollouts failed" not in ordinary
