@@ -5,7 +5,8 @@
     }
 
 The file is parsed, never imported: `ENDPOINTS` must be a literal dict (a value may also be a list of
-such dicts: replicas). Each entry becomes the `[[endpoint]]` block of endpoints.toml it stands for.
+such dicts: replicas). Each entry becomes the `[[endpoint]]` block of endpoints.toml it stands for;
+`"key": "local"` (or "EMPTY"), as the guide writes it for a local vLLM server, means no key.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ClientConfigError
+
+NO_KEY_WORDS = ("local", "EMPTY", "")
 
 
 def endpoint_blocks(path: Path, text: str) -> list[dict[str, Any]]:
@@ -39,5 +42,8 @@ def endpoint_blocks(path: Path, text: str) -> list[dict[str, Any]]:
         for replica in entry if isinstance(entry, list) else [entry]:
             if not isinstance(replica, dict):
                 raise ClientConfigError(f"{path}: ENDPOINTS[{endpoint_id!r}] must be a dict with model, url and key")
-            blocks.append({"endpoint_id": endpoint_id, **replica})
+            block = {"endpoint_id": endpoint_id, **replica}
+            if block.get("key") in NO_KEY_WORDS:
+                del block["key"]
+            blocks.append(block)
     return blocks

@@ -28,7 +28,8 @@ def test_the_guide_form_reads_as_registry_entries(tmp_path):
     path.write_text(GUIDE_FORM)
     registry = load_registry(path)
     (qwen,) = registry["Qwen/Qwen2.5-7B-Instruct"]
-    assert qwen.model == "Qwen/Qwen2.5-7B-Instruct" and qwen.url == "http://0.0.0.0:8007/v1" and qwen.key_var == "local"
+    assert qwen.model == "Qwen/Qwen2.5-7B-Instruct" and qwen.url == "http://0.0.0.0:8007/v1"
+    assert qwen.key_var is None  # "local": a local server that needs no key
     assert [s.url for s in registry["pair"]] == ["http://a:1/v1", "http://b:1/v1"]
 
 
@@ -51,7 +52,7 @@ def test_eval_uses_configs_endpoints_py_when_there_is_no_toml(tmp_path):
     with ScriptedOpenAIServer() as server:
         (tmp_path / "configs").mkdir()
         (tmp_path / "configs" / "endpoints.py").write_text(
-            f'ENDPOINTS = {{"scripted": {{"model": "m", "url": "{server.url}"}}}}\n')
+            f'ENDPOINTS = {{"scripted": {{"model": "m", "url": "{server.url}", "key": "local"}}}}\n')
         result = run_prime(["eval", "run", "reverse-text", "-m", "scripted", "-n", "2", "-r", "1"], tmp_path)
     assert result.returncode == 0, result.stderr
     assert "reverse-text" in result.stdout
