@@ -45,7 +45,7 @@ def run(
     model: str | None = typer.Option(None, "-m", "--model", help="Endpoint id from the registry, a model id used with -b, or a LiteLLM provider name (anthropic/claude-sonnet-4). Default: local."),
     base_url: str | None = typer.Option(None, "-b", "--api-base-url", help="OpenAI-compatible base URL (e.g. http://localhost:8000/v1)."),
     api_key_var: str | None = typer.Option(None, "-k", "--api-key-var", help="NAME of the environment variable holding the API key (never the key)."),
-    endpoints_path: str | None = typer.Option(None, "-e", "--endpoints-path", help="Endpoint registry TOML (default configs/endpoints.toml)."),
+    endpoints_path: str | None = typer.Option(None, "-e", "--endpoints-path", help="Endpoint registry: a TOML file, or a Python file with an ENDPOINTS dict (read, not run). Default: configs/endpoints.toml, else configs/endpoints.py."),
     num_examples: int | None = typer.Option(None, "-n", "--num-examples", help="Examples to evaluate (-1: all). Default 5, or the environment's [tool.prime.eval]."),
     rollouts_per_example: int | None = typer.Option(None, "-r", "--rollouts-per-example", help="Rollouts per example, run and scored as a group. Default 3."),
     max_concurrent: int | None = typer.Option(None, "-c", "--max-concurrent", help="Most rollouts in flight at once. Default 32."),

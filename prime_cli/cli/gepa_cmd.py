@@ -20,7 +20,7 @@ def run(
     base_url: str | None = typer.Option(None, "-b", "--api-base-url", help="OpenAI-compatible base URL for -m (and for -M unless --reflection-base-url)."),
     reflection_base_url: str | None = typer.Option(None, "--reflection-base-url", help="Base URL for -M when it is served elsewhere."),
     api_key_var: str | None = typer.Option(None, "-k", "--api-key-var", help="NAME of the environment variable holding the API key (never the key)."),
-    endpoints_path: str | None = typer.Option(None, "-e", "--endpoints-path", help="Endpoint registry TOML (default configs/endpoints.toml)."),
+    endpoints_path: str | None = typer.Option(None, "-e", "--endpoints-path", help="Endpoint registry: a TOML file, or a Python file with an ENDPOINTS dict (read, not run). Default: configs/endpoints.toml, else configs/endpoints.py."),
     max_calls: int | None = typer.Option(None, "-B", "--max-calls", help="Budget in student rollouts (validation + minibatches; the test set is extra). Default 500."),
     num_train: int | None = typer.Option(None, "-n", "--num-train", help="Training rows (from the dataset) that minibatches are drawn from. Default 100."),
     num_val: int | None = typer.Option(None, "-N", "--num-val", help="Validation rows (from the eval dataset) that accepted prompts are scored on. Default 50."),

@@ -15,8 +15,10 @@ lab_app = typer.Typer(help="Set up a workspace (configs/, environments/).", no_a
 def setup(
     path: Path = typer.Option(Path("."), "-p", "--path", help="Folder to set up (created if missing)."),
     force: bool = typer.Option(False, "--force", help="Overwrite files you changed since prime wrote them."),
+    prime_rl: bool = typer.Option(False, "--prime-rl", help="Write only the prime-rl v0.4 training configs (configs/prime-rl/) and the environments. Nothing is cloned: prime train runs them with the installed trainer plugin."),
 ) -> None:
-    """Write configs/endpoints.toml, configs/{eval,gepa,rl}/*.toml, environments/ with the examples and a .gitignore.
+    """Write configs/endpoints.toml, configs/{eval,gepa}/*.toml, configs/rl/*.toml (hosted shape),
+    configs/prime-rl/*.toml (prime-rl v0.4 shape; the same runs), environments/ with the examples and a .gitignore.
 
     Safe to run again: files you changed are kept unless --force is given.
     """
@@ -25,7 +27,7 @@ def setup(
     if path.exists() and not path.is_dir():
         fail(f"{path} is a file; give a folder to set up")
     try:
-        actions = setup_lab(path, force=force)
+        actions = setup_lab(path, force=force, prime_rl_only=prime_rl)
     except (WorkspaceError, OSError) as exc:
         fail(str(exc))
     counts: dict[str, int] = {}
@@ -40,4 +42,8 @@ def setup(
     if envs:
         typer.echo(f"environments/: {', '.join(envs)}")
     typer.echo("; ".join(f"{n} {action}" for action, n in sorted(counts.items())))
+    if prime_rl:
+        typer.echo("prime-rl is not cloned (no download needed): the installed trainer plugin runs these configs; "
+                   "next: prime train configs/prime-rl/reverse-text.toml --dry-run")
+        return
     typer.echo("next: prime eval run configs/eval/reverse-text.toml")

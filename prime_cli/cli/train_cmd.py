@@ -13,11 +13,11 @@ EPILOG = ("Example: prime train configs/rl/reverse-text-cpu.toml   (check first 
 
 
 def train(
-    config_path: Path | None = typer.Argument(None, metavar="CONFIG", help="Training config TOML: the prime-rl v0.4 shape ([model], [trainer], [orchestrator], [[orchestrator.env]], [inference]) or the short hosted shape (model, max_steps, batch_size, rollouts_per_example, [sampling], [[env]]). Examples in configs/rl/."),
+    config_path: Path | None = typer.Argument(None, metavar="CONFIG", help="Training config TOML: the prime-rl v0.4 shape ([model], [trainer], [orchestrator], [[orchestrator.env]], [inference]), the short hosted shape (model, max_steps, batch_size, rollouts_per_example, [sampling], [[env]]) or the simplified prime-rl shape (model_name, num_gpus, learning_rate, lora_rank); every key is listed in docs/trainer.md. Examples in configs/rl/."),
     trainer: str | None = typer.Option(None, "--trainer", "-t", help="Trainer plugin to use (see --list). Default: the only installed one."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check the config, the environments and the plugin, print the resolved config and the process/device plan, and exit without training."),
     list_trainers: bool = typer.Option(False, "--list", help="List the installed trainer plugins (name, package, version) and exit."),
-    resume_step: int | None = typer.Option(None, "--resume-step", min=1, help="Resume from checkpoints/step_N in the output directory (later steps are discarded)."),
+    resume_step: int | None = typer.Option(None, "--resume-step", "--trainer.ckpt.resume-step", min=1, help="Resume from checkpoints/step_N in the output directory (later steps are discarded). --trainer.ckpt.resume-step is the prime-rl spelling."),
     overrides: list[str] | None = typer.Option(None, "--set", metavar="KEY=VALUE", help="Override one config key (repeatable), e.g. --set trainer.optim.lr=3e-4 or --set orchestrator.env[0].args.num_train_examples=100. VALUE is read as TOML when it parses (numbers, true, [1, 2]), else as a string."),
     output_dir: str | None = typer.Option(None, "-o", "--output-dir", help="Output directory (weights/, checkpoints/, logs/, metrics.jsonl). Default: output_dir of the config (outputs)."),
 ) -> None:
@@ -50,7 +50,12 @@ def _prepare(config_path: Path, trainer: str | None, overrides: list[str], outpu
     """The validated config (in the plugin's model), the plugin, and notes for the dry-run plan."""
     from prime_cli.train.devices import check_devices, gpu_shortage, has_cuda, visible_gpu_count
     from prime_cli.train.errors import TrainConfigError
-    from prime_cli.train.loading import check_environments, load_train_config, validate_config
+    from prime_cli.train.loading import (
+        check_environments,
+        config_notes,
+        load_train_config,
+        validate_config,
+    )
     from prime_cli.train.plugins import load_trainer
 
     config = load_train_config(config_path, overrides, output_dir)
@@ -62,7 +67,7 @@ def _prepare(config_path: Path, trainer: str | None, overrides: list[str], outpu
     check_environments(config)
     plugin = load_trainer(trainer)
     config = validate_config(config.model_dump(), plugin.config_model, str(config_path))
-    return config, plugin, [shortage] if shortage else []
+    return config, plugin, ([shortage] if shortage else []) + config_notes(config)
 
 
 def _print_trainers() -> None:

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 from .command_flags import LOCAL_MODEL
 from .errors import ClientConfigError
 from .registry import (
-    DEFAULT_REGISTRY_PATH,
     EndpointSpec,
     api_key_for,
+    default_registry_path,
     load_registry,
     resolve_model,
     secret_header_values,
@@ -77,7 +77,7 @@ def _endpoint_id_hint(model: str, base_url: str | None, endpoints_path: str | No
     """A name close to an endpoint id of the registry, used without -b, is most likely a typo of it."""
     import difflib
 
-    path = endpoints_path or DEFAULT_REGISTRY_PATH
+    path = endpoints_path or default_registry_path()
     if base_url or not os.path.isfile(path):
         return ""
     try:

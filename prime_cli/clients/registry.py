@@ -34,6 +34,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 DEFAULT_REGISTRY_PATH = Path("configs/endpoints.toml")
+PYTHON_REGISTRY_PATH = Path("configs/endpoints.py")  # the verifiers form, read when no endpoints.toml exists
 DEFAULT_KEY_VAR = "OPENAI_API_KEY"
 LITELLM_PREFIX = "litellm/"
 NO_KEY = "EMPTY"
@@ -102,6 +103,13 @@ def _parse_block(path: Path, index: int, block: Any) -> EndpointSpec:
     return EndpointSpec(values["endpoint_id"], model, values["url"], key_var, dict(headers), kind)
 
 
+def _read_toml(path: Path, text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ClientConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
 def load_registry(path: str | os.PathLike[str]) -> dict[str, list[EndpointSpec]]:
     """Read an endpoint registry: endpoint id -> its replicas, in file order."""
     path = Path(path)
@@ -111,10 +119,12 @@ def load_registry(path: str | os.PathLike[str]) -> dict[str, list[EndpointSpec]]
         raise ClientConfigError(f"endpoint registry {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ClientConfigError(f"cannot read endpoint registry {path}: {exc}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ClientConfigError(f"{path}: invalid TOML: {exc}") from None
+    if path.suffix == ".py":
+        from .endpoints_py import endpoint_blocks
+
+        data: dict[str, Any] = {"endpoint": endpoint_blocks(path, text)}
+    else:
+        data = _read_toml(path, text)
     for name in data:
         if name != "endpoint":
             raise ClientConfigError(f"{path}: unknown top-level key '{name}'{_suggest(name, ['endpoint'])}; "
@@ -127,6 +137,13 @@ def load_registry(path: str | os.PathLike[str]) -> dict[str, list[EndpointSpec]]
         spec = _parse_block(path, index, block)
         registry.setdefault(spec.endpoint_id, []).append(spec)
     return registry
+
+
+def default_registry_path() -> Path:
+    """configs/endpoints.toml, or configs/endpoints.py (the verifiers form) when only that exists."""
+    if not DEFAULT_REGISTRY_PATH.is_file() and PYTHON_REGISTRY_PATH.is_file():
+        return PYTHON_REGISTRY_PATH
+    return DEFAULT_REGISTRY_PATH
 
 
 def is_local_url(url: str) -> bool:
@@ -152,7 +169,7 @@ def resolve_model(
     if base_url is not None and not base_url.startswith(("http://", "https://")):
         raise ClientConfigError(f"-b must be a URL starting with http:// or https:// (got '{base_url}')")
     extra = dict(headers or {})
-    where = Path(registry_path) if registry_path is not None else DEFAULT_REGISTRY_PATH
+    where = Path(registry_path) if registry_path is not None else default_registry_path()
     registry = load_registry(where) if registry_path is not None or where.is_file() else None
     if registry and name in registry:
         return [

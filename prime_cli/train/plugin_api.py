@@ -7,6 +7,7 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 - The weights a run trains: `training_weights(name)` (`"local"` is the embedded model).
 - Inference: `VllmServer` / `ServerOptions` start a vLLM server; `ManagedProcess` runs a child process
   group; `free_port`, `port_in_use`; `ServeError` when a server cannot run.
+- Secrets: `env_file_values(config.env_file)`, the variables every part of a run gets (never written).
 - Sampling: `OpenAIChatClient` for an `EndpointSpec` (token ids and logprobs as the server returns them).
 - The output directory: `TrainingRunLayout` names every file and step folder; `TrainingSample` is one
   line of a step's batch.jsonl; `steps_in` lists a folder's step_N; `write_text_atomic` /
@@ -22,12 +23,13 @@ from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in
 
 from .config import BufferConfig, LossConfig, RLConfig
 from .contract import API_VERSION, TrainerPlugin
+from .env_file import env_file_values
 from .models import TrainingWeights, training_weights
 from .samples import TrainingRunLayout, TrainingSample
 
 __all__ = [
     "API_VERSION", "BufferConfig", "EndpointSpec", "LossConfig", "ManagedProcess", "OpenAIChatClient", "RLConfig",
     "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
-    "VllmServer", "free_port", "port_in_use", "steps_in", "training_weights", "write_json_atomic",
-    "write_jsonl_atomic", "write_text_atomic",
+    "VllmServer", "env_file_values", "free_port", "port_in_use", "steps_in", "training_weights",
+    "write_json_atomic", "write_jsonl_atomic", "write_text_atomic",
 ]

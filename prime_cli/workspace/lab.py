@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .names import module_name
-from .templates import ENDPOINTS, EXAMPLES, GITIGNORE, eval_config, gepa_config, rl_config
+from .templates import (
+    ENDPOINTS,
+    EXAMPLES,
+    GITIGNORE,
+    eval_config,
+    gepa_config,
+    prime_rl_config,
+    rl_config,
+)
 
 MANIFEST = Path(".prime") / "lab.json"
 SKIP_PARTS = {"__pycache__", "outputs", ".pytest_cache"}
@@ -57,15 +65,18 @@ def _example_files(source: Path) -> Iterator[tuple[Path, bytes]]:
             yield relative, path.read_bytes()
 
 
-def planned_files() -> dict[Path, bytes]:
+def planned_files(prime_rl_only: bool = False) -> dict[Path, bytes]:
+    """Everything setup writes; with prime_rl_only the v0.4 training configs and the environments."""
     files: dict[Path, bytes] = {
         Path("configs/endpoints.toml"): ENDPOINTS.encode(),
         Path(".gitignore"): GITIGNORE.encode(),
     }
     for example in EXAMPLES:
-        files[Path(f"configs/eval/{example.env_id}.toml")] = eval_config(example).encode()
-        files[Path(f"configs/gepa/{example.env_id}.toml")] = gepa_config(example).encode()
-        files[Path(f"configs/rl/{example.env_id}.toml")] = rl_config(example).encode()
+        if not prime_rl_only:
+            files[Path(f"configs/eval/{example.env_id}.toml")] = eval_config(example).encode()
+            files[Path(f"configs/gepa/{example.env_id}.toml")] = gepa_config(example).encode()
+            files[Path(f"configs/rl/{example.env_id}.toml")] = rl_config(example).encode()
+        files[Path(f"configs/prime-rl/{example.env_id}.toml")] = prime_rl_config(example).encode()
         source = example_source(example.env_id)
         if source is not None:
             for relative, data in _example_files(source):
@@ -73,7 +84,7 @@ def planned_files() -> dict[Path, bytes]:
     return files
 
 
-def setup_lab(root: Path | None = None, force: bool = False) -> list[FileAction]:
+def setup_lab(root: Path | None = None, force: bool = False, prime_rl_only: bool = False) -> list[FileAction]:
     """Write the workspace under `root`; returns what happened to each file."""
     root = (root or Path.cwd()).resolve()
     manifest_path = root / MANIFEST
@@ -82,7 +93,7 @@ def setup_lab(root: Path | None = None, force: bool = False) -> list[FileAction]
     except (json.JSONDecodeError, OSError):
         manifest = {}
     actions = []
-    for relative, data in planned_files().items():
+    for relative, data in planned_files(prime_rl_only).items():
         target = root / relative
         key = relative.as_posix()
         wanted = _digest(data)

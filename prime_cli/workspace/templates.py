@@ -112,8 +112,41 @@ state_columns = []
 
 
 def rl_config(example: Example) -> str:
-    return f'''# prime train configs/rl/{example.env_id}.toml: LoRA RL on {example.env_id} (prime-rl v0.4 shape).
+    """configs/rl/: the hosted shape the verifiers training guide prints (the same run as configs/prime-rl/)."""
+    return f'''# prime train configs/rl/{example.env_id}.toml: LoRA RL on {example.env_id} (hosted shape; the same run in
+# the prime-rl v0.4 shape is configs/prime-rl/{example.env_id}.toml). Every key: docs/trainer.md.
 # Check it without starting anything: prime train configs/rl/{example.env_id}.toml --dry-run
+{_data_note(example).replace("env_args = ", "[[env]] args = ")}model = "local"               # the embedded {EMBEDDED_MODEL_HUB_ID.split("/")[-1]}; or a Hugging Face id / folder
+max_steps = 100
+batch_size = 64               # rollouts per step: must be divisible by rollouts_per_example
+rollouts_per_example = 8
+learning_rate = 1e-4
+lora_rank = 16
+lora_alpha = 32
+inference_gpu_ids = [0]       # GPUs for vLLM and for the trainer (ignored without CUDA)
+trainer_gpu_ids = [0]
+seq_len = 2048                # longest training sample; at least inference.model.max_model_len
+output_dir = "outputs/rl/{example.env_id}"
+# env_file = ["secrets.env"]  # KEY=VALUE lines for every part (API keys); never written to the run folder
+
+[sampling]
+max_tokens = {example.max_tokens}
+temperature = 1.0
+
+[[env]]
+id = "{example.env_id}"
+
+[checkpointing]
+save_every_n_steps = 10       # checkpoints/step_N for --resume-step N
+
+[inference.model]
+max_model_len = 2048
+'''
+
+
+def prime_rl_config(example: Example) -> str:
+    return f'''# prime train configs/prime-rl/{example.env_id}.toml: LoRA RL on {example.env_id} (prime-rl v0.4 shape).
+# Check it without starting anything: prime train configs/prime-rl/{example.env_id}.toml --dry-run
 # Override a key on the command line: --set trainer.optim.lr=3e-4 (see prime train --help).
 {_data_note(example).replace("env_args = ", "[[orchestrator.env]] args = ")}inference_gpu_ids = [0]       # GPUs for vLLM and for the trainer (ignored without CUDA)
 trainer_gpu_ids = [0]

@@ -7,6 +7,7 @@ import pytest
 from prime_cli.clients.registry import load_registry
 from prime_cli.evals.config import load_toml_configs
 from prime_cli.gepa.config import GepaConfig
+from prime_cli.train.loading import load_train_config
 from prime_cli.workspace.templates import EXAMPLES
 from tests.environments.conftest import data_root
 from tests.evals.cli_support import read_rows, run_prime
@@ -47,10 +48,25 @@ def test_every_config_is_accepted_by_its_reader(workspace):
         assert config.env_id == env_id and config.model == "local" and config.save_results
         gepa = GepaConfig(**tomllib.loads((workspace / "configs" / "gepa" / f"{env_id}.toml").read_text()))
         assert gepa.env_id == env_id and gepa.reflection_model
-        rl = tomllib.loads((workspace / "configs" / "rl" / f"{env_id}.toml").read_text())
+        hosted = tomllib.loads((workspace / "configs" / "rl" / f"{env_id}.toml").read_text())
+        assert hosted["env"] == [{"id": env_id}] and isinstance(hosted["model"], str)  # the guide's hosted shape
+        assert hosted["batch_size"] % hosted["rollouts_per_example"] == 0 and "orchestrator" not in hosted
+        rl = tomllib.loads((workspace / "configs" / "prime-rl" / f"{env_id}.toml").read_text())
         assert rl["orchestrator"]["env"] == [{"id": env_id}]
         assert rl["orchestrator"]["batch_size"] % rl["orchestrator"]["rollouts_per_example"] == 0
         assert {"inference_gpu_ids", "trainer_gpu_ids", "max_steps", "seq_len", "model", "trainer"} <= set(rl)
+        # both shapes mean the same run
+        one = load_train_config(workspace / "configs" / "rl" / f"{env_id}.toml")
+        other = load_train_config(workspace / "configs" / "prime-rl" / f"{env_id}.toml")
+        assert one.model_dump() == other.model_dump()
+
+
+def test_prime_rl_flag_writes_the_v04_set_and_says_nothing_was_cloned(tmp_path):
+    result = run_prime(["lab", "setup", "--prime-rl"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "not cloned" in result.stdout and "prime train configs/prime-rl/" in result.stdout
+    assert (tmp_path / "configs" / "prime-rl" / "reverse-text.toml").is_file()
+    assert not (tmp_path / "configs" / "rl").exists()
 
 
 def test_setup_is_idempotent_and_keeps_files_you_changed(workspace):

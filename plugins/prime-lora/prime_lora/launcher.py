@@ -23,6 +23,7 @@ from prime_cli.train.plugin_api import (
     ServerOptions,
     TrainingRunLayout,
     VllmServer,
+    env_file_values,
     free_port,
     port_in_use,
     write_text_atomic,
@@ -45,22 +46,29 @@ class PartFailure(Exception):
 class InferenceServer(VllmServer):
     """vLLM on the inference devices."""
 
-    def __init__(self, options: ServerOptions, log_path: Path, gpu_ids: list[int]):
+    def __init__(self, options: ServerOptions, log_path: Path, gpu_ids: list[int], extra_env: dict[str, str]):
         super().__init__(options, log_path)
-        self.gpu_ids = gpu_ids
+        self.gpu_ids, self.extra_env = gpu_ids, extra_env
 
     def launch_spec(self) -> tuple[list[str], dict[str, str]]:
         command, env = super().launch_spec()
         env["VLLM_SERVER_DEV_MODE"] = "1"  # /reset_prefix_cache after each adapter load (orchestrator/weights.py)
-        return command, part_env(self.gpu_ids, env, cpus=cpu_split()[0], part="inference")
+        return command, {**part_env(self.gpu_ids, env, cpus=cpu_split()[0], part="inference"), **self.extra_env}
 
 
 def inference_options(config: RLConfig, model_path: str, served_name: str) -> ServerOptions:
     inference = config.inference
     rank = inference.max_lora_rank or config.trainer.model.lora.rank
     extra = ["--logprobs-mode", "processed_logprobs", "--seed", str(config.seed)]
-    if config.model.dtype != "auto":
-        extra += ["--dtype", config.model.dtype]
+    dtype = config.inference_dtype
+    if dtype != "auto":
+        extra += ["--dtype", dtype]
+    if inference.model.enable_auto_tool_choice:
+        extra.append("--enable-auto-tool-choice")
+    if inference.model.tool_call_parser:
+        extra += ["--tool-call-parser", inference.model.tool_call_parser]
+    if inference.model.reasoning_parser:
+        extra += ["--reasoning-parser", inference.model.reasoning_parser]
     if inference.tensor_parallel_size > 1:
         extra += ["--tensor-parallel-size", str(inference.tensor_parallel_size)]
     if inference.data_parallel_size > 1:
@@ -101,6 +109,8 @@ class Run:
         self.orchestrator = ManagedProcess(self.layout.log_path("orchestrator"))
         self.metrics = MetricsTail(self.layout.metrics_path)
         self.metrics.poll()  # a resumed run's earlier steps are not printed again
+        # env_file variables for every part (read here, kept in memory only, never written or logged)
+        self.extra_env = env_file_values(config.env_file)
 
     def parts(self) -> dict[str, ManagedProcess | None]:
         return {"inference": self.inference, "trainer": self.trainer, "orchestrator": self.orchestrator}
@@ -110,11 +120,13 @@ class Run:
 
         resolved = training_weights(self.config.model.name)
         options = inference_options(self.config, str(resolved.path), resolved.served_name)
-        self.inference = InferenceServer(options, self.layout.log_path("inference"), self.config.inference_gpu_ids)
+        self.inference = InferenceServer(options, self.layout.log_path("inference"), self.config.inference_gpu_ids,
+                                         self.extra_env)
         self.inference.start()
         # the trainer loads its model while vLLM starts; the orchestrator needs vLLM up
         self.trainer.start_command(trainer_command(self.config, self.config_path, self.resume_step),
-                                   part_env(self.config.trainer_gpu_ids, cpus=cpu_split()[1], part="trainer"),
+                                   {**part_env(self.config.trainer_gpu_ids, cpus=cpu_split()[1], part="trainer"),
+                                    **self.extra_env},
                                    cwd=Path.cwd())
         with self.console.status("starting vLLM and the trainer") as status:
             started = time.monotonic()
@@ -127,7 +139,7 @@ class Run:
             self.console.print(f"[dim]vLLM ready at {options.url} in {time.monotonic() - started:.0f} s "
                                f"(log: {self.inference.log_path})[/dim]")
         self.orchestrator.start_command(orchestrator_command(self.config_path, options.url, self.resume_step),
-                                        part_env([]), cwd=Path.cwd())
+                                        {**part_env([]), **self.extra_env}, cwd=Path.cwd())
 
     def check_alive(self, during_start: bool = False) -> bool:
         """Raise PartFailure when a part died; True once the trainer finished every step."""
@@ -151,11 +163,11 @@ class Run:
         with self.console.status("waiting for the first batch") as status:
             while True:
                 for row in self.metrics.poll():
-                    self.console.print(step_line(row, max_steps), highlight=False)
+                    self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
                     status.update(f"step {row.get('step', 0) + 1}/{max_steps}")
                 if self.check_alive():
                     for row in self.metrics.poll():
-                        self.console.print(step_line(row, max_steps), highlight=False)
+                        self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
                     return
                 time.sleep(POLL_S)
 
@@ -174,6 +186,7 @@ def launch(config: RLConfig, output_dir: Path, resume_step: int | None = None) -
         console.print(f"[bold red]error:[/] {exc}")
         return 2
     output_dir.mkdir(parents=True, exist_ok=True)
+    # env_file names, never values
     write_text_atomic(TrainingRunLayout(output_dir).config_path, config.model_dump_json(indent=2))
     run = Run(config, output_dir, resume_step, console)
     previous = signal.signal(signal.SIGTERM, _interrupt)

@@ -39,7 +39,7 @@ def _num(row: dict[str, Any], key: str, fmt: str, default: str = "-") -> str:
     return format(value, fmt) if isinstance(value, (int, float)) else default
 
 
-def step_line(row: dict[str, Any], max_steps: int) -> str:
+def step_line(row: dict[str, Any], max_steps: int, orchestrator_log: str = "logs/orchestrator.log") -> str:
     """`step 3/30  reward 0.214 ± 0.081  batch 32 ...` for one metrics row."""
     parts = [f"step {row.get('step')}/{max_steps}",
              f"reward {_num(row, 'reward_mean', '.3f')} ± {_num(row, 'reward_std', '.3f')}"]
@@ -53,7 +53,9 @@ def step_line(row: dict[str, Any], max_steps: int) -> str:
     timing = f"{_num(row, 'step_s', '.1f')} s (gen {_num(row, 'generation_s', '.1f')}, train {_num(row, 'train_s', '.1f')})"
     parts.append(timing)
     parts.append(f"{_num(row, 'tokens_per_s', '.0f')} tok/s")
-    if row.get("skipped"):
+    if row.get("effective_batch_size") == 0 and row.get("dropped_rollouts"):
+        parts.append(f"all rollouts failed ({row['dropped_rollouts']} dropped): see {orchestrator_log}")
+    elif row.get("skipped"):
         parts.append("SKIPPED (non-finite loss or gradient)")
     return "  ".join(parts)
 

@@ -59,16 +59,46 @@ def test_without_filtering_every_group_counts():
     assert stats.groups_sampled == 2 and len(stats.kept) == 2
 
 
-def test_easy_and_hard_thresholds(capsys):
-    # groups with signal have mean reward 0.375 (rewards 0, .25, .5, .75)
-    cfg = config(buffer={"online_difficulty_filtering": True, "hard_threshold": 0.3, "easy_threshold": 0.9})
-    stats = asyncio.run(loop.collect_batch(sampler(ScriptedEnv()), None, cfg))
-    assert len(stats.kept) == 2 and all(g.mean == 0.375 for g in stats.kept)
-    assert capsys.readouterr().err == ""
-    cfg = config(buffer={"online_difficulty_filtering": True, "hard_threshold": 0.4})
-    stats = asyncio.run(loop.collect_batch(sampler(ScriptedEnv()), None, cfg))
-    assert stats.groups_sampled == 2 * loop.MAX_ROUNDS  # nothing passed: every round ran
-    assert "0 of 2 groups passed filtering" in capsys.readouterr().err
+def test_easy_and_hard_thresholds_retire_examples_from_sampling_as_in_prime_rl():
+    # groups of ids % 3 != 0 have mean reward 0.375 (rewards 0, .25, .5, .75): hard under 0.4. prime-rl's
+    # buffer marks such an example hard and draws it no more; the group itself is still trained on
+    env = ScriptedEnv()
+    cfg = config(buffer={"hard_threshold": 0.4})
+    draws = sampler(env)
+    retired: set[int] = set()
+    for _ in range(8):
+        before = len(env.calls)
+        stats = asyncio.run(loop.collect_batch(draws, None, cfg))
+        batch_ids = env.calls[before:]
+        assert not retired & set(batch_ids), "a retired example was drawn again"
+        assert len(stats.kept) == 2  # thresholds do not drop this step's groups
+        retired |= {i for i in batch_ids if i % 3}
+    assert set(env.calls[-4:]) <= {0, 3, 6, 9}  # only the normal examples are left to draw
+    state = json.loads(json.dumps(draws.state()))
+    assert {int(k) for k in state["envs"]["scripted"]["retired"]} == retired
+    again = sampler(ScriptedEnv())
+    again.restore(state)
+    assert all(again.next()[1]["example_id"] % 3 == 0 for _ in range(6))
+
+
+def test_easy_threshold_marks_easy_and_a_normal_result_puts_an_example_back():
+    cfg = config(buffer={"easy_threshold": 0.5})
+    group = loop.Group(env="scripted", example_id=3, rewards=[0.5, 0.5], samples=[[], []])
+    assert loop.difficulty(group, cfg.orchestrator.buffer) == "easy"
+    draws = sampler(ScriptedEnv(), rows=2)
+    draws.mark("scripted", 1, "easy")
+    assert {draws.next()[1]["example_id"] for _ in range(4)} == {0}
+    draws.mark("scripted", 1, "normal")
+    assert 1 in {draws.next()[1]["example_id"] for _ in range(4)}
+
+
+def test_min_reward_variance_drops_groups_below_it():
+    # difficulty_threshold (the simplified prime-rl shape) is a minimum reward variance per group
+    cfg = config(buffer={"min_reward_variance": 0.05})
+    low = loop.Group(env="scripted", example_id=1, rewards=[0.0, 0.1, 0.2, 0.3], samples=[[]] * 4)  # var 0.0125
+    high = loop.Group(env="scripted", example_id=2, rewards=[0.0, 0.0, 1.0, 1.0], samples=[[]] * 4)  # var 0.25
+    assert not loop.keep_group(low, cfg.orchestrator.buffer)
+    assert loop.keep_group(high, cfg.orchestrator.buffer)
 
 
 def test_filtering_that_finds_nothing_falls_back_instead_of_stalling(capsys):

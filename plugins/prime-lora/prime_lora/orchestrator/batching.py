@@ -26,18 +26,25 @@ class Group:
 
 
 def keep_group(group: Group, buffer: BufferConfig) -> bool:
-    """False for groups that carry no learning signal under the configured filter."""
+    """False for groups that carry no learning signal under the configured filters."""
     if not group.rewards:
         return False
-    if not buffer.online_difficulty_filtering:
-        return True
-    if max(group.rewards) - min(group.rewards) < 1e-9:
+    if buffer.online_difficulty_filtering and max(group.rewards) - min(group.rewards) < 1e-9:
         return False
-    if buffer.easy_threshold is not None and group.mean >= buffer.easy_threshold:
-        return False
-    if buffer.hard_threshold is not None and group.mean <= buffer.hard_threshold:
+    if buffer.min_reward_variance is not None and statistics.pvariance(group.rewards) < buffer.min_reward_variance:
         return False
     return True
+
+
+def difficulty(group: Group, buffer: BufferConfig) -> str:
+    """prime-rl's pools: "easy" at or above easy_threshold, "hard" at or below hard_threshold, else "normal"."""
+    if not group.rewards:
+        return "normal"
+    if buffer.easy_threshold is not None and group.mean >= buffer.easy_threshold:
+        return "easy"
+    if buffer.hard_threshold is not None and group.mean <= buffer.hard_threshold:
+        return "hard"
+    return "normal"
 
 
 def group_samples(group: Group, policy_step: int) -> list[TrainingSample]:

@@ -23,7 +23,7 @@ from prime_cli.train.plugin_api import (
     write_jsonl_atomic,
 )
 
-from .batching import BatchStats, Group, group_samples, keep_group
+from .batching import BatchStats, Group, difficulty, group_samples, keep_group
 from .sampler import EnvRows, EnvSampler
 from .samples import NoTokens, rollout_samples
 from .weights import PolicyWeights
@@ -78,7 +78,7 @@ async def sample_group(entry: EnvRows, row: dict[str, Any], client: Any, config:
         group.scoring_s = max(group.scoring_s, float((state.get("timing") or {}).get("scoring_ms", 0.0)) / 1000)
         group.truncated += int(bool(state.get("is_truncated")))
         try:
-            samples = rollout_samples(state, config.seq_len)
+            samples = rollout_samples(state, config.seq_len, config.orchestrator.trajectory_strategy)
         except NoTokens:
             group.dropped_rollouts += 1
             continue
@@ -104,6 +104,7 @@ async def collect_batch(sampler: EnvSampler, client: Any, config: RLConfig) -> B
         stats.groups_sampled += len(groups)
         stats.all_groups.extend(groups)
         for group in groups:
+            sampler.mark(group.env, group.example_id, difficulty(group, orch.buffer))
             if keep_group(group, orch.buffer) and len(stats.kept) < needed:
                 stats.kept.append(group)
             elif group.rewards:

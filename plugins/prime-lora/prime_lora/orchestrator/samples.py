@@ -1,13 +1,15 @@
 """A scored rollout (its trajectory of model calls with token ids) -> training samples.
 
-Each model call contributes its completion tokens (loss_mask 1, with vLLM's logprobs). A multi-turn
-rollout is one sample when every call's prompt ids extend the sequence so far (the environment's
-tokens in between are masked 0); when the chat template re-tokenises earlier turns differently, each
-call becomes its own sample.
+Each model call contributes its completion tokens (loss_mask 1, with vLLM's logprobs). With the
+"interleaved" trajectory strategy a multi-turn rollout is one sample while every call's prompt ids extend
+the sequence so far (the environment's tokens in between are masked 0); when the chat template
+re-tokenises earlier turns differently (Qwen3 drops old <think> blocks) the rollout is split there, with
+a warning once. With "branching" every model call is its own sample.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from prime_cli.train.plugin_api import TrainingSample
@@ -36,8 +38,12 @@ def _turns(state: dict[str, Any]) -> list[tuple[list[int], list[int], list[float
     return turns
 
 
-def rollout_samples(state: dict[str, Any], seq_len: int) -> list[TrainingSample]:
+_warned_split = False
+
+
+def rollout_samples(state: dict[str, Any], seq_len: int, strategy: str = "interleaved") -> list[TrainingSample]:
     """Samples for one rollout, without advantage (added per group later)."""
+    global _warned_split
     if state.get("error"):
         raise NoTokens(f"rollout error: {state['error'].get('type')}")
     turns = _turns(state)
@@ -45,7 +51,13 @@ def rollout_samples(state: dict[str, Any], seq_len: int) -> list[TrainingSample]
     pieces = [merged]
     for prompt, completion, logprobs in turns[1:]:
         known = merged["input_ids"]
-        if len(prompt) >= len(known) and prompt[: len(known)] == known:
+        extends = len(prompt) >= len(known) and prompt[: len(known)] == known
+        if strategy == "interleaved" and not extends and not _warned_split:
+            _warned_split = True
+            print("warning: a multi-turn prompt does not extend the previous turn's tokens (the chat template "
+                  "rewrites earlier turns); such rollouts are split into one sample per turn. Set "
+                  'orchestrator.trajectory_strategy = "branching" to do that on purpose', file=sys.stderr, flush=True)
+        if strategy == "interleaved" and extends:
             extra = prompt[len(known):]
             merged["input_ids"] += list(extra) + list(completion)
             merged["loss_mask"] += [0] * len(extra) + [1] * len(completion)

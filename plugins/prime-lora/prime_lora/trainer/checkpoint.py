@@ -5,7 +5,6 @@ Both are written to a hidden temporary folder and renamed, so a folder that exis
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import random
@@ -18,7 +17,7 @@ import torch
 from prime_cli.train.plugin_api import TrainingRunLayout
 
 from .distributed import Dist
-from .fsdp import full_optimizer_state, full_trainable_state, load_full_state
+from .fsdp import full_optimizer_state, full_trainable_state, load_full_state, plain_name
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",
                    "vocab.json", "merges.txt", "generation_config.json")
@@ -50,7 +49,9 @@ def save_weights(model: Any, output_dir: Path, step: int, merged: bool = False, 
 
 def _save_merged(model: Any, folder: Path, model_path: str | None, from_disk: bool) -> None:
     """folder/merged/: base + adapter as one model. A sharded model has no full weights in memory: the
-    base is read from model_path on the CPU and the adapter just written is applied to it."""
+    base is read from model_path on the CPU and the adapter just written is applied to it. Otherwise the
+    merged weights are computed tensor by tensor into CPU memory: the training model is not copied or
+    changed."""
     if from_disk:
         from peft import PeftModel
         from transformers import AutoModelForCausalLM
@@ -59,13 +60,40 @@ def _save_merged(model: Any, folder: Path, model_path: str | None, from_disk: bo
             raise RuntimeError("trainer.save_merged with a sharded trainer needs the model's local folder")
         base = AutoModelForCausalLM.from_pretrained(model_path, dtype=next(model.parameters()).dtype)
         full = PeftModel.from_pretrained(base, str(folder)).merge_and_unload()
+        full.save_pretrained(folder / "merged")
     else:
-        full = copy.deepcopy(model).merge_and_unload()
-    full.save_pretrained(folder / "merged")
+        base = model.get_base_model()
+        base.save_pretrained(folder / "merged", state_dict=merged_state_dict(model))
     if model_path and Path(model_path).is_dir():
         for name in TOKENIZER_FILES:
             if (Path(model_path) / name).exists():
                 shutil.copy2(Path(model_path) / name, folder / "merged" / name)
+
+
+@torch.no_grad()
+def merged_state_dict(model: Any) -> dict[str, torch.Tensor]:
+    """The base model's state dict (plain names) with each LoRA layer's delta added, on the CPU."""
+    from peft.tuners.lora import LoraLayer
+
+    base = model.get_base_model()
+    deltas: dict[str, torch.Tensor] = {}
+    for name, module in base.named_modules():
+        if isinstance(module, LoraLayer):
+            for adapter in module.active_adapters:
+                if adapter in module.lora_A:
+                    delta = module.get_delta_weight(adapter).to("cpu", torch.float32)
+                    key = plain_name(f"{name}.weight")
+                    deltas[key] = deltas.get(key, 0) + delta
+    out: dict[str, torch.Tensor] = {}
+    for key, tensor in base.state_dict().items():
+        if ".lora_" in key:
+            continue
+        plain = key.replace(".base_layer.", ".")
+        value = tensor.detach().to("cpu", copy=True)
+        if plain in deltas:
+            value = (value.float() + deltas[plain]).to(tensor.dtype)
+        out[plain] = value
+    return out
 
 
 def rng_state() -> dict[str, Any]:
@@ -82,7 +110,7 @@ def restore_rng(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_checkpoint(model: Any, optimizer: Any, scheduler: Any, output_dir: Path, step: int, keep: int | None,
+def save_checkpoint(model: Any, optimizer: Any, scheduler: Any, output_dir: Path, step: int, keep: Any = None,
                     dist: Dist = Dist()) -> Path:
     """checkpoints/step_N/trainer/: adapter, full LoRA weights and optimizer state by parameter name (so a
     run resumes on any number of ranks), scheduler, RNG of every rank, the step. Every rank calls it."""
@@ -100,8 +128,8 @@ def save_checkpoint(model: Any, optimizer: Any, scheduler: Any, output_dir: Path
         torch.save(rng_state(), tmp / "rng.pt")
         (tmp / "state.json").write_text(json.dumps({"step": step}))
         _publish(tmp, final)
-        if keep:
-            prune_checkpoints(output_dir, keep)
+        if keep is not None and keep.keep_last:
+            prune_checkpoints(output_dir, keep.keep_last, keep.keep_interval)
     if dist.world > 1:  # every rank's RNG, so a resume continues each exactly
         dist.barrier()
         if not dist.is_main:
@@ -110,18 +138,34 @@ def save_checkpoint(model: Any, optimizer: Any, scheduler: Any, output_dir: Path
     return final
 
 
-def prune_checkpoints(output_dir: Path, keep: int) -> None:
-    """Keep the newest `keep` trainer checkpoints (the orchestrator's small files stay)."""
+def prune_checkpoints(output_dir: Path, keep_last: int, keep_interval: int | None = None) -> None:
+    """Keep the newest `keep_last` trainer checkpoints, and every one whose step is a multiple of
+    `keep_interval` (the orchestrator's small files stay)."""
     layout = TrainingRunLayout(output_dir)
     steps = [step for step in layout.steps(layout.CHECKPOINTS) if layout.trainer_checkpoint(step).is_dir()]
-    for step in steps[:-keep]:
+    for step in steps[:-keep_last]:
+        if keep_interval and step % keep_interval == 0:
+            continue
         shutil.rmtree(layout.trainer_checkpoint(step))
+
+
+def prune_weights(output_dir: Path, max_async_level: int) -> None:
+    """weights/step_N that nothing needs any more are removed. Kept: step_0 (the untrained adapter, the
+    baseline to compare with), the newest max_async_level + 1 steps
+    (the orchestrator may still load any of them; at least 2, so the one it is loading is never removed
+    under it) and the steps with a trainer checkpoint (a resume from step N loads weights/step_N)."""
+    layout = TrainingRunLayout(output_dir)
+    steps = layout.steps(layout.WEIGHTS)
+    checkpointed = {step for step in layout.steps(layout.CHECKPOINTS) if layout.trainer_checkpoint(step).is_dir()}
+    for step in steps[: -max(max_async_level + 1, 2)]:
+        if step and step not in checkpointed:
+            shutil.rmtree(layout.weights_dir(step), ignore_errors=True)
 
 
 def load_checkpoint(model: Any, optimizer: Any, scheduler: Any, output_dir: Path, step: int, rank: int = 0) -> None:
     folder = TrainingRunLayout(output_dir).trainer_checkpoint(step)
     weights = torch.load(folder / "trainable.pt", weights_only=True)
-    names = {name for name, p in model.named_parameters() if p.requires_grad}
+    names = {plain_name(name) for name, p in model.named_parameters() if p.requires_grad}
     if set(weights) != names:
         missing = sorted(names - set(weights)) or sorted(set(weights) - names)
         raise RuntimeError(f"checkpoint {folder} does not match the model (e.g. {missing[0]}): "

@@ -31,14 +31,26 @@ def decoder_layers(model: Any) -> list[torch.nn.Module]:
     return layers
 
 
-def shard_model(model: Any, world: int, device: torch.device, reshard_after_forward: bool) -> Any:
+def shard_options(model_config: Any, compute_dtype: torch.dtype) -> dict[str, Any]:
+    """fully_shard's mixed precision and offload from [trainer.model]: the weights are gathered and used in
+    the compute dtype (model.dtype), gradients are reduced in reduce_dtype, and with fsdp_cpu_offload the
+    shards live on the CPU between uses."""
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy
+
+    reduce = {"float32": torch.float32, "bfloat16": torch.bfloat16}[model_config.reduce_dtype]
+    return {"mp_policy": MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=reduce),
+            "offload_policy": CPUOffloadPolicy() if model_config.fsdp_cpu_offload else OffloadPolicy()}
+
+
+def shard_model(model: Any, world: int, device: torch.device, reshard_after_forward: bool,
+                options: dict[str, Any] | None = None) -> Any:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
     mesh = init_device_mesh(device.type, (world,))
     for layer in decoder_layers(model):
-        fully_shard(layer, mesh=mesh, reshard_after_forward=reshard_after_forward)
-    fully_shard(model, mesh=mesh, reshard_after_forward=reshard_after_forward)
+        fully_shard(layer, mesh=mesh, reshard_after_forward=reshard_after_forward, **(options or {}))
+    fully_shard(model, mesh=mesh, reshard_after_forward=reshard_after_forward, **(options or {}))
     return model
 
 
@@ -46,6 +58,14 @@ def _options(**extra: Any) -> Any:
     from torch.distributed.checkpoint.state_dict import StateDictOptions
 
     return StateDictOptions(full_state_dict=True, cpu_offload=True, ignore_frozen_params=True, **extra)
+
+
+CHECKPOINT_WRAPPER_PREFIX = "_checkpoint_wrapped_module."
+
+
+def plain_name(name: str) -> str:
+    """A parameter's name without activation checkpointing's wrapper (the name in state dicts and files)."""
+    return name.replace(CHECKPOINT_WRAPPER_PREFIX, "")
 
 
 def full_trainable_state(model: Any) -> dict[str, torch.Tensor]:
@@ -57,7 +77,7 @@ def full_trainable_state(model: Any) -> dict[str, torch.Tensor]:
     for name, param in model.named_parameters():
         if param.requires_grad:
             full = param.full_tensor() if isinstance(param, DTensor) else param
-            state[name] = full.detach().to("cpu", copy=True)
+            state[plain_name(name)] = full.detach().to("cpu", copy=True)
     return state
 
 

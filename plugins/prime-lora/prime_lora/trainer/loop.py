@@ -13,9 +13,9 @@ import torch
 from prime_cli.train.plugin_api import RLConfig, TrainingRunLayout, TrainingSample
 
 from .batches import read_batch
-from .checkpoint import load_checkpoint, save_checkpoint, save_weights
+from .checkpoint import load_checkpoint, prune_weights, save_checkpoint, save_weights
 from .distributed import Dist
-from .fsdp import shard_model
+from .fsdp import shard_model, shard_options
 from .logprobs import LossPositionLogprobs
 from .model import build_policy, pick_device, pick_dtype, trainable_parameters
 from .optim import build_optimizer, build_scheduler
@@ -67,7 +67,8 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
     model = build_policy(config, model_path, torch.device("cpu") if dist.sharded else device, dtype)
     policy = LossPositionLogprobs(model)
     if dist.sharded:
-        shard_model(policy, dist.world, device, config.trainer.model.reshard_after_forward)
+        shard_model(policy, dist.world, device, config.trainer.model.reshard_after_forward,
+                    shard_options(config.trainer.model, dtype))
     params = trainable_parameters(model)
     optimizer = build_optimizer(params, config)
     scheduler = build_scheduler(optimizer, config)
@@ -88,9 +89,13 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
         samples, stats, wait_batch_s = wait_for_batch(output_dir, step)
         result = train_step(policy, optimizer, scheduler, params, samples, config, device, pad_id, dist)
         save_started = time.perf_counter()
-        save_weights(model, output_dir, step, merged=config.trainer.save_merged, model_path=model_path, dist=dist)
-        if step % config.trainer.ckpt.interval == 0 or step == config.max_steps:
-            save_checkpoint(model, optimizer, scheduler, output_dir, step, config.trainer.ckpt.keep, dist)
+        checkpoint_step = step % config.trainer.ckpt.interval == 0 or step == config.max_steps
+        save_weights(model, output_dir, step, merged=config.trainer.save_merged and checkpoint_step,
+                     model_path=model_path, dist=dist)
+        if checkpoint_step:
+            save_checkpoint(model, optimizer, scheduler, output_dir, step, config.trainer.ckpt, dist)
+        if dist.is_main:
+            prune_weights(output_dir, config.orchestrator.max_async_level)
         save_s = time.perf_counter() - save_started
         if metrics is None:
             continue

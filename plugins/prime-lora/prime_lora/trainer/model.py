@@ -36,10 +36,33 @@ def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype:
     peft_config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
                              target_modules=list(lora.target_modules), bias="none", task_type="CAUSAL_LM")
     model = get_peft_model(base, peft_config)
+    for param in trainable_parameters(model):  # the adapter and its optimizer state; the base stays in `dtype`
+        param.data = param.data.to(OPTIMIZATION_DTYPES[config.trainer.model.optimization_dtype])
     if config.trainer.model.ac is not None:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        model.enable_input_require_grads()
+        checkpoint_layers(model, config.trainer.model.ac.freq)
     return model.to(device)
+
+
+OPTIMIZATION_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def checkpoint_layers(model: Any, freq: int) -> list[int]:
+    """Activation checkpointing on every `freq`-th decoder layer (0, freq, 2*freq, ...): their activations
+    are recomputed in backward instead of kept. Returns the indexes of the wrapped layers."""
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        CheckpointImpl,
+        apply_activation_checkpointing,
+        checkpoint_wrapper,
+    )
+
+    from .fsdp import decoder_layers
+
+    layers = decoder_layers(model)
+    chosen = {id(layer) for index, layer in enumerate(layers) if index % freq == 0}
+    apply_activation_checkpointing(
+        model, checkpoint_wrapper_fn=lambda m: checkpoint_wrapper(m, checkpoint_impl=CheckpointImpl.NO_REENTRANT),
+        check_fn=lambda m: id(m) in chosen)
+    return [index for index, layer in enumerate(layers) if id(layer) in chosen]
 
 
 def trainable_parameters(model: Any) -> list[torch.nn.Parameter]:

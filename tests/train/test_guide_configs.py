@@ -1,0 +1,239 @@
+"""Configs written from the two guides users copy from, each dry-run through the installed `prime train`:
+the verifiers RL Training Guide (hosted shape) and the prime-rl training guide (v0.4 shape). Where a guide
+names a placeholder environment ("my-env"), an installed one stands in; every other key is as printed.
+The plan must show the documented meaning, not only load."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.train.support import run_train, write
+
+VERIFIERS_ALPHABET_SORT = """
+model = "Qwen/Qwen3-30B-A3B-Instruct-2507"
+max_steps = 500
+batch_size = 256
+rollouts_per_example = 8
+
+[sampling]
+max_tokens = 512
+
+[[env]]
+id = "primeintellect/alphabet-sort"
+args = { min_turns = 3, max_turns = 5 }
+
+[wandb]
+project = "alphabet-sort"
+name = "qwen3-30b-i-alphabet-sort"
+"""
+
+VERIFIERS_REVERSE_TEXT = """
+# Qwen3.5 dense models. Uncomment exactly one model.
+# model = "Qwen/Qwen3.5-0.8B"
+model = "Qwen/Qwen3.5-4B"
+
+max_steps = 100
+batch_size = 128
+rollouts_per_example = 8
+
+[sampling]
+max_tokens = 1024
+
+[[env]]
+id = "primeintellect/reverse-text"
+"""
+
+VERIFIERS_REFERENCE = """
+model = "Qwen/Qwen3-30B-A3B-Instruct-2507"  # Base model
+max_steps = 500                             # Training steps
+batch_size = 256                            # Samples per gradient update
+rollouts_per_example = 8                    # Rollouts per example for advantage
+
+[sampling]
+max_tokens = 512
+temperature = 1.0
+
+[[env]]
+id = "primeintellect/alphabet-sort"
+args = { min_turns = 3, max_turns = 5 }
+
+[wandb]
+project = "my-project"
+name = "my-run"
+"""
+
+PRIME_RL_FULL = """
+inference_gpu_ids = [0, 1, 2]
+trainer_gpu_ids = [3]
+
+max_steps = 500
+seq_len = 16384
+
+[wandb]
+project = "my-project"
+name = "my-run"
+
+[model]
+name = "Qwen/Qwen2.5-7B-Instruct"
+
+[trainer.optim]
+lr = 1e-5
+weight_decay = 0.0
+
+[trainer.tokenizer]
+name = "Qwen/Qwen2.5-7B-Instruct"
+
+[trainer.model.ac]
+freq = 1
+
+[trainer.model.lora]
+rank = 32
+alpha = 32
+dropout = 0.05
+target_modules = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+[orchestrator]
+batch_size = 32
+rollouts_per_example = 16
+oversampling_factor = 2.0
+
+[orchestrator.sampling]
+max_tokens = 1024
+temperature = 0.5
+
+[orchestrator.buffer]
+online_difficulty_filtering = true
+
+[[orchestrator.env]]
+id = "reverse-text"
+args = { num_train_examples = 50 }
+
+[inference]
+gpu_memory_utilization = 0.6
+
+[inference.model]
+name = "Qwen/Qwen2.5-7B-Instruct"
+enable_auto_tool_choice = true
+tool_call_parser = "hermes"
+max_model_len = 16384
+"""
+
+# the guide's later blocks, each added to the full example as a user would
+THINKING = """
+[inference.model]
+name = "Qwen/Qwen2.5-7B-Instruct"
+enable_auto_tool_choice = true
+tool_call_parser = "hermes"
+max_model_len = 16384
+reasoning_parser = "qwen3"
+"""
+DTYPES = """
+[trainer.model]
+optimization_dtype = "bfloat16"
+reduce_dtype = "bfloat16"
+fsdp_cpu_offload = true
+"""
+CKPT = """
+[trainer.ckpt]
+interval = 10
+keep_last = 3
+keep_interval = 50
+"""
+
+
+def _with(base: str, block: str, replaces: str | None = None) -> str:
+    if replaces:
+        start = base.index(replaces)
+        end = base.find("\n[", start + 1)
+        base = base[:start] + base[end + 1:] if end != -1 else base[:start]
+    return base + block
+
+
+def dry_run(tmp_path, text: str):
+    path = write(tmp_path, text)
+    result = run_train([str(path), "--dry-run"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_verifiers_alphabet_sort(tmp_path):
+    out = dry_run(tmp_path, VERIFIERS_ALPHABET_SORT)
+    assert "batch_size 256 = 32 examples x 8 rollouts" in out and "max_tokens 512" in out
+    assert 'project = "alphabet-sort"' in out and "500 steps" in out
+
+
+def test_verifiers_reverse_text(tmp_path):
+    out = dry_run(tmp_path, VERIFIERS_REVERSE_TEXT)
+    assert "model Qwen/Qwen3.5-4B" in out and "batch_size 128 = 16 examples x 8 rollouts" in out
+
+
+def test_verifiers_reference(tmp_path):
+    out = dry_run(tmp_path, VERIFIERS_REFERENCE)
+    assert "temperature 1.0" in out
+
+
+def test_verifiers_byo_harness_is_refused_in_one_line(tmp_path):
+    text = VERIFIERS_REVERSE_TEXT + "\n[env.harness]\nmax_turns = 8\n"
+    text = text.replace("[[env]]", "[env]")
+    result = run_train([str(write(tmp_path, text)), "--dry-run"], cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.startswith("error: ") and len(result.stderr.splitlines()) == 1
+    assert "BYO-harness" in result.stderr
+
+
+def test_prime_rl_full_example(tmp_path):
+    out = dry_run(tmp_path, PRIME_RL_FULL)
+    assert "vLLM on GPUs 0,1,2" in out and "tensor_parallel_size 1, data_parallel_size 3" in out
+    assert "one process on GPU 3" in out
+    assert "auto tool choice, tool_call_parser hermes" in out
+    assert "activation checkpointing every 1 layer(s)" in out
+    assert "filtering: groups with equal rewards dropped" in out
+    assert "batch_size 32 = 2 examples x 16 rollouts" in out
+
+
+@pytest.mark.parametrize(("block", "replaces", "shown"), [
+    (THINKING, "[inference.model]", "reasoning_parser qwen3"),
+    (DTYPES, None, "LoRA weights and optimizer in bfloat16"),
+    (CKPT, None, "checkpoint every 10 steps (newest 3 kept plus every step divisible by 50)"),
+    ('\n[inference.model]\nname = "Qwen/Qwen2.5-7B-Instruct"\nmax_model_len = 16384\ndtype = "float16"\n',
+     "[inference.model]", "dtype float16"),
+    ('\n[orchestrator]\nbatch_size = 32\nrollouts_per_example = 16\noversampling_factor = 2.0\n'
+     'trajectory_strategy = "branching"\n', "[orchestrator]\n", "multi-turn rollouts: branching"),
+])
+def test_prime_rl_guide_blocks(tmp_path, block, replaces, shown):
+    assert shown in dry_run(tmp_path, _with(PRIME_RL_FULL, block, replaces))
+
+
+def test_two_trainer_gpus_show_the_fsdp_dtypes(tmp_path):
+    text = _with(PRIME_RL_FULL, DTYPES).replace("trainer_gpu_ids = [3]", "trainer_gpu_ids = [3, 4]")
+    out = dry_run(tmp_path, text)
+    assert "gradients reduced in bfloat16, CPU offload" in out
+
+
+def test_simplified_prime_rl_shape(tmp_path):
+    out = dry_run(tmp_path, """
+model_name = "Qwen/Qwen2.5-1.5B-Instruct"
+num_gpus = 2
+tensor_parallel_size = 1
+pipeline_parallel_size = 1
+learning_rate = 1e-5
+use_lora = true
+lora_rank = 8
+lora_alpha = 16
+use_difficulty_filtering = true
+difficulty_threshold = 0.01
+batch_size = 16
+rollouts_per_example = 4
+
+[[env]]
+id = "reverse-text"
+""")
+    assert "vLLM on GPU 0" in out and "one process on GPU 1" in out
+    assert "LoRA rank 8, alpha 16" in out and "lr 1e-05" in out
+    assert "groups with reward variance below 0.01 dropped" in out
+
+
+def test_resume_step_has_the_prime_rl_spelling(tmp_path):
+    path = write(tmp_path, 'model = "local"\nbatch_size = 8\nrollouts_per_example = 4\n[[env]]\nid = "reverse-text"\n')
+    result = run_train([str(path), "--trainer.ckpt.resume-step", "50", "-o", str(tmp_path / "out")], cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "no checkpoint for step 50" in result.stderr
