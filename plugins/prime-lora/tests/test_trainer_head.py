@@ -120,3 +120,21 @@ def test_saved_memory_does_not_scale_with_tokens_times_vocabulary():
     # a kept fp32 log_softmax would be vocab x 4 = 16,000 bytes per token; hidden (8 x fp32) and the
     # target (int64) are 40
     assert per_token <= 8 * 4 + 8, per_token
+
+
+def test_host_computed_loss_index_gives_the_same_logprobs(model_path, tmp_path):
+    """The step passes MicroBatch.loss_index/padded (computed before the copy to the device); the result
+    equals finding the loss positions from the mask, with and without a shared prompt."""
+    from lora_tiny import make_group_samples
+
+    model = build_policy(tiny_config(tmp_path), model_path, torch.device("cpu"), torch.float32)
+    model.eval()
+    samples = make_group_samples(9, groups=2, per_group=3) + make_samples(9, count=3)
+    batches = micro_batches(samples, 3, 0, torch.device("cpu"), share_prefix=True)
+    assert {mb.prefix_len > 0 for mb in batches} == {True, False} and any(mb.padded for mb in batches)
+    with torch.no_grad():
+        for mb in batches:
+            args = (model, mb.input_ids, mb.attention_mask, mb.loss_mask, 0.9, mb.prefix_len)
+            given, from_mask = token_logprobs(*args, mb.loss_index, mb.padded), token_logprobs(*args)
+            assert given[0].shape == (mb.loss_tokens,)
+            assert torch.equal(given[0], from_mask[0]) and torch.equal(given[1], from_mask[1])

@@ -23,16 +23,23 @@ def inner_model_and_head(model: Any) -> tuple[Any, Any]:
 
 
 def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor,
-                   temperature: float = 1.0, prefix_len: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+                   temperature: float = 1.0, prefix_len: int = 0, loss_index: torch.Tensor | None = None,
+                   padded: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Log-probs and entropies of the tokens where loss_mask is 1, as flat tensors in row-major order.
 
     Token i is predicted from position i-1, so loss_mask[:, 0] is ignored. With prefix_len > 0 every
     row starts with the same prefix_len tokens and has no loss token among them: the prefix runs once
     (batch 1) and the rest of the rows run on its KV cache; gradients flow back through the cache.
+    `loss_index` and `padded` (MicroBatch's, known on the host) spare two device-to-host syncs.
     """
     decoder, head = inner_model_and_head(model)
-    if bool(attention_mask.all()):  # no padding: plain causal attention (flash kernels, no n^2 mask)
-        attention_mask = None
+    if padded is None:
+        padded = not bool(attention_mask.all())
+    if not padded:
+        attention_mask = None  # plain causal attention (flash kernels, no n^2 mask)
+    start = max(prefix_len, 1)  # the first token a position in `predicting` predicts
+    if loss_index is None:
+        loss_index = loss_mask[:, start:].flatten().nonzero().squeeze(1)
     if prefix_len > 0:
         prefix = decoder(input_ids=input_ids[:1, :prefix_len], use_cache=True)
         cache = prefix.past_key_values
@@ -41,14 +48,12 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
                        use_cache=True).last_hidden_state
         last = prefix.last_hidden_state[:, -1:].expand(input_ids.shape[0], 1, -1)
         predicting = torch.cat([last, rest[:, :-1]], dim=1)  # hidden states predicting tokens prefix_len..
-        targets_mask = loss_mask[:, prefix_len:].bool()
-        positions = predicting[targets_mask]
-        targets = input_ids[:, prefix_len:][targets_mask]
     else:
         hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        targets_mask = loss_mask[:, 1:].bool()
-        positions = hidden[:, :-1][targets_mask]  # (n, hidden)
-        targets = input_ids[:, 1:][targets_mask]  # (n,)
+        predicting = hidden[:, :-1]  # predicting tokens 1..
+    rows, columns = loss_index // predicting.shape[1], loss_index % predicting.shape[1]
+    positions = predicting[rows, columns]  # (n, hidden)
+    targets = input_ids[:, start:][rows, columns]  # (n,)
     return head_logprobs(positions, head, targets, temperature)
 
 
@@ -149,5 +154,7 @@ class LossPositionLogprobs(torch.nn.Module):
         self.model = model
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor,
-                temperature: float = 1.0, prefix_len: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-        return token_logprobs(self.model, input_ids, attention_mask, loss_mask, temperature, prefix_len)
+                temperature: float = 1.0, prefix_len: int = 0, loss_index: torch.Tensor | None = None,
+                padded: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        return token_logprobs(self.model, input_ids, attention_mask, loss_mask, temperature, prefix_len,
+                              loss_index, padded)

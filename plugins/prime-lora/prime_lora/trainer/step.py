@@ -122,7 +122,8 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
             model.set_requires_gradient_sync(index == len(passes) - 1)
         ran_tokens += forward_tokens(mb)
         with torch.set_grad_enabled(not zero_advantage):  # no signal: the forward only reports metrics
-            logp, entropy = model(mb.input_ids, mb.attention_mask, mb.loss_mask, temperature, mb.prefix_len)
+            logp, entropy = model(mb.input_ids, mb.attention_mask, mb.loss_mask, temperature, mb.prefix_len,
+                                  mb.loss_index, mb.padded)
             parts = policy_loss(logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, total)
         if not counts:  # a pass that only keeps sharded ranks in step: no gradient, no metrics
             if not zero_advantage:
