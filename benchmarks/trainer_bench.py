@@ -6,12 +6,16 @@
 The model is built from its architecture config with random weights (nothing is downloaded), wrapped
 with a LoRA adapter on every linear projection, and trained with the real training step
 (prime_lora.trainer.step.train_step: chunked loss-position log-probs, the importance-ratio loss,
-clipping, AdamW) on one sample of seq_len tokens per step, the second half of them loss tokens.
-Reported: tokens/s (every token of the sequence), MFU and peak memory. MFU counts
-6 x parameters + 12 x layers x hidden x seq_len FLOPs per token (the usual full-training count,
-attention included) against the GPU's dense bf16 peak (--peak-tflops, default H100 SXM 989); on
-CPU it is not reported. Reference (prime-rl's published trainer-only numbers, one H100, LoRA r16,
-seq_len 16k): Qwen3-0.6B 13.3k tokens/s, MFU 10.9%, 5.1 GiB; Qwen3-4B 6.2k tokens/s, MFU 21.7%.
+clipping, AdamW) on one sample of seq_len tokens per step, every token after the first a loss token
+(as prime-rl's trainer benchmark). Reported: tokens/s (every token of the sequence), MFU and peak
+reserved memory (torch.cuda.max_memory_reserved, what the allocator holds from the GPU). MFU counts
+prime-rl's LoRA FLOPs per token (prime_lora.trainer.flops: 4 x frozen matmul parameters + 6 x LoRA
+parameters + 12 x layers x heads x head_dim x seq_len for attention) against the GPU's dense bf16 peak
+(--peak-tflops, default H100 SXM 989); on CPU it is not reported. prime-rl's counter takes
+hidden_size / heads as the attention head size (64 on Qwen3-0.6B, whose head_dim is 128), so
+`mfu_prime_rl_heads` repeats the MFU with that convention, the one its published numbers use.
+Reference (prime-rl's published trainer-only numbers, one H100, LoRA r16, seq_len 16k): Qwen3-0.6B
+13.3k tokens/s, MFU 10.9%, 5.1 GiB; Qwen3-4B 6.2k tokens/s, MFU 21.7%.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "plugins" / "prime-lora")]
@@ -56,9 +62,13 @@ def build_model_folder(name: str, folder: Path) -> Path:
     return folder
 
 
-def flops_per_token(name: str, params: int, seq_len: int) -> float:
-    shape = SHAPES[name]
-    return 6 * params + 12 * shape["num_hidden_layers"] * shape["hidden_size"] * seq_len
+def synthetic_sample(seq_len: int, vocab: int, generator: Any) -> dict:
+    """Random tokens, all of them loss tokens (the first one has no prediction)."""
+    import torch
+
+    ids = torch.randint(0, vocab, (seq_len,), generator=generator).tolist()
+    return {"input_ids": ids, "loss_mask": [1] * seq_len, "inference_logprobs": [0.0] + [-11.9] * (seq_len - 1),
+            "advantage": 1.0}
 
 
 def main() -> None:
@@ -75,6 +85,7 @@ def main() -> None:
     import torch
 
     from prime_cli.train.config import RLConfig
+    from prime_lora.trainer.flops import lora_flops_per_token, lora_parameter_count
     from prime_lora.trainer.model import build_policy, pick_device, pick_dtype, trainable_parameters
     from prime_lora.trainer.optim import build_optimizer, build_scheduler
     from prime_lora.trainer.step import train_step
@@ -93,20 +104,15 @@ def main() -> None:
     total_params = sum(p.numel() for p in model.parameters())
     optimizer = build_optimizer(params, config)
     scheduler = build_scheduler(optimizer, config)
+    lora_params, other_trained = lora_parameter_count(model)
     generator = torch.Generator().manual_seed(0)
     vocab = SHAPES[args.model]["vocab_size"]
-    half = args.seq_len // 2
-
-    def sample() -> dict:
-        ids = torch.randint(0, vocab, (args.seq_len,), generator=generator).tolist()
-        return {"input_ids": ids, "loss_mask": [0] * half + [1] * (args.seq_len - half),
-                "inference_logprobs": [0.0] * half + [-11.9] * (args.seq_len - half), "advantage": 1.0}
 
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     times = []
     for step in range(args.steps + 1):
-        batch = [sample()]
+        batch = [synthetic_sample(args.seq_len, vocab, generator)]
         if device.type == "cuda":
             torch.cuda.synchronize()
         started = time.perf_counter()
@@ -120,12 +126,16 @@ def main() -> None:
     tokens_per_s = args.seq_len / seconds
     result = {"model": args.model, "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
               "dtype": str(dtype), "seq_len": args.seq_len, "lora_rank": args.rank, "ac": args.ac,
-              "params": total_params, "step_s": seconds, "tokens_per_s": tokens_per_s}
+              "params": total_params, "lora_params": lora_params, "step_s": seconds, "tokens_per_s": tokens_per_s}
     if device.type == "cuda":
-        result["mfu"] = tokens_per_s * flops_per_token(args.model, total_params, args.seq_len) / (args.peak_tflops * 1e12)
-        result["peak_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30
+        shape = SimpleNamespace(**SHAPES[args.model])
+        for key, head_dim in (("mfu", None), ("mfu_prime_rl_heads", shape.hidden_size // shape.num_attention_heads)):
+            flops = lora_flops_per_token(shape, lora_params, args.seq_len, other_trained, attention_head_dim=head_dim)
+            result[key] = tokens_per_s * flops / (args.peak_tflops * 1e12)
+        result["peak_memory_gib"] = torch.cuda.max_memory_reserved() / 2**30
     print(json.dumps(result))
-    mfu = f"MFU {result['mfu'] * 100:.1f}%, peak {result['peak_memory_gib']:.1f} GiB" if "mfu" in result else "(CPU: no MFU)"
+    mfu = (f"MFU {result['mfu'] * 100:.1f}% ({result['mfu_prime_rl_heads'] * 100:.1f}% counted as prime-rl does), "
+           f"peak reserved {result['peak_memory_gib']:.1f} GiB" if "mfu" in result else "(CPU: no MFU)")
     print(f"{args.model} on {result['device']}, seq_len {args.seq_len}, LoRA r{args.rank}, AC {'on' if args.ac else 'off'}: "
           f"{tokens_per_s:,.0f} tokens/s, {seconds:.2f} s/step, {mfu}   [{REFERENCE.get(args.model, 'no reference')}]")
     if args.json:

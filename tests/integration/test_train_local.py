@@ -61,6 +61,7 @@ def test_every_step_is_recorded_and_on_policy_enough(trained_run):
         # this config does not filter) has all-zero advantages and so a zero gradient
         batch = [json.loads(line) for line in (out / "rollouts" / f"step_{row['step']}" / "batch.jsonl").open()]
         assert (row["grad_norm"] > 0) == any(abs(sample["advantage"]) > 0 for sample in batch)
+        assert row["zero_advantage"] == (row["grad_norm"] == 0)  # such a batch takes no optimizer step
         assert row["effective_batch_size"] == config["orchestrator"]["batch_size"]
         # k3 >= 0 up to rounding; one policy version apart at lr 1e-3 it stayed below 0.5 in every run
         assert -1e-6 <= row["mismatch_kl"] < 1.0 and row["masked_fraction"] < 0.1

@@ -42,6 +42,7 @@ def test_trainer_bench_reports_mfu_and_memory(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["tokens_per_s"] > 0 and 0 < result["mfu"] < 1 and result["peak_memory_gib"] > 0
+    assert 0 < result["mfu_prime_rl_heads"] < result["mfu"]  # it counts half of Qwen3's attention head size
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")

@@ -37,7 +37,7 @@ def test_loss_matches_a_hand_computation():
     assert parts.loss.item() == pytest.approx(expected, rel=1e-6)
     assert parts.masked == 1 and parts.tokens == 4
     d = [0.0, -0.5, 2.5, 0.1]
-    assert parts.mismatch_kl_sum == pytest.approx(sum(math.exp(x) - x - 1 for x in d), rel=1e-5)
+    assert float(parts.mismatch_kl_sum) == pytest.approx(sum(math.exp(x) - x - 1 for x in d), rel=1e-5)
     parts.loss.backward()
     # d/dlogp of -(r*A)/N with r = exp(logp - inf) is -(r*A)/N; the masked token gets no gradient
     assert logp.grad[2].item() == 0.0
@@ -56,7 +56,7 @@ def test_mismatch_kl_estimates_kl_from_the_sampler_to_the_trainer():
     loss = LossConfig(log_ratio_clamp=50.0)
     parts = policy_loss(logp_train, logp_inference, torch.zeros_like(logp_train), loss, tokens.numel())
     exact = float((p * (torch.log(p) - torch.log(q))).sum())
-    assert parts.mismatch_kl_sum / tokens.numel() == pytest.approx(exact, rel=0.03)
+    assert float(parts.mismatch_kl_sum) / tokens.numel() == pytest.approx(exact, rel=0.03)
 
 
 def test_log_ratio_is_clamped_before_exp():

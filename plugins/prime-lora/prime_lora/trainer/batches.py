@@ -25,6 +25,11 @@ class MicroBatch:
     inference_logprobs: torch.Tensor  # flat over loss tokens (position >= 1), row-major
     advantages: torch.Tensor  # flat, one per loss token
     prefix_len: int = 0  # > 0: every row starts with the same prefix_len tokens, none of them a loss token
+    # where the loss tokens are, computed on the host so that the device never has to report it back:
+    # flat indices into the (b, L - max(prefix_len, 1)) positions that predict a token, and whether
+    # any row is padded
+    loss_index: torch.Tensor | None = None
+    padded: bool = True
 
     @property
     def loss_tokens(self) -> int:
@@ -79,6 +84,8 @@ def _pack(chunk: list[TrainingSample], pad_id: int, device: torch.device, prefix
             if mask[i]:
                 inference.append(float(sample["inference_logprobs"][i]))
                 advantages.append(float(sample["advantage"]))
+    loss_index = loss_mask[:, max(prefix_len, 1):].flatten().nonzero().squeeze(1)
     return MicroBatch(ids.to(device), attention.to(device), loss_mask.to(device),
                       torch.tensor(inference, dtype=torch.float32, device=device),
-                      torch.tensor(advantages, dtype=torch.float32, device=device), prefix_len)
+                      torch.tensor(advantages, dtype=torch.float32, device=device), prefix_len,
+                      loss_index.to(device), padded=not bool(attention.all()))

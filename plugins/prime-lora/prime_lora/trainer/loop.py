@@ -104,7 +104,8 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
                "wait_batch_s": wait_batch_s, "save_s": save_s, "step_s": now - step_ended}
         step_ended = now
         metrics.write(row)
-        flag = " (skipped: non-finite)" if result.skipped else ""
+        flag = (" (skipped: non-finite)" if result.skipped else
+                " (no optimizer step: every advantage is 0)" if result.zero_advantage else "")
         print(f"step {step}: loss {result.loss:.4f} grad_norm {result.grad_norm:.3f} "
               f"mismatch_kl {result.mismatch_kl:.2e} train {result.train_s:.1f}s{flag}", flush=True)
     return 0

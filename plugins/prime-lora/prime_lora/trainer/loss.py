@@ -16,10 +16,18 @@ from prime_cli.train.plugin_api import LossConfig
 
 @dataclass
 class LossParts:
+    """The loss and this micro-batch's metric sums, as tensors (summed on the device, read once per step)."""
+
     loss: torch.Tensor  # this micro-batch's share of the batch loss
-    mismatch_kl_sum: float
-    masked: int
+    mismatch_kl_sum: torch.Tensor  # k3 over every loss token
+    mismatch_kl_masked_sum: torch.Tensor  # k3 over the masked tokens only
+    masked_low: torch.Tensor  # tokens masked because ratio < ratio_low
+    masked_high: torch.Tensor  # tokens masked because ratio > ratio_high
     tokens: int
+
+    @property
+    def masked(self) -> torch.Tensor:
+        return self.masked_low + self.masked_high
 
 
 def policy_loss(logp: torch.Tensor, inference_logp: torch.Tensor, advantages: torch.Tensor, config: LossConfig,
@@ -28,11 +36,13 @@ def policy_loss(logp: torch.Tensor, inference_logp: torch.Tensor, advantages: to
     log_ratio = logp - inference_logp
     clamped = log_ratio.clamp(-config.log_ratio_clamp, config.log_ratio_clamp)
     ratio = torch.exp(clamped)
-    keep = ((ratio >= config.ratio_low) & (ratio <= config.ratio_high)).to(logp.dtype).detach()
+    low, high = (ratio < config.ratio_low).detach(), (ratio > config.ratio_high).detach()
+    keep = (~(low | high)).to(logp.dtype)
     loss = -(keep * ratio * advantages).sum() / max(total_loss_tokens, 1)
     with torch.no_grad():
-        d = log_ratio.detach().clamp(-config.log_ratio_clamp, config.log_ratio_clamp)
+        d = clamped.detach()
         # tokens were sampled from the inference policy, so with r = p_train / p_inference = exp(d) the
         # k3 estimator r - 1 - log r is unbiased for KL(inference || train) and never negative
-        kl = (torch.exp(d) - d - 1).sum().item()
-    return LossParts(loss=loss, mismatch_kl_sum=kl, masked=int((keep == 0).sum().item()), tokens=int(logp.numel()))
+        kl = torch.exp(d) - d - 1
+        return LossParts(loss=loss, mismatch_kl_sum=kl.sum(), mismatch_kl_masked_sum=(kl * (1 - keep)).sum(),
+                         masked_low=low.sum(), masked_high=high.sum(), tokens=int(logp.numel()))

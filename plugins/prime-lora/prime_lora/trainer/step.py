@@ -1,8 +1,16 @@
-"""One optimizer step on one batch: micro-batches with gradient accumulation, clipping, skip on non-finite."""
+"""One optimizer step on one batch: micro-batches with gradient accumulation, clipping, and no step on a
+non-finite loss or gradient (`skipped`) nor on a batch whose advantages are all zero (`zero_advantage`:
+its gradient is zero, yet AdamW's momentum would still move the adapter). The learning-rate schedule
+advances on every trainer step, stepped or not, so that it follows the step numbers.
+
+Metric sums stay on the device during the step and are read once at its end (one host sync rather
+than one per micro-batch); train_s ends after the device has finished.
+"""
 
 from __future__ import annotations
 
 import math
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -12,10 +20,12 @@ import torch
 
 from prime_cli.train.plugin_api import RLConfig
 
-from .batches import loss_token_count, micro_batches
+from .batches import MicroBatch, loss_token_count, micro_batches
 from .distributed import Dist
 from .logprobs import LossPositionLogprobs
 from .loss import policy_loss
+
+GIB = 2**30
 
 
 @dataclass
@@ -25,25 +35,62 @@ class StepResult:
     masked_fraction: float
     entropy: float
     grad_norm: float
-    skipped: bool
+    skipped: bool  # non-finite loss or gradient: no optimizer step
     num_tokens: int  # loss tokens
-    total_tokens: int  # every token the model ran on
+    total_tokens: int  # every token of the batch's samples
     train_s: float
+    zero_advantage: bool = False  # every advantage is 0: no optimizer step
+    mismatch_kl_masked: float = 0.0  # mean k3 over the tokens masked by the ratio band
+    mismatch_kl_unmasked: float = 0.0  # mean k3 over the tokens that trained
+    masked_low_fraction: float = 0.0  # ratio < ratio_low
+    masked_high_fraction: float = 0.0  # ratio > ratio_high
+    forward_tokens: int = 0  # token positions the model ran: padding included, a shared prompt once
+    peak_memory_bytes: int = 0
 
     def as_metrics(self) -> dict[str, Any]:
         def clean(value: float) -> float | None:  # JSON has no NaN
             return value if math.isfinite(value) else None
 
+        def per_s(tokens: int) -> float:
+            return tokens / self.train_s if self.train_s > 0 else 0.0
+
         return {"loss": clean(self.loss), "mismatch_kl": clean(self.mismatch_kl),
-                "masked_fraction": self.masked_fraction, "entropy": clean(self.entropy),
-                "grad_norm": clean(self.grad_norm), "skipped": self.skipped, "num_tokens": self.num_tokens,
-                "tokens_per_s": self.total_tokens / self.train_s if self.train_s > 0 else 0.0,
-                "train_s": self.train_s}
+                "mismatch_kl_masked": clean(self.mismatch_kl_masked),
+                "mismatch_kl_unmasked": clean(self.mismatch_kl_unmasked),
+                "masked_fraction": self.masked_fraction, "masked_low_fraction": self.masked_low_fraction,
+                "masked_high_fraction": self.masked_high_fraction, "entropy": clean(self.entropy),
+                "grad_norm": clean(self.grad_norm), "skipped": self.skipped, "zero_advantage": self.zero_advantage,
+                "num_tokens": self.num_tokens, "tokens_per_s": per_s(self.total_tokens),
+                "forward_tokens": self.forward_tokens, "forward_tokens_per_s": per_s(self.forward_tokens),
+                "train_s": self.train_s, "peak_memory_gib": self.peak_memory_bytes / GIB}
 
 
 def clip_gradients(params: list[torch.nn.Parameter], max_norm: float) -> float:
     norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
     return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)  # a DTensor when sharded
+
+
+def wait_for_device(device: torch.device) -> None:
+    """CUDA runs asynchronously: a clock read before this would miss the queued kernels."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def peak_memory_bytes(device: torch.device) -> int:
+    """The CUDA caching allocator's peak reservation on CUDA, else this process's peak resident set."""
+    if device.type == "cuda":
+        return int(torch.cuda.max_memory_reserved(device))
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)  # bytes on macOS, KiB on Linux
+
+
+def forward_tokens(mb: MicroBatch) -> int:
+    rows, width = mb.input_ids.shape
+    return mb.prefix_len + rows * (width - mb.prefix_len)
 
 
 def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn.Parameter],
@@ -56,7 +103,10 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
     model.train()
     optimizer.zero_grad(set_to_none=True)
     total = loss_token_count(samples)
-    loss_sum, kl_sum, masked, entropy_sum = 0.0, 0.0, 0, 0.0
+    zero_advantage = total > 0 and all(s["advantage"] == 0 for s in samples if any(s["loss_mask"][1:]))
+    # loss, k3 sum, k3 sum over masked tokens, masked low, masked high, entropy sum
+    sums = torch.zeros(6, dtype=torch.float64, device=device)
+    ran_tokens = 0
     temperature = config.orchestrator.sampling.temperature
     grad_scale = dist.world if dist.sharded else 1  # FSDP averages over ranks; the batch's gradient is the sum
     # a shared prompt runs once per micro-batch, on a KV cache. Not with activation checkpointing (it
@@ -68,30 +118,42 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
     for index, (mb, counts) in enumerate(passes):
         if mb.loss_tokens == 0 and not dist.sharded:
             continue
-        if dist.sharded:  # reduce the gradients once, after the last pass
+        if dist.sharded and not zero_advantage:  # reduce the gradients once, after the last pass
             model.set_requires_gradient_sync(index == len(passes) - 1)
-        logp, entropy = model(mb.input_ids, mb.attention_mask, mb.loss_mask, temperature, mb.prefix_len)
-        parts = policy_loss(logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, total)
+        ran_tokens += forward_tokens(mb)
+        with torch.set_grad_enabled(not zero_advantage):  # no signal: the forward only reports metrics
+            logp, entropy = model(mb.input_ids, mb.attention_mask, mb.loss_mask, temperature, mb.prefix_len,
+                                  mb.loss_index, mb.padded)
+            parts = policy_loss(logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, total)
         if not counts:  # a pass that only keeps sharded ranks in step: no gradient, no metrics
-            (parts.loss * 0.0).backward()
+            if not zero_advantage:
+                (parts.loss * 0.0).backward()
             continue
-        (parts.loss * grad_scale).backward()
-        loss_sum += parts.loss.item()
-        kl_sum += parts.mismatch_kl_sum
-        masked += parts.masked
-        entropy_sum += entropy.sum().item()
-    dist.sum_grads(params)
-    loss_sum, kl_sum, masked, entropy_sum = dist.sum_floats([loss_sum, kl_sum, masked, entropy_sum], device)
-    grad_norm = clip_gradients(params, config.trainer.optim.max_norm) if total else 0.0
+        if not zero_advantage:
+            (parts.loss * grad_scale).backward()
+        sums += torch.stack([value.detach().to(torch.float64) for value in (
+            parts.loss, parts.mismatch_kl_sum, parts.mismatch_kl_masked_sum, parts.masked_low, parts.masked_high,
+            entropy.sum())])
+    if not zero_advantage:
+        dist.sum_grads(params)
+    summed = dist.sum_floats(sums.tolist() + [ran_tokens], device)  # the step's one read of the device
+    loss_sum, kl_sum, kl_masked_sum, masked_low, masked_high, entropy_sum = summed[:6]
+    masked = masked_low + masked_high
+    grad_norm = clip_gradients(params, config.trainer.optim.max_norm) if total and not zero_advantage else 0.0
     skipped = total == 0 or not (math.isfinite(loss_sum) and math.isfinite(grad_norm))
-    if skipped:
+    if skipped or zero_advantage:
         optimizer.zero_grad(set_to_none=True)
     else:
         optimizer.step()
-    with warnings.catch_warnings():  # a skipped step still advances the schedule; torch warns about that
+    with warnings.catch_warnings():  # a step without an optimizer step still advances the schedule; torch warns
         warnings.simplefilter("ignore", UserWarning)
         scheduler.step()
-    return StepResult(loss=loss_sum, mismatch_kl=kl_sum / max(total, 1), masked_fraction=int(masked) / max(total, 1),
-                      entropy=entropy_sum / max(total, 1), grad_norm=grad_norm, skipped=skipped, num_tokens=total,
-                      total_tokens=sum(len(s["input_ids"]) for s in samples),
-                      train_s=time.perf_counter() - started)
+    wait_for_device(device)
+    n = max(total, 1)
+    return StepResult(loss=loss_sum, mismatch_kl=kl_sum / n, masked_fraction=masked / n,
+                      entropy=entropy_sum / n, grad_norm=grad_norm, skipped=skipped, num_tokens=total,
+                      total_tokens=sum(len(s["input_ids"]) for s in samples), train_s=time.perf_counter() - started,
+                      zero_advantage=zero_advantage, mismatch_kl_masked=kl_masked_sum / max(masked, 1),
+                      mismatch_kl_unmasked=(kl_sum - kl_masked_sum) / max(total - masked, 1),
+                      masked_low_fraction=masked_low / n, masked_high_fraction=masked_high / n,
+                      forward_tokens=int(summed[6]), peak_memory_bytes=peak_memory_bytes(device))
