@@ -132,3 +132,25 @@ def test_batches_are_written_stats_first_and_atomically(tmp_path):
     assert json.loads((folder / "stats.json").read_text()) == {"step": 1}
     assert (folder / "batch.jsonl").read_text() == '{"input_ids": [1]}\n'
     assert not list(folder.glob(".*"))
+
+
+def test_requests_pin_every_sampling_parameter_to_the_plain_softmax():
+    """vLLM fills unset parameters from the model's generation_config.json; the environment's own
+    sampling_args may set them too. The orchestrator's request leaves neither a say."""
+    import prime_cli.envs as vf
+    from prime_cli.clients import EndpointSpec, OpenAIChatClient
+    from tests.support.scripted_server import ScriptedOpenAIServer
+
+    env = vf.SingleTurnEnv(dataset=[{"question": "abc", "answer": "cba"}], rubric=vf.Rubric(funcs=[lambda: 1.0]),
+                           sampling_args={"top_k": 20, "repetition_penalty": 1.05})
+    cfg = config(sampling={"temperature": 0.7, "max_tokens": 9})
+    with ScriptedOpenAIServer(token_ids=True) as server:
+        client = OpenAIChatClient(EndpointSpec("policy", "policy", server.url, None), return_token_ids=True)
+        entry = EnvRows("tiny", env, env.get_dataset(), 1.0)
+        group = asyncio.run(loop.sample_group(entry, entry.rows[0], client, cfg))
+        bodies = [r["json"] for r in server.requests if r["path"].endswith("/chat/completions")]
+    assert len(bodies) == cfg.orchestrator.rollouts_per_example and len(group.rewards) == len(bodies)
+    for body in bodies:
+        assert {k: body.get(k) for k in ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "max_tokens")} \
+            == {"temperature": 0.7, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0, "max_tokens": 9}
+        assert body["logprobs"] is True

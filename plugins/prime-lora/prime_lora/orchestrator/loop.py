@@ -64,8 +64,11 @@ def load_env_rows(config: RLConfig) -> list[EnvRows]:
 
 
 def sampling_args(config: RLConfig) -> dict[str, Any]:
+    """Every parameter that shapes the sampling distribution, sent explicitly: vLLM fills what a request
+    leaves out from the model's generation_config.json (Qwen3: top_k=20), which the trainer would not see."""
     sampling = config.orchestrator.sampling
-    args: dict[str, Any] = {"temperature": sampling.temperature, "top_p": sampling.top_p}
+    args: dict[str, Any] = {"temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": sampling.top_k,
+                            "min_p": sampling.min_p, "repetition_penalty": sampling.repetition_penalty}
     if sampling.max_tokens is not None:
         args["max_tokens"] = sampling.max_tokens
     return args
