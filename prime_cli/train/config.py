@@ -10,6 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+# sampling parameters that leave softmax(logits / temperature) unchanged; the orchestrator sends them
+# explicitly so that neither vLLM's defaults nor a model's generation_config.json can change them
+NEUTRAL_SAMPLING: dict[str, float] = {"top_p": 1.0, "top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0}
 DEFAULT_TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -97,7 +100,22 @@ class TrainerConfig(Section):
 class SamplingConfig(Section):
     temperature: float = Field(1.0, gt=0)
     top_p: float = Field(1.0, gt=0, le=1)
+    top_k: int = Field(-1, ge=-1)
+    min_p: float = Field(0.0, ge=0, le=1)
+    repetition_penalty: float = Field(1.0, gt=0)
     max_tokens: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _plain_softmax(self) -> SamplingConfig:
+        # the trainer scores tokens with softmax(logits / temperature); any other transformation vLLM
+        # applies would make every importance ratio wrong, so only the neutral values are accepted
+        changed = [f"{key} = {getattr(self, key)}" for key, neutral in NEUTRAL_SAMPLING.items()
+                   if getattr(self, key) != neutral and not (key == "top_k" and self.top_k == 0)]
+        if changed:
+            neutral = ", ".join(f"{key} = {value}" for key, value in NEUTRAL_SAMPLING.items())
+            raise ValueError(f"orchestrator.sampling sets {', '.join(changed)}, but the trainer learns from the plain "
+                             f"softmax at the temperature; remove it (or set {neutral})")
+        return self
 
 
 class BufferConfig(Section):

@@ -67,7 +67,9 @@ def _orchestrator(config: Any) -> PlanPart:
         f"batch_size {orch.batch_size} = {groups} examples x {orch.rollouts_per_example} rollouts, "
         f"oversampling_factor {orch.oversampling_factor}",
         f"max_async_level {orch.max_async_level}, max_concurrent {orch.max_concurrent}",
-        f"sampling: temperature {sampling.temperature}, top_p {sampling.top_p}, max_tokens {max_tokens}",
+        f"sampling: temperature {sampling.temperature} over the full softmax (top_p 1, top_k off, no penalties; "
+        "vLLM ignores the model's generation_config.json), "
+        f"max_tokens {max_tokens}",
         f"multi-turn rollouts: {orch.trajectory_strategy}",
     ] + _filtering(orch.buffer))
 

@@ -40,7 +40,7 @@ def error(tmp_path, text: str, overrides=()) -> str:
     ("difficulty_threshold = 0.05", "orchestrator.buffer.min_reward_variance", 0.05),
     ("use_lora = true", "trainer.model.lora.rank", 16),
     ("pipeline_parallel_size = 1", "inference.tensor_parallel_size", 1),
-    ("[sampling]\nmax_tokens = 99\ntemperature = 0.7\ntop_p = 0.9", "orchestrator.sampling.max_tokens", 99),
+    ("[sampling]\nmax_tokens = 99\ntemperature = 0.7\ntop_p = 1.0", "orchestrator.sampling.max_tokens", 99),
     ("[checkpointing]\nsave_every_n_steps = 7", "trainer.ckpt.interval", 7),
     ("[checkpointing]\nkeep_n_checkpoints = 2", "trainer.ckpt.keep_last", 2),
     ("[trainer.ckpt]\nkeep = 4", "trainer.ckpt.keep_last", 4),
@@ -65,7 +65,7 @@ def test_each_spelling_lands_on_its_key(tmp_path, text, path, value):
 
 
 def test_sampling_keys_go_under_orchestrator_sampling():
-    # top_k/min_p/repetition_penalty are added to [orchestrator.sampling] by the trainer-correctness work
+    # moved as written; values other than the neutral ones are then refused by the sampling section
     data, _ = normalize({"sampling": {"top_p": 0.9, "top_k": 20, "min_p": 0.05, "repetition_penalty": 1.1}})
     assert data["orchestrator"]["sampling"] == {"top_p": 0.9, "top_k": 20, "min_p": 0.05, "repetition_penalty": 1.1}
 

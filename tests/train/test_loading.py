@@ -61,7 +61,7 @@ def test_hosted_shape_maps_onto_v04(tmp_path):
         [sampling]
         temperature = 0.7
         max_tokens = 100
-        top_p = 0.9
+        top_p = 1.0
         [[env]]
         id = "reverse-text"
         args = { answer_without_tags = true }
@@ -71,7 +71,7 @@ def test_hosted_shape_maps_onto_v04(tmp_path):
     assert (config.orchestrator.batch_size, config.orchestrator.rollouts_per_example) == (32, 8)
     assert config.trainer.optim.lr == 2e-5 and config.trainer.model.lora.rank == 8
     sampling = config.orchestrator.sampling
-    assert (sampling.temperature, sampling.max_tokens, sampling.top_p) == (0.7, 100, 0.9)
+    assert (sampling.temperature, sampling.max_tokens, sampling.top_p) == (0.7, 100, 1.0)
     assert config.orchestrator.env[0].args == {"answer_without_tags": True} and config.orchestrator.env[0].ratio == 3
 
 

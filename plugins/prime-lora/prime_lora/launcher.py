@@ -59,7 +59,10 @@ class InferenceServer(VllmServer):
 def inference_options(config: RLConfig, model_path: str, served_name: str) -> ServerOptions:
     inference = config.inference
     rank = inference.max_lora_rank or config.trainer.model.lora.rank
-    extra = ["--logprobs-mode", "processed_logprobs", "--seed", str(config.seed)]
+    # processed_logprobs: log-probs after temperature, as the trainer computes them. `--generation-config
+    # vllm`: no sampling defaults from the model's generation_config.json (the orchestrator also sends
+    # neutral values explicitly, orchestrator/loop.py sampling_args)
+    extra = ["--logprobs-mode", "processed_logprobs", "--generation-config", "vllm", "--seed", str(config.seed)]
     dtype = config.inference_dtype
     if dtype != "auto":
         extra += ["--dtype", dtype]

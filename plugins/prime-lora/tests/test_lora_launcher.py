@@ -139,3 +139,14 @@ def test_metrics_tail_reads_only_complete_lines(tmp_path):
     assert tail.poll() == [{"step": 2, "reward_mean": 0.5}]
     line = step_line({"step": 2, "reward_mean": 0.5, "reward_std": 0.1, "skipped": True}, 10)
     assert line.startswith("step 2/10  reward 0.500 ± 0.100") and "SKIPPED" in line
+
+
+@pytest.mark.parametrize("flavour", ["cpu", "gpu"])
+def test_vllm_ignores_the_models_generation_config_and_returns_processed_logprobs(tmp_path, flavour):
+    """A generation_config.json (Qwen3: top_k=20) would otherwise become vLLM's sampling default."""
+    from prime_cli.serve.server import build_command
+
+    cfg = config(tmp_path)
+    command = build_command(launcher.inference_options(cfg, "/models/tiny", "tiny"), flavour)
+    pairs = dict(zip(command, command[1:], strict=False))
+    assert pairs["--generation-config"] == "vllm" and pairs["--logprobs-mode"] == "processed_logprobs"

@@ -17,7 +17,11 @@ class Group:
     samples: list[list[TrainingSample]]  # per rollout: its samples (usually one)
     completion_tokens: int = 0
     truncated: int = 0
-    dropped_rollouts: int = 0
+    dropped_rollouts: int = 0  # errored because of the infrastructure, or without token ids
+    policy_errors: int = 0  # errored because of the policy: reward 0, no samples
+    rollouts: int = 0  # sampled, errored ones included
+    errors: dict[str, int] = field(default_factory=dict)  # error type -> rollouts
+    policy_step: int = 0  # the weights that sampled it
     scoring_s: float = 0.0  # the group's reward computation (inside generation_s)
 
     @property
@@ -25,11 +29,15 @@ class Group:
         return statistics.fmean(self.rewards) if self.rewards else 0.0
 
 
+def has_signal(group: Group) -> bool:
+    return bool(group.rewards) and max(group.rewards) - min(group.rewards) >= 1e-9
+
+
 def keep_group(group: Group, buffer: BufferConfig) -> bool:
     """False for groups that carry no learning signal under the configured filters."""
-    if not group.rewards:
+    if not group.rewards or not any(group.samples):
         return False
-    if buffer.online_difficulty_filtering and max(group.rewards) - min(group.rewards) < 1e-9:
+    if buffer.online_difficulty_filtering and not has_signal(group):
         return False
     if buffer.min_reward_variance is not None and statistics.pvariance(group.rewards) < buffer.min_reward_variance:
         return False
@@ -47,21 +55,48 @@ def difficulty(group: Group, buffer: BufferConfig) -> str:
     return "normal"
 
 
-def group_samples(group: Group, policy_step: int) -> list[TrainingSample]:
-    """The group's samples with advantage = reward - group mean."""
+def group_samples(group: Group) -> list[TrainingSample]:
+    """The group's samples with advantage = reward - group mean (a rollout the policy errored in counts
+    in the mean and has no samples)."""
     out = []
     for reward, samples in zip(group.rewards, group.samples, strict=True):
         for sample in samples:
             out.append({**sample, "advantage": reward - group.mean, "reward": reward, "env": group.env,
-                        "example_id": group.example_id, "policy_step": policy_step})
+                        "example_id": group.example_id, "policy_step": group.policy_step})
     return out
+
+
+def length_stats(samples: list[dict[str, Any]]) -> dict[str, float]:
+    """Prompt (tokens before the first trained token) and completion (the rest) lengths of the samples."""
+    prompts = [s["loss_mask"].index(1) for s in samples]
+    completions = [len(s["input_ids"]) - p for s, p in zip(samples, prompts, strict=True)]
+    out: dict[str, float] = {}
+    for name, values in (("prompt_len", prompts), ("completion_len", completions)):
+        out[f"{name}_mean"] = statistics.fmean(values) if values else 0.0
+        out[f"{name}_max"] = max(values, default=0)
+    return out
+
+
+def error_rates(groups: list[Group]) -> dict[str, float]:
+    """error_rate over every sampled rollout, and error_rate/<type> (flat keys, so W&B plots them)."""
+    rollouts = sum(g.rollouts for g in groups) or 1
+    by_type: dict[str, int] = {}
+    for group in groups:
+        for kind, count in group.errors.items():
+            by_type[kind] = by_type.get(kind, 0) + count
+    return {"error_rate": sum(by_type.values()) / rollouts,
+            **{f"error_rate/{kind}": count / rollouts for kind, count in sorted(by_type.items())}}
 
 
 @dataclass
 class BatchStats:
     groups_sampled: int = 0
-    kept: list[Group] = field(default_factory=list)
-    all_groups: list[Group] = field(default_factory=list)
+    kept: list[Group] = field(default_factory=list)  # reused groups from the surplus buffer first
+    all_groups: list[Group] = field(default_factory=list)  # sampled for this step
+    filtered: int = 0  # sampled groups the filter refused
+    reused: int = 0  # kept groups taken from the surplus buffer
+    stale_dropped: int = 0  # buffered groups too old for this step
+    buffered: int = 0  # groups in the surplus buffer after this step
 
     def summary(self, step: int, policy_step: int, generation_s: float, wait_weights_s: float,
                 num_samples: int, load_weights_s: float = 0.0) -> dict[str, Any]:
@@ -72,9 +107,11 @@ class BatchStats:
             per_env[env] = {"reward_mean": statistics.fmean(env_rewards),
                             "reward_std": statistics.pstdev(env_rewards), "count": len(env_rewards)}
         groups = self.all_groups or [None]
-        rollouts = sum(len(g.rewards) for g in self.all_groups) or 1
+        rollouts = sum(g.rollouts for g in self.all_groups) or 1
+        samples = [s for g in self.kept for s in group_samples(g)]
         return {
-            "step": step, "policy_step": policy_step,
+            # a batch holding reused groups is as old as its oldest group's weights
+            "step": step, "policy_step": min((g.policy_step for g in self.kept), default=policy_step),
             "reward_mean": statistics.fmean(rewards) if rewards else 0.0,
             "reward_std": statistics.pstdev(rewards) if rewards else 0.0,
             "per_env": per_env,
@@ -82,9 +119,14 @@ class BatchStats:
             "solve_none": sum(1 for g in self.all_groups if g.rewards and max(g.rewards) <= 0.0) / len(groups),
             "effective_batch_size": num_samples,
             "groups_sampled": self.groups_sampled, "groups_kept": len(self.kept),
+            "filtered_fraction": self.filtered / (self.groups_sampled or 1),
+            "groups_reused": self.reused, "groups_stale_dropped": self.stale_dropped, "groups_buffered": self.buffered,
             "generation_s": generation_s, "scoring_s": sum(g.scoring_s for g in self.all_groups),
             "wait_weights_s": wait_weights_s, "load_weights_s": load_weights_s,
             "completion_tokens": sum(g.completion_tokens for g in self.all_groups),
+            **length_stats(samples),
             "truncated_fraction": sum(g.truncated for g in self.all_groups) / rollouts,
             "dropped_rollouts": sum(g.dropped_rollouts for g in self.all_groups),
+            "policy_error_rollouts": sum(g.policy_errors for g in self.all_groups),
+            **error_rates(self.all_groups),
         }

@@ -23,9 +23,10 @@ from prime_cli.train.plugin_api import (
     write_jsonl_atomic,
 )
 
-from .batching import BatchStats, Group, difficulty, group_samples, keep_group
+from .batching import BatchStats, Group, difficulty, group_samples, has_signal, keep_group
+from .buffer import SurplusGroups
 from .sampler import EnvRows, EnvSampler
-from .samples import NoTokens, rollout_samples
+from .samples import NoTokens, policy_error_types, rollout_samples
 from .weights import PolicyWeights
 
 FATAL_ERROR_TYPES = {"FatalEndpointError"}
@@ -59,24 +60,38 @@ def load_env_rows(config: RLConfig) -> list[EnvRows]:
 
 
 def sampling_args(config: RLConfig) -> dict[str, Any]:
+    """Every parameter that shapes the sampling distribution, sent explicitly: vLLM fills what a request
+    leaves out from the model's generation_config.json (Qwen3: top_k=20), which the trainer would not see."""
     sampling = config.orchestrator.sampling
-    args: dict[str, Any] = {"temperature": sampling.temperature, "top_p": sampling.top_p}
+    args: dict[str, Any] = {"temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": sampling.top_k,
+                            "min_p": sampling.min_p, "repetition_penalty": sampling.repetition_penalty}
     if sampling.max_tokens is not None:
         args["max_tokens"] = sampling.max_tokens
     return args
 
 
-async def sample_group(entry: EnvRows, row: dict[str, Any], client: Any, config: RLConfig) -> Group:
+async def sample_group(entry: EnvRows, row: dict[str, Any], client: Any, config: RLConfig,
+                       policy_step: int = 0) -> Group:
     states = await entry.env.run_group(client, config.policy_name, row, n=config.orchestrator.rollouts_per_example,
                                        sampling_args=sampling_args(config))
-    group = Group(env=entry.name, example_id=row.get("example_id"), rewards=[], samples=[])
+    group = Group(env=entry.name, example_id=row.get("example_id"), rewards=[], samples=[], policy_step=policy_step,
+                  rollouts=len(states))
+    policy_errors = policy_error_types(entry.env)
     for state in states:
         error = state.get("error") or {}
         if error.get("type") in FATAL_ERROR_TYPES:
             raise EndpointDown(error.get("message", "the inference server failed"))
+        if error:
+            kind = str(error.get("type"))
+            group.errors[kind] = group.errors.get(kind, 0) + 1
         group.completion_tokens += int((state.get("usage") or {}).get("completion_tokens", 0))
         group.scoring_s = max(group.scoring_s, float((state.get("timing") or {}).get("scoring_ms", 0.0)) / 1000)
         group.truncated += int(bool(state.get("is_truncated")))
+        if error and error.get("type") in policy_errors:
+            group.policy_errors += 1
+            group.rewards.append(0.0)
+            group.samples.append([])
+            continue
         try:
             samples = rollout_samples(state, config.seq_len, config.orchestrator.trajectory_strategy)
         except NoTokens:
@@ -89,26 +104,36 @@ async def sample_group(entry: EnvRows, row: dict[str, Any], client: Any, config:
     return group
 
 
-async def collect_batch(sampler: EnvSampler, client: Any, config: RLConfig) -> BatchStats:
-    """Rounds of (oversampled) groups until batch_size rollouts in kept groups."""
+async def collect_batch(sampler: EnvSampler, client: Any, config: RLConfig, buffer: SurplusGroups | None = None,
+                        policy_step: int = 0, min_policy_step: int = 0) -> BatchStats:
+    """Groups from the surplus buffer (none sampled before min_policy_step), then rounds of (oversampled)
+    groups until batch_size rollouts in kept groups. Groups with signal beyond that go to the buffer."""
     orch = config.orchestrator
     needed = orch.batch_size // orch.rollouts_per_example
     stats = BatchStats()
+    if buffer is not None:
+        reused, stats.stale_dropped = buffer.take(needed, min_policy_step)
+        stats.kept.extend(reused)
+        stats.reused = len(reused)
     rejected: list[Group] = []
     for _ in range(MAX_ROUNDS):
         missing = needed - len(stats.kept)
         if missing <= 0:
             break
         draws = [sampler.next() for _ in range(math.ceil(orch.oversampling_factor * missing))]
-        groups = await asyncio.gather(*(sample_group(entry, row, client, config) for entry, row in draws))
+        groups = await asyncio.gather(*(sample_group(entry, row, client, config, policy_step) for entry, row in draws))
         stats.groups_sampled += len(groups)
         stats.all_groups.extend(groups)
         for group in groups:
             sampler.mark(group.env, group.example_id, difficulty(group, orch.buffer))
-            if keep_group(group, orch.buffer) and len(stats.kept) < needed:
+            if not keep_group(group, orch.buffer):
+                stats.filtered += 1
+                if group.rewards:
+                    rejected.append(group)
+            elif len(stats.kept) < needed:
                 stats.kept.append(group)
-            elif group.rewards:
-                rejected.append(group)
+            elif buffer is not None and has_signal(group):
+                buffer.add(group)
     if len(stats.kept) < needed:
         # Filtering found too few groups with signal: fill with the others rather than stall the run
         # (their advantages are ~0, so they add little gradient). Logged so the user sees it.
@@ -116,6 +141,7 @@ async def collect_batch(sampler: EnvSampler, client: Any, config: RLConfig) -> B
         print(f"warning: only {len(stats.kept)} of {needed} groups passed filtering after {MAX_ROUNDS} rounds; "
               f"filling with {len(fill)} unfiltered groups", file=sys.stderr, flush=True)
         stats.kept.extend(fill)
+    stats.buffered = len(buffer.groups) if buffer is not None else 0
     return stats
 
 
@@ -127,27 +153,31 @@ async def run(config: RLConfig, output_dir: Path, base_url: str, resume_step: in
     from prime_cli.train.plugin_api import EndpointSpec, OpenAIChatClient
 
     sampler = EnvSampler(load_env_rows(config), seed=config.orchestrator_seed)
+    buffer = SurplusGroups()
     start = resume_step or 0
     if start:
         saved = json.loads(checkpoint_path(output_dir, start).read_text())
         sampler.restore(saved["sampler"])
+        buffer.restore(saved.get("surplus", []))
     client = OpenAIChatClient(EndpointSpec("policy", config.policy_name, base_url, None),
                               max_concurrent=config.orchestrator.max_concurrent, return_token_ids=True)
     weights = PolicyWeights(output_dir, base_url, config.policy_name)
     for step in range(start + 1, config.max_steps + 1):
         step_started = time.perf_counter()
-        wait_weights_s = await weights.ensure(max(0, step - 1 - config.orchestrator.max_async_level))
+        oldest_allowed = max(0, step - 1 - config.orchestrator.max_async_level)
+        wait_weights_s = await weights.ensure(oldest_allowed)
         generation_started = time.perf_counter()
-        stats = await collect_batch(sampler, client, config)
+        stats = await collect_batch(sampler, client, config, buffer, weights.loaded or 0, oldest_allowed)
         generation_s = time.perf_counter() - generation_started
-        samples = [s for group in stats.kept for s in group_samples(group, weights.loaded or 0)]
+        samples = [s for group in stats.kept for s in group_samples(group)]
         summary = stats.summary(step, weights.loaded or 0, generation_s, wait_weights_s, len(samples),
                                 weights.last_load_s)
         write_batch(TrainingRunLayout(output_dir).rollouts_dir(step), samples, summary)
         checkpoint_path(output_dir, step).parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(checkpoint_path(output_dir, step), {"step": step, "sampler": sampler.state()})
+        write_json_atomic(checkpoint_path(output_dir, step),
+                          {"step": step, "sampler": sampler.state(), "surplus": buffer.state()})
         print(f"step {step}: {len(samples)} samples, reward {summary['reward_mean']:.3f}, "
-              f"{stats.groups_sampled} groups sampled, generation {generation_s:.1f}s, "
-              f"waited {wait_weights_s:.1f}s for weights (policy step {weights.loaded}), "
+              f"{stats.groups_sampled} groups sampled ({stats.reused} reused from the last steps), "
+              f"generation {generation_s:.1f}s, waited {wait_weights_s:.1f}s for weights (policy step {weights.loaded}), "
               f"total {time.perf_counter() - step_started:.1f}s", flush=True)
     return 0

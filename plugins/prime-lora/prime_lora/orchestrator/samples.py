@@ -14,9 +14,24 @@ from typing import Any
 
 from prime_cli.train.plugin_api import TrainingSample
 
+# Errors the policy caused: it answered nothing, or called a tool so that the rollout had to stop
+# (bad arguments, an unknown tool, an environment's stop_errors). Such a rollout keeps its place in
+# the group with reward 0, so that failing never scores better than trying, and trains no token.
+# Every other error (timeouts, 5xx and dropped connections after the client's retries, a sandbox
+# or service failing) is the infrastructure's: the rollout is dropped.
+POLICY_ERROR_TYPES = frozenset({"EmptyModelResponseError", "ToolError", "ToolParseError", "ToolCallError"})
+
 
 class NoTokens(Exception):
     """The rollout has no token ids (the server did not return them) or errored."""
+
+
+def policy_error_types(env: Any) -> frozenset[str]:
+    """POLICY_ERROR_TYPES plus the names of the environment's (or its children's) tool stop_errors."""
+    names = set(POLICY_ERROR_TYPES)
+    for each in [env, *(getattr(env, "envs", None) or [])]:
+        names |= {kind.__name__ for kind in getattr(each, "stop_errors", None) or ()}
+    return frozenset(names)
 
 
 def turn_sample(prompt_ids: list[int], completion_ids: list[int], logprobs: list[float]) -> TrainingSample:
