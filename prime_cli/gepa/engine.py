@@ -329,6 +329,8 @@ class GepaEngine(Speculation):
         self._dropped = []
         if background:
             tasks += [t for t in self._background if not t.done()]
+            for done in (t for t in self._background if t.done() and not t.cancelled()):
+                done.exception()  # retrieved: the error already ended the run (no "never retrieved" noise)
             self._background.clear()
         for task in tasks:
             task.cancel()
