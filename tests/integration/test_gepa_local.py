@@ -1,8 +1,9 @@
 """`prime gepa run` on the real local model (vLLM + SmolLM2, student and reflection: `-m local -M local`).
 
-reverse-text scores by similarity, so SmolLM2 gets partial credit and the scores move. The budget is
-small (a seed pass of 4 rows plus a few proposals) and replies are bounded: the student by the
-environment's max_tokens (as `prime eval run`), the reflection at 200 tokens, so a run takes minutes on CPU.
+wordle gives partial credit (greens, yellows, format), so SmolLM2's scores are not all zero. The budget is
+the smallest that searches (a seed pass of 3 rows plus two proposals on one row each) and replies are
+bounded (48 tokens a guess, 200 for a reflection), so a run takes minutes on 2 CPU cores. (reverse-text
+scores 0 for SmolLM2, which never writes its answer tags.)
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from tests.support.cli import run_shell
 
 from .conftest import REPO
 
-ARGS = ["reverse-text", "-m", "local", "-M", "local", "-n", "8", "-N", "4", "--minibatch-size", "2",
+ARGS = ["wordle", "-m", "local", "-M", "local", "-n", "6", "-N", "3", "--minibatch-size", "1", "-t", "48",
         "--reflection-sampling-args", '{"max_tokens": 200}', "--json"]
+BUDGET = 7
 THREE_FILES = ("best_prompt.txt", "pareto_frontier.jsonl", "metadata.json")
 
 
@@ -45,16 +47,16 @@ def check_run(run_dir, status: str) -> dict:
 
 def test_gepa_on_the_local_model_writes_its_files_and_never_loses_the_best(local_server, prime_cache, tmp_path):
     run_dir = tmp_path / "gepa"
-    proc = gepa([*ARGS, "-B", "16", "-o", str(run_dir)], prime_cache)
+    proc = gepa([*ARGS, "-B", str(BUDGET), "-o", str(run_dir)], prime_cache)
     out, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, err[-3000:]
     assert f"using the local server at {local_server.url}" in err
     metadata = check_run(run_dir, "completed")
-    assert 0 < metadata["total_metric_calls"] <= 16 + 4  # never past the budget by more than one validation pass
+    assert 0 < metadata["total_metric_calls"] <= BUDGET + 3  # never past the budget by more than one validation pass
     seen = events(out)
     assert seen[0]["event"] == "start" and seen[-1]["event"] == "done"
     progress = [e for e in seen if e["event"] == "progress"]
-    assert progress and progress[-1]["seed_done"] == progress[-1]["seed_total"] == 4
+    assert progress and progress[-1]["seed_done"] == progress[-1]["seed_total"] == 3
     best = [e["best_score"] for e in seen if e["event"] == "iteration"]
     assert best and best == sorted(best)  # the best score never goes down
     assert seen[-1]["best_score"] == metadata["best_score"] >= metadata["seed_val_score"]
@@ -63,7 +65,7 @@ def test_gepa_on_the_local_model_writes_its_files_and_never_loses_the_best(local
 
 def test_sigint_half_way_then_the_printed_resume_command_finishes(local_server, prime_cache, tmp_path):
     run_dir = tmp_path / "gepa"
-    proc = gepa([*ARGS, "-B", "16", "-o", str(run_dir)], prime_cache)
+    proc = gepa([*ARGS, "-B", str(BUDGET), "-o", str(run_dir)], prime_cache)
     lines = []
     for line in proc.stdout:  # half way: the seed is scored and the first proposal committed
         lines.append(line)
@@ -78,6 +80,6 @@ def test_sigint_half_way_then_the_printed_resume_command_finishes(local_server, 
     resumed = run_shell(done["resume_command"], REPO, {"PRIME_CACHE_DIR": str(prime_cache)}, timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     metadata = check_run(run_dir, "completed")
-    assert 16 <= metadata["total_metric_calls"] <= 16 + 4
+    assert BUDGET <= metadata["total_metric_calls"] <= BUDGET + 3
     iterations = [json.loads(x) for x in (run_dir / "iterations.jsonl").read_text().splitlines()]
     assert [it["iteration"] for it in iterations] == list(range(1, len(iterations) + 1))
