@@ -12,9 +12,15 @@ from .eval_cmd import _json_arg
 gepa_app = typer.Typer(help="Optimise an environment's system prompt with GEPA.", no_args_is_help=True)
 
 
+def student_sampling(args: dict[str, Any] | None, max_tokens: int | None, temperature: float | None) -> dict[str, Any] | None:
+    """-S with -t and -T folded in (they win), as `prime eval run` merges them."""
+    flags = {k: v for k, v in (("max_tokens", max_tokens), ("temperature", temperature)) if v is not None}
+    return {**(args or {}), **flags} if args is not None or flags else None
+
+
 @gepa_app.command("run")
 def run(
-    target: str = typer.Argument(..., help="Environment id (e.g. reverse-text) or a TOML config (configs/gepa/*.toml)."),
+    target: str | None = typer.Argument(None, help="Environment id (e.g. reverse-text) or a TOML config (configs/gepa/*.toml). May be left out with -R."),
     model: str | None = typer.Option(None, "-m", "--model", help="Student model: an endpoint id from the registry, a model id used with -b, or a LiteLLM provider name (anthropic/...). Default: local."),
     reflection_model: str | None = typer.Option(None, "-M", "--reflection-model", help="Model that rewrites the prompt from feedback (endpoint id or model id). Default: the student model."),
     base_url: str | None = typer.Option(None, "-b", "--api-base-url", help="OpenAI-compatible base URL for -m (and for -M unless --reflection-base-url)."),
@@ -33,14 +39,18 @@ def run(
     parallel_proposals: int | None = typer.Option(None, "-P", "--parallel-proposals", help="Proposals in flight at once, committed in order (faster; each sees the front up to P-1 proposals late). Default 1: GEPA's serial loop."),
     speculative_proposals: int | None = typer.Option(None, "--speculate", help="Prefetch the next N proposals the serial loop would make if those in flight were rejected (their minibatches and reflection calls): same choices and budget, faster, at the price of model calls that go unused after an acceptance. Default 0 (off)."),
     seed: int | None = typer.Option(None, "--seed", help="Seed for row selection, minibatches and parent choice. Default 0."),
-    run_dir: str | None = typer.Option(None, "-o", "--run-dir", help="Run directory: new or empty, or an existing GEPA run (with state.json), which is resumed; any other folder is refused. Default: outputs/gepa/<env>--<model>/<run_id>."),
+    run_dir: str | None = typer.Option(None, "-o", "--run-dir", help="Run directory: new or empty, or an existing GEPA run (with state.json), which is resumed as with -R; any other folder is refused. Default: outputs/gepa/<env>--<model>/<run_id>."),
+    resume: str | None = typer.Option(None, "-R", "--resume", help="Resume the GEPA run in this directory. Its saved settings are the defaults; a flag that differs from them is refused, except a larger -B and the connection flags (-b, -k, -e, -c, --timeout, --max-retries, --speculate, --num-test)."),
     env_args: str | None = typer.Option(None, "-a", "--env-args", help="JSON of arguments for the environment's load_environment()."),
-    sampling_args: str | None = typer.Option(None, "-S", "--sampling-args", help="JSON of sampling arguments for the student, e.g. '{\"temperature\": 0.7}'."),
-    reflection_sampling_args: str | None = typer.Option(None, "--reflection-sampling-args", help="JSON of sampling arguments for the reflection model, e.g. '{\"max_tokens\": 2048}'."),
+    max_tokens: int | None = typer.Option(None, "-t", "--max-tokens", help="Max tokens per student reply. Default: the environment's (as `prime eval run`)."),
+    temperature: float | None = typer.Option(None, "-T", "--temperature", help="Student sampling temperature. Default: the environment's, else the server's."),
+    sampling_args: str | None = typer.Option(None, "-S", "--sampling-args", help="JSON of sampling arguments for the student, e.g. '{\"top_p\": 0.9}'; the environment's max_tokens/temperature apply where not given, as in `prime eval run`."),
+    reflection_sampling_args: str | None = typer.Option(None, "--reflection-sampling-args", help="JSON of sampling arguments for the reflection model. Default max_tokens 1024, e.g. '{\"max_tokens\": 2048}'."),
     max_reflection_failures: int | None = typer.Option(None, "--max-reflection-failures", help="Stop after this many reflection-model failures in a row (each already retried). Default 3."),
     max_retries: int | None = typer.Option(None, "--max-retries", help="Retries per model call on 429/5xx/timeouts. Default 3."),
-    timeout: float | None = typer.Option(None, "--timeout", help="Seconds per model call. Default 600."),
+    timeout: float | None = typer.Option(None, "--timeout", help="Seconds per model call before it is retried from scratch (said on stderr). Default 600, 300 for the local model."),
     plain: bool = typer.Option(False, "--plain", help="Plain progress lines instead of the live panel."),
+    json_output: bool = typer.Option(False, "--json", help="Print NDJSON events (start, progress, iteration, message, done) instead of the live panel."),
 ) -> None:
     """Optimise the environment's system prompt with GEPA (reflective Pareto search) and print the best one."""
     values: dict[str, Any] = {
@@ -53,18 +63,22 @@ def run(
         "max_concurrent": max_concurrent, "parallel_proposals": parallel_proposals,
         "speculative_proposals": speculative_proposals, "seed": seed, "run_dir": run_dir,
         "env_args": _json_arg("-a/--env-args", env_args),
-        "sampling_args": _json_arg("-S/--sampling-args", sampling_args),
+        "sampling_args": student_sampling(_json_arg("-S/--sampling-args", sampling_args), max_tokens, temperature),
         "reflection_sampling_args": _json_arg("--reflection-sampling-args", reflection_sampling_args),
         "max_reflection_failures": max_reflection_failures, "max_retries": max_retries, "timeout": timeout,
-        "display": "plain" if plain else None,
+        "display": "json" if json_output else "plain" if plain else None,
     }
     values = {k: v for k, v in values.items() if v is not None}
+    if resume is not None:
+        if run_dir is not None and run_dir != resume:
+            fail(f"-R {resume} and -o {run_dir} name different run folders; give one of them")
+        values["run_dir"] = resume
     from prime_cli.envs.errors import EnvConfigError
     from prime_cli.gepa.api import run_gepa
     from prime_cli.serve.errors import ServeError
 
     try:
-        code = run_gepa(target, values)
+        code = run_gepa(target, values, resume=resume is not None)
     except (EnvConfigError, ServeError) as exc:
         fail(str(exc))
     raise typer.Exit(code)

@@ -5,7 +5,7 @@ along, to be kept out of run logs."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from .command_flags import LOCAL_MODEL
@@ -39,13 +39,15 @@ def endpoint_specs(model: str, base_url: str | None = None, key_var: str | None 
                          headers=dict(headers or {}))
 
 
-def open_pool(specs: list[EndpointSpec], *, max_concurrent: int, max_retries: int, timeout: float) -> ClientPool:
-    """One client per endpoint replica, `max_concurrent` requests in flight, the shared retry policy."""
+def open_pool(specs: list[EndpointSpec], *, max_concurrent: int, max_retries: int, timeout: float,
+              on_retry: Callable[[str, str, int, int], None] | None = None) -> ClientPool:
+    """One client per endpoint replica, `max_concurrent` requests in flight, the shared retry policy
+    (`on_retry` is told of each retry)."""
     from .pool import ClientPool
     from .retry import RetryPolicy
 
-    return ClientPool(specs, max_concurrent=max_concurrent, retry=RetryPolicy(max_retries=max_retries),
-                      timeout=timeout)
+    return ClientPool(specs, max_concurrent=max_concurrent,
+                      retry=RetryPolicy(max_retries=max_retries, on_retry=on_retry), timeout=timeout)
 
 
 def secrets_of(specs: list[EndpointSpec]) -> list[str]:

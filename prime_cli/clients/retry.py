@@ -39,6 +39,8 @@ class RetryPolicy:
     max_retries: int = 3
     initial_delay: float = 0.5
     max_delay: float = 30.0
+    # told of each retry (describe, reason, retry number, max_retries), e.g. to say so on screen
+    on_retry: Callable[[str, str, int, int], None] | None = None
 
     def backoff(self, retry_number: int) -> float:
         """Exponential backoff with +-25% jitter for the n-th retry (1-based), capped at max_delay."""
@@ -320,6 +322,8 @@ async def call_with_retries(
                 delay = min(policy.max_delay, verdict.retry_after)
             log.warning("retry %d/%d for %s after %s (waiting %s)", attempt, policy.max_retries,
                         redact(describe, secrets), verdict.reason, _format_delay(delay))
+            if policy.on_retry is not None:
+                policy.on_retry(redact(describe, secrets), verdict.reason, attempt, policy.max_retries)
             await asyncio.sleep(delay)
             continue
         if counts is not None and attempt > 0:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from prime_cli.clients.command_flags import LOCAL_MODEL
 from prime_cli.envs.errors import EnvConfigError
+from prime_cli.envs.eval_defaults import ENV_DEFAULT_KEYS, env_eval_defaults  # noqa: F401 - re-exported
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -149,30 +150,3 @@ def load_toml_configs(path: Path, overrides: dict[str, Any] | None = None) -> li
     return configs
 
 
-ENV_DEFAULT_KEYS = ("num_examples", "rollouts_per_example", "max_tokens", "temperature")
-
-
-def env_eval_defaults(env_id: str) -> dict[str, Any]:
-    """`[tool.prime.eval]` (or `[tool.verifiers.eval]`) of the environment's pyproject, if found."""
-    from prime_cli.envs.loader import module_name
-
-    module = module_name(env_id)
-    candidates = [Path.cwd() / "environments" / module / "pyproject.toml"]
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec(module)
-        if spec is not None and spec.origin:
-            origin = Path(spec.origin).parent
-            candidates += [origin / "pyproject.toml", origin.parent / "pyproject.toml"]
-    except (ImportError, ValueError):
-        pass
-    for candidate in candidates:
-        if candidate.is_file():
-            try:
-                tool = tomllib.loads(candidate.read_text()).get("tool", {})
-            except tomllib.TOMLDecodeError:
-                continue
-            section = tool.get("prime", {}).get("eval") or tool.get("verifiers", {}).get("eval") or {}
-            return {k: v for k, v in section.items() if k in ENV_DEFAULT_KEYS}
-    return {}

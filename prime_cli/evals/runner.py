@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import prime_cli.envs as vf
+from prime_cli.envs.eval_defaults import env_sampling_defaults
 from prime_cli.runs.log import run_log
 
 from .config import (
@@ -67,9 +68,7 @@ def resolve_counts(config: EvalConfig) -> tuple[int, int]:
 
 def with_env_sampling_defaults(config: EvalConfig) -> EvalConfig:
     """The environment's `max_tokens` / `temperature` defaults where the user gave none."""
-    defaults = env_eval_defaults(config.env_id)
-    update = {key: defaults[key] for key in ("max_tokens", "temperature")
-              if key in defaults and getattr(config, key) is None and key not in config.sampling_args}
+    update = env_sampling_defaults(config.env_id, config.merged_sampling_args())
     return config.model_copy(update=update) if update else config
 
 

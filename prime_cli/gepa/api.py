@@ -16,7 +16,7 @@ from typing import IO, Any
 import prime_cli.envs as vf
 from prime_cli.envs.errors import EnvConfigError
 
-from .config import SEARCH_KEYS, GepaConfig, build_config, config_for
+from .config import GepaConfig, build_config, config_for, load_toml
 from .display import make_display
 from .engine import GepaEngine, Outcome
 from .evaluator import Evaluator, RolloutCache
@@ -35,30 +35,78 @@ from .state import SearchState
 logger = logging.getLogger("prime_cli.gepa")
 
 
-def resolve_config(target: str, values: dict[str, Any]) -> tuple[GepaConfig, bool]:
-    """The config, and whether it resumes the run in -o/--run-dir (which keeps its search settings).
-    An -o holding anything but a GEPA run (an eval run, other files, a file) is refused."""
+def resolve_config(target: str | None, values: dict[str, Any], *, resume: bool = False) -> tuple[GepaConfig, bool]:
+    """The config, and whether it resumes the run in -o/--run-dir (or -R, `resume`). A resumed run's saved
+    config is the default; a flag given that differs from it is refused (see `resume_conflict`). An -o
+    holding anything but a GEPA run (an eval run, other files, a file) is refused."""
     from prime_cli.runs.folders import check_gepa_run_dir
 
-    config = config_for(target, values)
-    run_dir = Path(config.run_dir) if config.run_dir else None
+    given_dir = values.get("run_dir")
+    if target is None and not (resume and given_dir):
+        raise EnvConfigError("give an environment id (or a TOML config), or -R RUN_DIR to resume a run")
+    config = config_for(target, values) if target is not None else None
+    run_dir_text = given_dir or (config.run_dir if config is not None else None)
+    run_dir = Path(run_dir_text) if run_dir_text else None
     if run_dir is not None:
         check_gepa_run_dir(run_dir)
     if run_dir is None or not (run_dir / STATE_FILE).is_file():
+        if resume:
+            raise RunDirError(f"-R {run_dir} is not a GEPA run that can be resumed (it has no {STATE_FILE}); "
+                              "give the folder of a run started by `prime gepa run`")
+        assert config is not None
         return config, False
+    stored = stored_config(run_dir)
+    if config is None:
+        config = config_for(str(stored.get("env_id")), values)
+    given = config.model_dump()
+    explicit = set(values) | {"env_id"}
+    if target is not None and (target.endswith(".toml") or Path(target).is_file()):
+        explicit |= set(load_toml(Path(target)))
+    for key in sorted(explicit & set(stored) & set(given)):
+        problem = resume_conflict(key, stored[key], given[key], run_dir)
+        if problem:
+            raise RunDirError(problem)
+    merged = {**stored, **{k: given[k] for k in explicit if k in given}, "run_dir": str(run_dir)}
+    return build_config("resumed run", **merged), True
+
+
+def stored_config(run_dir: Path) -> dict[str, Any]:
     try:
         stored = json.loads((run_dir / "metadata.json").read_text(encoding="utf-8"))["config"]
     except (OSError, ValueError, KeyError, TypeError):
+        stored = None
+    if not isinstance(stored, dict):
         raise RunDirError(f"{run_dir} has a state.json but no readable metadata.json config; "
-                          "pass a new -o/--run-dir to start afresh") from None
-    given = config.model_dump()
-    explicit = set(values) | ({"env_id"} if not target.endswith(".toml") else set(given))
-    for key in SEARCH_KEYS:
-        if key in explicit and key in stored and given[key] != stored[key]:
-            raise RunDirError(f"{run_dir} was started with {key}={stored[key]!r}, not {given[key]!r}; resume it "
-                              f"with the same value, or pass a new -o/--run-dir for a new run")
-    merged = {**stored, **{k: v for k, v in given.items() if k not in SEARCH_KEYS}}
-    return build_config("resumed run", **merged), True
+                          "pass a new -o/--run-dir to start afresh")
+    return {k: v for k, v in stored.items() if k in GepaConfig.model_fields}
+
+
+# Flags a resumed run may change: where and how requests are sent, never what the search decides.
+CHANGEABLE_ON_RESUME = {"base_url", "reflection_base_url", "api_key_var", "endpoints_path", "max_concurrent",
+                        "speculative_proposals", "max_reflection_failures", "max_retries", "timeout", "num_test",
+                        "display", "run_dir"}
+FLAG_NAMES = {"env_id": "ENV", "env_args": "-a/--env-args", "model": "-m/--model",
+              "reflection_model": "-M/--reflection-model", "max_calls": "-B/--max-calls", "num_train": "-n/--num-train",
+              "num_val": "-N/--num-val", "minibatch_size": "--minibatch-size",
+              "rollouts_per_example": "-r/--rollouts-per-example", "perfect_score": "--perfect-score",
+              "state_columns": "--state-columns", "parallel_proposals": "-P/--parallel-proposals",
+              "sampling_args": "-S/-t/-T (sampling args)", "reflection_sampling_args": "--reflection-sampling-args",
+              "seed": "--seed"}
+
+
+def resume_conflict(key: str, stored: Any, given: Any, run_dir: Path) -> str | None:
+    """Why `given` may not replace the saved `stored` on resume (None when it may): only a larger -B and
+    the settings of CHANGEABLE_ON_RESUME may differ."""
+    if key in CHANGEABLE_ON_RESUME or given == stored:
+        return None
+    flag = FLAG_NAMES.get(key, key)
+    if key == "max_calls":
+        if given >= stored:
+            return None
+        return (f"{flag} {given} is below the budget of {stored} that the run in {run_dir} was started with; "
+                f"resume with a larger -B, or leave -B out")
+    return (f"{flag} {json.dumps(given)} differs from the {json.dumps(stored)} that the run in {run_dir} was "
+            f"started with; leave {flag} out to resume with the saved value, or pass a new -o/--run-dir for a new run")
 
 
 def open_pools(config: GepaConfig) -> tuple[Any, Any, list[str]]:
@@ -68,10 +116,11 @@ def open_pools(config: GepaConfig) -> tuple[Any, Any, list[str]]:
     student_specs = model_specs(config, config.model, config.base_url)
     reflect_url = config.reflection_base_url or config.base_url
     if config.reflector == config.model and reflect_url == config.base_url:
-        pool = open_model_pool(config, student_specs)
+        pool = open_model_pool(config, student_specs, config.served_local)
         return pool, pool, secrets_of(student_specs)
     reflect_specs = model_specs(config, config.reflector, reflect_url)
-    return (open_model_pool(config, student_specs), open_model_pool(config, reflect_specs),
+    return (open_model_pool(config, student_specs, config.served_local),
+            open_model_pool(config, reflect_specs, config.reflection_served_local),
             secrets_of(student_specs + reflect_specs))
 
 
@@ -89,27 +138,9 @@ def model_flags(config: GepaConfig) -> list[str]:
                  local=config.served_local)
 
 
-# Settings outside SEARCH_KEYS are taken from the command line on resume: the printed command repeats
-# those the run was given, or the resumed run would fall back to their defaults (e.g. the budget).
-RESUME_FLAGS = {"max_calls": "-B", "num_test": "--num-test", "max_concurrent": "-c",
-                "speculative_proposals": "--speculate", "max_reflection_failures": "--max-reflection-failures",
-                "max_retries": "--max-retries", "timeout": "--timeout",
-                "reflection_sampling_args": "--reflection-sampling-args"}
-
-
 def resume_command(config: GepaConfig, run_dir: Path) -> str:
-    """`prime gepa run ENV ... -o RUN_DIR` with every flag the run needs to go on as it started."""
-    parts = ["prime", "gepa", "run", config.env_id, *model_flags(config)]
-    if config.reflection_model:
-        parts += ["-M", LOCAL_MODEL if config.reflection_served_local else config.reflection_model]
-    if config.reflection_base_url and not config.reflection_served_local:
-        parts += ["--reflection-base-url", config.reflection_base_url]
-    defaults = GepaConfig(env_id=config.env_id)
-    for key, flag in RESUME_FLAGS.items():
-        value = getattr(config, key)
-        if value != getattr(defaults, key):
-            parts += [flag, json.dumps(value) if isinstance(value, dict) else str(value)]
-    return shlex.join([*parts, "-o", str(run_dir.resolve())])
+    """`prime gepa run ENV -R RUN_DIR`: the run's saved config supplies every other setting."""
+    return shlex.join(["prime", "gepa", "run", config.env_id, "-R", str(run_dir.resolve())])
 
 
 def takes_system_prompt(env_id: str) -> bool:
@@ -145,6 +176,39 @@ def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, str
     stream.flush()
 
 
+def print_unscored(outcome: Outcome, config: GepaConfig, run_dir: Path | None, stream: IO[str]) -> None:
+    """A run stopped before the seed prompt was scored: what is kept, and how to go on."""
+    out = [f"GEPA {outcome.status} before the seed prompt was scored (the rollouts already made are kept "
+           f"for the resumed run); best_prompt.txt holds the seed prompt"]
+    if run_dir is not None:
+        out += [f"Run directory: {run_dir}", f"Resume with: {resume_command(config, run_dir)}"]
+    stream.write("\n".join(out) + "\n")
+    stream.flush()
+
+
+def print_json_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, stream: IO[str]) -> None:
+    """--json: the `done` event, last on stdout."""
+    best = outcome.best if outcome.state.candidates else None
+    seed = outcome.state.candidates[0] if outcome.state.candidates else None
+    event = {"event": "done", "env_id": config.env_id, "status": outcome.status, "error": outcome.error,
+             "run_dir": str(run_dir) if run_dir else None, "total_metric_calls": outcome.total_metric_calls,
+             "max_calls": config.max_calls, "num_candidates": len(outcome.state.candidates),
+             "seed_score": seed.val_mean if seed else None, "best_score": best.val_mean if best else None,
+             "best_idx": best.idx if best else None, "best_prompt": best.prompt if best else None,
+             "seed_test_score": outcome.seed_test_score, "best_test_score": outcome.best_test_score,
+             "resume_command": resume_command(config, run_dir) if run_dir and outcome.status != "completed" else None}
+    stream.write(json.dumps(event, ensure_ascii=False) + "\n")
+    stream.flush()
+
+
+def seed_rollouts_left(evaluator: Evaluator, state: SearchState, seed_text: str) -> int:
+    """Rollouts the seed's validation pass still needs (none once it is scored; fewer when resumed)."""
+    if state.candidates:
+        return 0
+    keys = evaluator.keys(seed_text, "val", range(len(evaluator.splits["val"])))
+    return sum(1 for key in keys if key not in evaluator.cache)
+
+
 def background_slots(config: GepaConfig) -> int:
     """Rollout slots background work (the seed's test pass) may hold: it leaves room for a minibatch,
     so the search's next step does not wait behind it."""
@@ -156,7 +220,7 @@ def start_metadata(config: GepaConfig) -> GepaMetadata:
             "reflection_model": config.reflector, "num_candidates": 0, "best_idx": None, "best_score": None,
             "total_metric_calls": 0, "max_calls": config.max_calls, "seed_val_score": None,
             "seed_test_score": None, "best_test_score": None,
-            "config": config.model_dump(exclude={"display"})}
+            "config": config.as_given()}
 
 
 async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools: tuple[Any, Any] | None = None,
@@ -174,16 +238,18 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
         student, reflector = pools
     if resume:
         run, state = GepaRunDir.open(Path(config.run_dir))  # type: ignore[arg-type]
-        run.write_metadata(status="running", completed_at=None, max_calls=config.max_calls, config=config.model_dump(exclude={"display"}))
+        run.write_metadata(status="running", completed_at=None, error=None, max_calls=config.max_calls,
+                           config=config.as_given())
     else:
         path = Path(config.run_dir) if config.run_dir else default_base(config.env_id, config.model) / new_run_id()
         run = GepaRunDir.create(path, start_metadata(config))
         state = SearchState(seed=config.seed, num_train=len(splits.train))
+        run.save_start(state, seed_text)
     display = make_display(config.display, stream)
     cache = RolloutCache(run.rollouts_path)
     evaluator = Evaluator(env, {"train": splits.train, "val": splits.val, "test": splits.test}, student, cache,
                           rollouts_per_example=config.rollouts_per_example, max_concurrent=config.max_concurrent,
-                          sampling_args=dict(config.sampling_args), state_columns=list(config.state_columns),
+                          sampling_args=config.student_sampling_args(), state_columns=list(config.state_columns),
                           on_rollout=display.rollout_done, background_limit=background_slots(config))
     engine = GepaEngine(config, evaluator, state, reflector, seed_text, run=run, display=display,
                         metric_names=env.rubric.get_reward_func_names(), on_commit=on_commit)
@@ -200,7 +266,8 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
                 display.message("the environment has no system prompt: optimising from an empty one", "warning")
                 logger.warning("%s has no system prompt; GEPA starts from an empty one", config.env_id)
             display.start(env_id=config.env_id, model=config.model, reflector=config.reflector,
-                          max_calls=config.max_calls, run_dir=str(run.path), used=len(state.charged))
+                          max_calls=config.max_calls, run_dir=str(run.path), used=len(state.charged),
+                          seed_rollouts=seed_rollouts_left(evaluator, state, seed_text))
             outcome = await engine.run()
     finally:
         if handler:
@@ -212,10 +279,12 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
     return outcome, run.path
 
 
-def run_gepa(target: str, values: dict[str, Any], stream: IO[str] | None = None) -> int:
-    """Run (or resume) one GEPA search; 0 completed, 1 cancelled or failed. Bad input raises EnvConfigError."""
+def run_gepa(target: str | None, values: dict[str, Any], stream: IO[str] | None = None, *,
+             resume: bool = False) -> int:
+    """Run (or resume) one GEPA search; 0 completed, 1 cancelled or failed. Bad input raises EnvConfigError.
+    `resume`: -R, the run folder in values["run_dir"] must be a GEPA run (target may then be None)."""
     stream = stream or sys.stdout
-    config, resume = resolve_config(target, values)
+    config, resume = resolve_config(target, values, resume=resume)
     inputs = preflight(config)  # bad input fails here: before the local model starts, before any request
     if not _uses_local(config):
         return _finish(config, resume, stream, inputs)
@@ -234,10 +303,12 @@ def _uses_local(config: GepaConfig) -> bool:
 
 def _finish(config: GepaConfig, resume: bool, stream: IO[str], inputs: SearchInputs) -> int:
     outcome, run_dir = asyncio.run(run_search(config, resume, stream, inputs=inputs))
-    if not outcome.state.candidates:
-        print(f"error: {outcome.error or 'the run stopped before the seed prompt was scored'}", file=sys.stderr)
-        return 1
-    print_result(outcome, config, run_dir, stream)
+    if config.display == "json":
+        print_json_result(outcome, config, run_dir, stream)
+    elif outcome.state.candidates:
+        print_result(outcome, config, run_dir, stream)
+    else:
+        print_unscored(outcome, config, run_dir, stream)
     if outcome.error:
         print(f"error: {outcome.error}", file=sys.stderr)
     return 0 if outcome.status == "completed" else 1

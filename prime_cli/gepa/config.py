@@ -19,6 +19,12 @@ else:  # pragma: no cover
 # Settings that decide the search itself: a resumed run keeps the values it was started with.
 SEARCH_KEYS = ("env_id", "env_args", "num_train", "num_val", "minibatch_size", "rollouts_per_example",
                "seed", "perfect_score", "parallel_proposals", "sampling_args", "state_columns")
+# Seconds per model request: the embedded model on CPU answers within this once max_tokens is bounded,
+# and a stuck request is noticed sooner than with the default for remote servers.
+DEFAULT_TIMEOUT = 600.0
+LOCAL_TIMEOUT = 300.0
+# Reflection replies hold a whole rewritten system prompt (plus a short analysis before it).
+REFLECTION_MAX_TOKENS = 1024
 
 
 class GepaConfig(BaseModel):
@@ -51,8 +57,8 @@ class GepaConfig(BaseModel):
     seed: int = 0
     run_dir: str | None = None
     max_retries: int = 3
-    timeout: float = 600.0
-    display: Literal["auto", "rich", "plain"] = "auto"
+    timeout: float | None = None
+    display: Literal["auto", "rich", "plain", "json"] = "auto"
     _served_local: tuple[bool, bool] = PrivateAttr(default=(False, False))
 
     @property
@@ -91,6 +97,30 @@ class GepaConfig(BaseModel):
         if value < 0:
             raise ValueError("must be 0 or more")
         return value
+
+    def timeout_for(self, served_local: bool) -> float:
+        """--timeout, or the default for the server: shorter for the embedded model."""
+        if self.timeout is not None:
+            return self.timeout
+        return LOCAL_TIMEOUT if served_local else DEFAULT_TIMEOUT
+
+    def student_sampling_args(self) -> dict[str, Any]:
+        """-S/-t/-T, over the environment's own defaults (`[tool.prime.eval]`), as `prime eval run` samples."""
+        from prime_cli.envs.eval_defaults import env_sampling_defaults
+
+        return {**env_sampling_defaults(self.env_id, self.sampling_args), **self.sampling_args}
+
+    def reflection_request_args(self) -> dict[str, Any]:
+        return {"max_tokens": REFLECTION_MAX_TOKENS, **self.reflection_sampling_args}
+
+    def as_given(self) -> dict[str, Any]:
+        """The config as the user gave it (saved in metadata.json): `local` where the embedded model serves."""
+        data = self.model_dump(exclude={"display"})
+        if self.served_local:
+            data.update(model=LOCAL_MODEL, base_url=None)
+        if self.reflection_served_local:
+            data.update(reflection_model=LOCAL_MODEL, reflection_base_url=None)
+        return data
 
     @property
     def reflector(self) -> str:

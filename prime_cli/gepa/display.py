@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -18,8 +19,26 @@ def _verdict(line: dict[str, Any]) -> str:
     return f"rejected: {line['reason']}"
 
 
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(seconds)
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
 class GepaDisplay:
-    """No-op base; use as a context manager."""
+    """Counts what happened (rollouts, the seed's validation pass) for every kind of display; use as a
+    context manager. Before the first iteration is committed, progress is the seed's validation pass:
+    rollouts done of those it needs, its mean reward so far (the best known), the rate and the ETA."""
+
+    def __init__(self, clock: Any = time.monotonic) -> None:
+        self.clock = clock
+        self.t0 = clock()
+        self.info: dict[str, Any] = {}
+        self.snapshot: dict[str, Any] = {}
+        self.rollouts = 0  # run this session
+        self.seed_done = 0
+        self.seed_reward = 0.0
 
     def __enter__(self) -> GepaDisplay:
         return self
@@ -28,54 +47,136 @@ class GepaDisplay:
         pass
 
     def start(self, **info: Any) -> None:
-        pass
+        self.info = info
+        self.t0 = self.clock()
 
-    def rollout_done(self) -> None:
-        pass
+    def rollout_done(self, entry: dict[str, Any] | None = None) -> None:
+        self.rollouts += 1
+        if entry is not None and not self.snapshot and entry.get("split") == "val" and self.seed_done < self.seed_total:
+            self.seed_done += 1
+            self.seed_reward += float(entry.get("reward") or 0.0)
 
     def update(self, **snapshot: Any) -> None:
-        pass
+        self.snapshot = snapshot
 
     def message(self, text: str, level: str = "info") -> None:
         pass
 
+    @property
+    def seed_total(self) -> int:
+        return int(self.info.get("seed_rollouts") or 0)
+
+    def progress(self) -> dict[str, Any]:
+        """Budget and timing now: used/max_calls, rollouts/s this session, ETA of the seed's pass and of
+        the whole budget (at this session's rate)."""
+        elapsed = max(self.clock() - self.t0, 1e-9)
+        rate = self.rollouts / elapsed if self.rollouts else None
+        max_calls = int(self.info.get("max_calls") or 0)
+        used = self.snapshot.get("used", int(self.info.get("used") or 0) + self.rollouts)
+        seed_left = self.seed_total - self.seed_done if not self.snapshot else 0
+        return {"used": used, "max_calls": max_calls, "rollouts": self.rollouts, "elapsed_s": round(elapsed, 1),
+                "rate": round(rate, 3) if rate else None,
+                "seed_done": self.seed_done, "seed_total": self.seed_total,
+                "seed_mean": round(self.seed_reward / self.seed_done, 4) if self.seed_done else None,
+                "seed_eta_s": round(seed_left / rate, 1) if rate and seed_left else None,
+                "eta_s": round(max(max_calls - used, 0) / rate, 1) if rate else None}
+
+    def seed_line(self) -> str:
+        p = self.progress()
+        mean = f"{p['seed_mean']:.4f}" if p["seed_mean"] is not None else "-"
+        rate = f"{p['rate']:.2f}" if p["rate"] else "-"
+        return (f"validating the seed prompt: {p['seed_done']}/{p['seed_total']} rollouts | best so far "
+                f"(seed) {mean} | budget {p['used']}/{p['max_calls']} | {rate} rollouts/s | "
+                f"elapsed {_duration(p['elapsed_s'])} | ETA seed {_duration(p['seed_eta_s'])}, "
+                f"budget {_duration(p['eta_s'])}")
+
 
 class PlainDisplay(GepaDisplay):
-    def __init__(self, stream: IO[str] | None = None) -> None:
+    """Lines for logs and pipes: during the seed's pass a progress line at most every `interval` seconds
+    (and the first at once), then one line per iteration."""
+
+    interval = 2.0
+
+    def __init__(self, stream: IO[str] | None = None, clock: Any = time.monotonic) -> None:
+        super().__init__(clock)
         self.stream = stream or sys.stdout
+        self._last_line: float | None = None
 
     def _out(self, text: str) -> None:
         self.stream.write(text + "\n")
         self.stream.flush()
 
     def start(self, **info: Any) -> None:
+        super().start(**info)
         where = f" -> {info['run_dir']}" if info.get("run_dir") else ""
         resumed = f" (resuming at {info['used']} rollouts)" if info.get("used") else ""
         self._out(f"GEPA on {info['env_id']}: student {info['model']}, reflection {info['reflector']}, "
                   f"budget {info['max_calls']} rollouts{resumed}{where}")
+        if self.seed_total:
+            self._out(f"validating the seed prompt: 0/{self.seed_total} rollouts (progress every {self.interval:g}s)")
+
+    def rollout_done(self, entry: dict[str, Any] | None = None) -> None:
+        counted = self.seed_done
+        super().rollout_done(entry)
+        if self.seed_done == counted:
+            return
+        now = self.clock()
+        if self._last_line is None or now - self._last_line >= self.interval or self.seed_done == self.seed_total:
+            self._last_line = now
+            self._out(self.seed_line())
 
     def update(self, **s: Any) -> None:
+        super().update(**s)
         line = s["line"]
+        eta = self.progress()["eta_s"]
         self._out(f"iteration {line['iteration']}: parent {line['parent_idx']} {_verdict(line)} | "
                   f"budget {s['used']}/{s['max_calls']} | best {s['best_score']:.4f} (candidate {s['best_idx']}, "
-                  f"seed {s['seed_score']:.4f}) | {s['candidates']} candidate(s)")
+                  f"seed {s['seed_score']:.4f}) | {s['candidates']} candidate(s) | ETA {_duration(eta)}")
 
     def message(self, text: str, level: str = "info") -> None:
         self._out(f"[{level}] {text}")
 
 
+class JsonDisplay(PlainDisplay):
+    """--json: NDJSON events on stdout, as `prime eval run --json` writes them: start, progress (at most
+    ~5/s), iteration, message; the `done` event is written by the caller at the end."""
+
+    interval = 0.2
+
+    def _event(self, event: str, **fields: Any) -> None:
+        self._out(json.dumps({"event": event, "env_id": self.info.get("env_id"), **fields}, default=str))
+
+    def start(self, **info: Any) -> None:
+        GepaDisplay.start(self, **info)
+        self._event("start", **info)
+
+    def rollout_done(self, entry: dict[str, Any] | None = None) -> None:
+        counted = self.seed_done
+        GepaDisplay.rollout_done(self, entry)
+        now = self.clock()
+        if self.seed_done != counted and (self._last_line is None or now - self._last_line >= self.interval
+                                          or self.seed_done == self.seed_total):
+            self._last_line = now
+            self._event("progress", phase="seed", **self.progress())
+
+    def update(self, **s: Any) -> None:
+        GepaDisplay.update(self, **s)
+        self._event("iteration", **{k: v for k, v in s.items() if k != "line"}, **s["line"],
+                    eta_s=self.progress()["eta_s"])
+
+    def message(self, text: str, level: str = "info") -> None:
+        self._event("message", level=level, text=text)
+
+
 class RichDisplay(GepaDisplay):
     """Budget bar, iteration, best score, and the last proposal's verdict."""
 
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, clock: Any = time.monotonic) -> None:
         from rich.console import Console
         from rich.live import Live
 
+        super().__init__(clock)
         self.console = console or Console()
-        self.info: dict[str, Any] = {}
-        self.snapshot: dict[str, Any] = {}
-        self.rollouts = 0
-        self.t0 = time.monotonic()
         self.live = Live(console=self.console, get_renderable=self._render, refresh_per_second=4, transient=False)
 
     def __enter__(self) -> RichDisplay:
@@ -85,16 +186,6 @@ class RichDisplay(GepaDisplay):
     def __exit__(self, *exc: object) -> None:
         if self.live.is_started:
             self.live.stop()
-
-    def start(self, **info: Any) -> None:
-        self.info = info
-        self.t0 = time.monotonic()
-
-    def rollout_done(self) -> None:
-        self.rollouts += 1
-
-    def update(self, **snapshot: Any) -> None:
-        self.snapshot = snapshot
 
     def message(self, text: str, level: str = "info") -> None:
         from rich.text import Text
@@ -121,11 +212,12 @@ class RichDisplay(GepaDisplay):
         if not info:
             return Panel(Text("Starting GEPA…", style="dim"), title="prime gepa", title_align="left")
         max_calls = info["max_calls"]
-        used = s.get("used", info.get("used", 0))
+        used = self.progress()["used"]
         bar = Table.grid(padding=(0, 1))
         bar.add_row(Text("budget", style="dim"), ProgressBar(total=max(max_calls, 1), completed=min(used, max_calls), width=30),
                     Text(f"{used}/{max_calls} rollouts"), Text(f"({self.rollouts} run this session)", style="dim"),
-                    Text(f"elapsed {time.monotonic() - self.t0:.0f}s", style="dim"))
+                    Text(f"elapsed {_duration(self.clock() - self.t0)}, ETA {_duration(self.progress()['eta_s'])}",
+                         style="dim"))
         parts: list[Any] = [bar]
         if s:
             line = s["line"]
@@ -137,14 +229,16 @@ class RichDisplay(GepaDisplay):
             style = "green" if line["accepted"] else "yellow"
             parts.append(Text.assemble(("last proposal ", "dim"), (f"#{line['iteration']} from {line['parent_idx']}: ", ""),
                                        (_verdict(line), style)))
-        else:
-            parts.append(Text("scoring the seed prompt on the validation rows…", style="dim"))
+        elif self.seed_total:
+            parts.append(Text(self.seed_line(), style="dim"))
         title = Text(f"GEPA · {info['env_id']} · {info['model']} (reflection: {info['reflector']})")
         subtitle = Text(str(info["run_dir"])) if info.get("run_dir") else None
         return Panel(Group(*parts), title=title, title_align="left", subtitle=subtitle)
 
 
 def make_display(mode: str = "auto", stream: IO[str] | None = None) -> GepaDisplay:
+    if mode == "json":
+        return JsonDisplay(stream)
     if mode == "auto":
         is_tty = getattr(stream or sys.stdout, "isatty", lambda: False)()
         mode = "rich" if is_tty and os.environ.get("TERM") != "dumb" else "plain"

@@ -144,6 +144,9 @@ class GepaEngine(Speculation):
             status = "cancelled"
         except (ReflectionAborted, EndpointAborted) as exc:
             status, error = "failed", str(exc)
+        except Exception as exc:  # noqa: BLE001 - any fatal error still leaves a consistent, resumable run
+            logger.exception("the GEPA run failed")
+            status, error = "failed", f"{type(exc).__name__}: {exc} (details in gepa.log)"
         finally:
             await self._cancel_all(background=not searched)
         outcome = Outcome(status, self.state, self.ledger.used, error,
@@ -248,7 +251,7 @@ class GepaEngine(Speculation):
     async def _call_reflection(self, text: str) -> Any:
         client, model = self.reflector.for_group(0)
         return await client.chat([{"role": "user", "content": text}], model=model,
-                                 sampling_args=dict(self.config.reflection_sampling_args))
+                                 sampling_args=self.config.reflection_request_args())
 
     async def _reflect(self, current: str, records: list[dict[str, Any]]) -> Proposal:
         text = reflection_prompt(current, records, self.metric_names)
@@ -326,6 +329,8 @@ class GepaEngine(Speculation):
         self._dropped = []
         if background:
             tasks += [t for t in self._background if not t.done()]
+            for done in (t for t in self._background if t.done() and not t.cancelled()):
+                done.exception()  # retrieved: the error already ended the run (no "never retrieved" noise)
             self._background.clear()
         for task in tasks:
             task.cancel()
@@ -349,7 +354,10 @@ class GepaEngine(Speculation):
                                 seed_score=self.state.candidates[0].val_mean, in_flight=len(self._tasks))
 
     def _finish(self, outcome: Outcome) -> None:
-        if self.run_dir is None or not self.state.candidates:
+        if self.run_dir is None:
+            return
+        if not self.state.candidates:  # stopped during the seed's pass: the files of save_start stand
+            self.run_dir.write_metadata(status=outcome.status, completed_at=now_iso(), error=outcome.error)
             return
         if outcome.status == "completed":
             self._save()

@@ -173,7 +173,7 @@ class Evaluator:
     def __init__(self, env: vf.Environment, splits: dict[str, list[dict[str, Any]]], student: Any,
                  cache: RolloutCache, *, rollouts_per_example: int, max_concurrent: int,
                  sampling_args: dict[str, Any], state_columns: list[str],
-                 on_rollout: Callable[[], None] | None = None, background_limit: int | None = None) -> None:
+                 on_rollout: Callable[[dict[str, Any]], None] | None = None, background_limit: int | None = None) -> None:
         self.env = env
         self.splits = splits
         self.student = student
@@ -255,8 +255,9 @@ class Evaluator:
             error = state.get("error") or {}
             if error.get("type") in FATAL_ERROR_TYPES:
                 raise EndpointAborted(error.get("message") or "the model endpoint failed")
-            self.cache.put({"key": rollout_key(phash, split, row, index), "split": split, "row": row,
-                            "rollout": index, "prompt_hash": phash, "reward": float(state.get("reward") or 0.0),
-                            "record": rollout_record(state, self.state_columns)})
+            entry = {"key": rollout_key(phash, split, row, index), "split": split, "row": row,
+                     "rollout": index, "prompt_hash": phash, "reward": float(state.get("reward") or 0.0),
+                     "record": rollout_record(state, self.state_columns)}
+            self.cache.put(entry)
             if self.on_rollout is not None:
-                self.on_rollout()
+                self.on_rollout(entry)

@@ -6,6 +6,7 @@ config is resolved. Nothing is written.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,11 +39,22 @@ def model_specs(config: GepaConfig, model: str, base_url: str | None) -> list[An
     return endpoint_specs(model, base_url, config.api_key_var, config.endpoints_path)
 
 
-def open_model_pool(config: GepaConfig, specs: list[Any]) -> Any:
+def open_model_pool(config: GepaConfig, specs: list[Any], served_local: bool = False) -> Any:
     from prime_cli.clients.endpoints import open_pool
 
+    timeout = config.timeout_for(served_local)
     return open_pool(specs, max_concurrent=config.max_concurrent, max_retries=config.max_retries,
-                     timeout=config.timeout)
+                     timeout=timeout, on_retry=lambda *retry: say_retry(timeout, *retry))
+
+
+def say_retry(timeout: float, describe: str, reason: str, attempt: int, max_retries: int) -> None:
+    """A request that timed out may still be generating on the server: the retry starts it again from
+    scratch, so the user is told (on stderr, above the live panel) and shown the flag to change."""
+    if reason != "timeout":
+        return
+    print(f"warning: {describe} sent no reply within {timeout:g}s (--timeout); the server may still be "
+          f"generating it, and this retry ({attempt}/{max_retries}) starts the request again from scratch",
+          file=sys.stderr, flush=True)
 
 
 def reflection_url(config: GepaConfig) -> str | None:

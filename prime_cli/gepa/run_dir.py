@@ -78,6 +78,14 @@ class GepaRunDir:
     def save_iteration(self, row: GepaIteration) -> None:
         self._append(self.layout.iterations_path, row)
 
+    def save_start(self, state: SearchState, seed_prompt: str) -> None:
+        """Before anything is scored: the seed is the best prompt, the frontier is empty, and the run can be
+        resumed (a Ctrl-C or a kill during the seed's validation pass leaves a consistent folder)."""
+        self.rewrite_jsonl("pareto_frontier.jsonl", [])
+        for name in ("best_prompt.txt", "system_prompt.txt"):
+            atomic_write(self.path / name, seed_prompt)
+        atomic_write(self.path / STATE_FILE, json.dumps(state.to_json(set())) + "\n", sync=True)
+
     def save_progress(self, state: SearchState, charged: set[str], **metadata: Any) -> None:
         """Frontier, best prompt, metadata, then the resume state (last, so it never runs ahead)."""
         candidates = state.candidates

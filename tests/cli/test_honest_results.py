@@ -146,8 +146,7 @@ def test_gepa_printed_commands_work_when_pasted(tmp_path):
         assert used.returncode == 0, (use_it, used.stdout, used.stderr)
         reflection.models = None  # the reflection model is served from now on
         resume = printed(first.stdout, "Resume with: ")
-        for flag in ("-e", "-k GEPA_KEY", "-M reflector", f"--reflection-base-url {reflection.url}", "-B 40"):
-            assert flag in resume, resume
+        assert resume.startswith("prime gepa run toy-gepa -R "), resume  # the saved config supplies -e/-k/-M/-B
         resumed = run_shell(resume, tmp_path, env)
         assert resumed.returncode == 0, (resume, resumed.stdout, resumed.stderr)
     (run_dir,) = [d for d in run_dirs(tmp_path) if "gepa" in d.parts]

@@ -98,4 +98,4 @@ def test_resume_from_the_run_directory_continues_to_a_larger_budget(tmp_path):
     assert meta["max_calls"] == 48 and 48 <= meta["total_metric_calls"] < 58
     iterations = [json.loads(line) for line in (tmp_path / "run" / "iterations.jsonl").read_text().splitlines()]
     assert [it["iteration"] for it in iterations] == list(range(1, len(iterations) + 1))
-    assert mismatch.returncode == 2 and "was started with num_val=10, not 12" in mismatch.stderr
+    assert mismatch.returncode == 2 and "-N/--num-val 12 differs from the 10 that the run in" in mismatch.stderr

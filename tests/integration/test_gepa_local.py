@@ -1,35 +1,85 @@
-"""`prime gepa run` on the local model with a small budget writes every file of its run directory.
+"""`prime gepa run` on the real local model (vLLM + SmolLM2, student and reflection: `-m local -M local`).
 
-Reflections are capped at 16 tokens to keep the test short: SmolLM2 rarely closes a fenced prompt
-anyway, so proposals are mostly rejected as truncated, which is a path worth exercising too."""
+wordle gives partial credit (greens, yellows, format), so SmolLM2's scores are not all zero. The budget is
+the smallest that searches (a seed pass of 3 rows plus two proposals on one row each) and replies are
+bounded (48 tokens a guess, 200 for a reflection), so a run takes minutes on 2 CPU cores. (reverse-text
+scores 0 for SmolLM2, which never writes its answer tags.)
+"""
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 
 from prime_cli.gepa.reader import read_gepa_run
 from tests.evals.cli_support import prime_env
+from tests.support.cli import run_shell
 
 from .conftest import REPO
 
+ARGS = ["wordle", "-m", "local", "-M", "local", "-n", "6", "-N", "3", "--minibatch-size", "1", "-t", "48",
+        "--reflection-sampling-args", '{"max_tokens": 200}', "--json"]
+BUDGET = 7
+THREE_FILES = ("best_prompt.txt", "pareto_frontier.jsonl", "metadata.json")
 
-def test_gepa_small_budget_on_the_local_model(local_server, prime_cache, tmp_path):
-    run_dir = tmp_path / "gepa"
-    args = ["gepa", "run", "reverse-text", "-m", "local", "-B", "16", "-n", "4", "-N", "4", "--minibatch-size", "2",
-            "-S", '{"max_tokens": 64}', "--reflection-sampling-args", '{"max_tokens": 16}', "-o", str(run_dir),
-            "--plain"]
-    done = subprocess.run([sys.executable, "-m", "prime_cli", *args], cwd=REPO, capture_output=True, text=True,
-                          env=prime_env({"PRIME_CACHE_DIR": str(prime_cache)}), timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert f"using the local server at {local_server.url}" in done.stderr
-    for name in ("metadata.json", "candidates.jsonl", "iterations.jsonl", "pareto_frontier.jsonl",
-                 "best_prompt.txt", "system_prompt.txt", "state.json"):
+
+def gepa(args: list[str], cache) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "prime_cli", "gepa", "run", *args], cwd=REPO,
+                            env=prime_env({"PRIME_CACHE_DIR": str(cache)}), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def events(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def check_run(run_dir, status: str) -> dict:
+    for name in THREE_FILES:
         assert (run_dir / name).is_file(), name
     metadata = json.loads((run_dir / "metadata.json").read_text())
-    assert metadata["status"] == "completed" and metadata["model"] == "SmolLM2-135M-Instruct"
-    assert 0 < metadata["total_metric_calls"] <= 16 + 4  # never past the budget by more than one validation pass
-    run = read_gepa_run(run_dir)
-    assert run.candidates and run.candidates[0].parent_idx is None
-    assert (run_dir / "best_prompt.txt").read_text() == (run_dir / "system_prompt.txt").read_text()
+    assert metadata["status"] == status and metadata["model"] == "SmolLM2-135M-Instruct"
+    assert metadata["config"]["model"] == "local"  # saved as given, so that a resume finds the local server
+    read_gepa_run(run_dir)
+    return metadata
+
+
+def test_gepa_on_the_local_model_writes_its_files_and_never_loses_the_best(local_server, prime_cache, tmp_path):
+    run_dir = tmp_path / "gepa"
+    proc = gepa([*ARGS, "-B", str(BUDGET), "-o", str(run_dir)], prime_cache)
+    out, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err[-3000:]
+    assert f"using the local server at {local_server.url}" in err
+    metadata = check_run(run_dir, "completed")
+    assert 0 < metadata["total_metric_calls"] <= BUDGET + 3  # never past the budget by more than one validation pass
+    seen = events(out)
+    assert seen[0]["event"] == "start" and seen[-1]["event"] == "done"
+    progress = [e for e in seen if e["event"] == "progress"]
+    assert progress and progress[-1]["seed_done"] == progress[-1]["seed_total"] == 3
+    best = [e["best_score"] for e in seen if e["event"] == "iteration"]
+    assert best and best == sorted(best)  # the best score never goes down
+    assert seen[-1]["best_score"] == metadata["best_score"] >= metadata["seed_val_score"]
+    assert (run_dir / "best_prompt.txt").read_text() == seen[-1]["best_prompt"]
+
+
+def test_sigint_half_way_then_the_printed_resume_command_finishes(local_server, prime_cache, tmp_path):
+    run_dir = tmp_path / "gepa"
+    proc = gepa([*ARGS, "-B", str(BUDGET), "-o", str(run_dir)], prime_cache)
+    lines = []
+    for line in proc.stdout:  # half way: the seed is scored and the first proposal committed
+        lines.append(line)
+        if '"event": "iteration"' in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err[-3000:]
+    check_run(run_dir, "cancelled")
+    done = events("".join(lines) + out)[-1]
+    assert done["event"] == "done" and done["status"] == "cancelled"
+    resumed = run_shell(done["resume_command"], REPO, {"PRIME_CACHE_DIR": str(prime_cache)}, timeout=900)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    metadata = check_run(run_dir, "completed")
+    assert BUDGET <= metadata["total_metric_calls"] <= BUDGET + 3
+    iterations = [json.loads(x) for x in (run_dir / "iterations.jsonl").read_text().splitlines()]
+    assert [it["iteration"] for it in iterations] == list(range(1, len(iterations) + 1))
