@@ -81,10 +81,10 @@ class GepaRunDir:
     def save_start(self, state: SearchState, seed_prompt: str) -> None:
         """Before anything is scored: the seed is the best prompt, the frontier is empty, and the run can be
         resumed (a Ctrl-C or a kill during the seed's validation pass leaves a consistent folder)."""
-        self.rewrite_jsonl("pareto_frontier.jsonl", [])
-        for name in ("best_prompt.txt", "system_prompt.txt"):
-            atomic_write(self.path / name, seed_prompt)
-        atomic_write(self.path / STATE_FILE, json.dumps(state.to_json(set())) + "\n", sync=True)
+        write_jsonl_atomic(self.layout.frontier_path, [])
+        for name in (GepaRunLayout.BEST_PROMPT, GepaRunLayout.SYSTEM_PROMPT):
+            write_text_atomic(self.layout / name, seed_prompt)
+        write_text_atomic(self.layout.state_path, json.dumps(state.to_json(set())) + "\n", durable=True)
 
     def save_progress(self, state: SearchState, charged: set[str], **metadata: Any) -> None:
         """Frontier, best prompt, metadata, then the resume state (last, so it never runs ahead)."""

@@ -17,6 +17,7 @@ from typing import Any
 from prime_cli.evals.reader import SCAN_SLICE, ResultsIndex, metadata_mtime, parse_line, slim_row
 from prime_cli.evals.row_columns import RowColumns, SmallRow
 from prime_cli.evals.row_index import load_index, results_stamp, save_index
+from prime_cli.evals.schema import MetadataRecord, Rollout, Summary
 from prime_cli.evals.store import RunDirError, read_metadata
 from prime_cli.evals.summary import summarize
 from prime_cli.tui.filters import RowFilter
@@ -28,7 +29,7 @@ FIRST_PAINT_BYTES = 512 << 10
 class RunModel:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
-        self.metadata: dict[str, Any] = read_metadata(self.run_dir)
+        self.metadata = MetadataRecord(**read_metadata(self.run_dir))
         self._meta_mtime = metadata_mtime(self.run_dir)
         self.index = ResultsIndex(self.run_dir)
         self.columns = RowColumns()  # every row's small fields, once loaded
@@ -36,7 +37,7 @@ class RunModel:
         self.from_index = False  # the rows came from results.index
         self.index_written = False
         self._stamp: dict[str, int] | None = None
-        self._summary: tuple[int, dict[str, Any]] | None = None  # (version, summary)
+        self._summary: tuple[int, Summary] | None = None  # (version, summary)
         self._generation = 0
         self._lock = threading.Lock()
         self.loaded = False
@@ -129,7 +130,7 @@ class RunModel:
             mtime = metadata_mtime(self.run_dir)
             if mtime != self._meta_mtime:
                 try:
-                    self.metadata = read_metadata(self.run_dir)
+                    self.metadata = MetadataRecord(**read_metadata(self.run_dir))
                     self._meta_mtime, changed = mtime, True
                 except RunDirError:
                     pass  # caught mid-rename: read it next time
@@ -143,7 +144,7 @@ class RunModel:
                 self.version += 1
             return changed
 
-    def row(self, i: int) -> dict[str, Any]:
+    def row(self, i: int) -> Rollout:
         return self.index.row(i)
 
     def small(self, i: int) -> Mapping[str, Any]:
@@ -155,7 +156,7 @@ class RunModel:
         rows = self.slim or [self.small(i) for i in range(min(len(self), 200))]
         return names + [n for n in metric_names(rows) if n not in names]
 
-    def summary(self, compute: bool = True) -> dict[str, Any] | None:
+    def summary(self, compute: bool = True) -> Summary | None:
         """The run's summary: computed from the rows once loaded (once per version; slow for a big
         run, so screens call it from a worker), else from a finished run's metadata, else None
         (still loading). With `compute=False`, a loaded run whose summary is not computed yet for

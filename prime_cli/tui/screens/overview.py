@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from rich.console import Group
 from rich.table import Table
@@ -16,6 +15,7 @@ from textual.containers import Grid, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from prime_cli.evals.schema import MetadataRecord, Summary
 from prime_cli.tui.model import RunModel
 from prime_cli.tui.rows import histogram, reward_of
 from prime_cli.tui.style import fmt, short_date, status_text
@@ -33,7 +33,7 @@ def _table(*headers: str) -> Table:
     return table
 
 
-def metric_table(summary: dict[str, Any]) -> Table:
+def metric_table(summary: Summary) -> Table:
     table = _table("metric", "mean", "std")
     table.add_row(Text("reward", style="bold"), fmt(summary.get("avg_reward")), fmt(summary.get("std_reward")))
     stds = summary.get("std_metrics") or {}
@@ -42,7 +42,7 @@ def metric_table(summary: dict[str, Any]) -> Table:
     return table
 
 
-def pass_table(summary: dict[str, Any]) -> Table:
+def pass_table(summary: Summary) -> Table:
     table = _table("k", "pass@k")
     for k, value in (summary.get("pass_at_k") or {}).items():
         table.add_row(str(k), fmt(value))
@@ -61,7 +61,7 @@ def histogram_view(rewards: list[float], width: int = 30) -> Group | Text:
     return Group(*lines)
 
 
-def errors_view(summary: dict[str, Any]) -> Table | Text:
+def errors_view(summary: Summary) -> Table | Text:
     kinds = summary.get("error_kinds") or {}
     failed = summary.get("metrics_errors") or {}
     if not kinds and not failed:
@@ -74,7 +74,7 @@ def errors_view(summary: dict[str, Any]) -> Table | Text:
     return table
 
 
-def usage_view(summary: dict[str, Any]) -> Table:
+def usage_view(summary: Summary) -> Table:
     usage, timing = summary.get("usage") or {}, summary.get("timing") or {}
     table = _table("", "")
     table.show_header = False
@@ -90,7 +90,7 @@ def usage_view(summary: dict[str, Any]) -> Table:
     return table
 
 
-def config_view(metadata: dict[str, Any]) -> Table:
+def config_view(metadata: MetadataRecord) -> Table:
     table = _table("", "")
     table.show_header = False
     table.columns[1].justify = "left"

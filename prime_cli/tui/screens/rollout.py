@@ -15,6 +15,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from prime_cli.evals.schema import Rollout
 from prime_cli.evals.store import to_json
 from prime_cli.tui.model import RunModel
 from prime_cli.tui.rows import number
@@ -28,7 +29,7 @@ c copies the completion, y copies the whole row as JSON (OSC 52: works over ssh 
 terminals). ] and [ step to the next and previous rollout of the table you came from."""
 
 
-def details_view(row: dict[str, Any]) -> Group:
+def details_view(row: Rollout) -> Group:
     """Reward, every metric, answer, info, error, stop, timing and tokens of a row."""
     table = Table(box=None, show_header=False, padding=(0, 1, 0, 0))
     table.add_column(style="bold")
@@ -84,7 +85,7 @@ class RolloutScreen(Screen):
         self.position = position
 
     @property
-    def row(self) -> dict[str, Any]:
+    def row(self) -> Rollout:
         return self.model.row(self.order[self.position])
 
     def compose(self) -> ComposeResult:
