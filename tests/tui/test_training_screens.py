@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from prime_cli.runs.layouts import TrainingRunLayout
 from prime_cli.runs.training_reader import read_training_run
 from prime_cli.tui.app import make_app
@@ -112,3 +114,19 @@ def test_reward_curve_rises_with_the_rewards_and_buckets_long_runs():
     assert top.rstrip().endswith("██") and top[8:10] == "  "  # only the last step reaches the top
     long = reward_curve([(i, float(i)) for i in range(1, 201)], width=50).plain
     assert "(4 steps per column)" in long and "step 1 … 200" in long
+
+
+SNAPSHOTS = {"training": [], "training_step": ["down", "enter"]}
+
+
+@pytest.mark.parametrize("name", SNAPSHOTS)
+def test_training_screen_snapshot(name, tmp_path, snap_compare):
+    app = make_app(write_training_run(tmp_path / "outputs", steps=6, max_steps=6, tokenizer=True))
+
+    async def drive(pilot):
+        await settle(pilot)
+        for key in SNAPSHOTS[name]:
+            await pilot.press(key)
+            await settle(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=drive)

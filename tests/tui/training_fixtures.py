@@ -35,11 +35,12 @@ def write_training_run(out: Path, steps: int = 4, max_steps: int = 6, tokenizer:
     """A run of `steps` sampled steps, the first `trained` (default all) of them trained."""
     layout = TrainingRunLayout(out)
     out.mkdir(parents=True, exist_ok=True)
-    model = "local"
-    if tokenizer:
+    if tokenizer:  # as for model "local": the saved adapter names the base model's folder
         write_tokenizer(out.parent / "tiny-model")
-        model = str(out.parent / "tiny-model")
-    layout.config_path.write_text(json.dumps({"max_steps": max_steps, "model": {"name": model},
+        layout.weights_dir(0).mkdir(parents=True)
+        (layout.weights_dir(0) / "adapter_config.json").write_text(
+            json.dumps({"base_model_name_or_path": str(out.parent / "tiny-model")}))
+    layout.config_path.write_text(json.dumps({"max_steps": max_steps, "model": {"name": "local"},
                                               "orchestrator": {"env": [{"id": "reverse-text"}]}}))
     trained = steps if trained is None else trained
     with layout.metrics_path.open("w") as metrics:
