@@ -169,8 +169,9 @@ def tokenizer_folder(path: Path) -> Path | None:
     candidates = []
     for step in reversed(layout.weight_steps()):
         base = _read_json(layout.weights_dir(step) / "adapter_config.json").get("base_model_name_or_path")
-        if isinstance(base, str):
-            candidates.append(Path(base))
+        if isinstance(base, str):  # relative to where `prime train` ran: try the run's ancestors too
+            candidates += [Path(base)] if Path(base).is_absolute() else [
+                Path(base), *(parent / base for parent in Path(path).resolve().parents)]
             break
     name = (_read_json(layout.config_path).get("model") or {}).get("name")
     if isinstance(name, str):

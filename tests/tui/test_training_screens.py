@@ -130,3 +130,16 @@ def test_training_screen_snapshot(name, tmp_path, snap_compare):
             await settle(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=drive)
+
+
+def test_the_tokenizer_is_found_from_an_adapters_relative_base_path(tmp_path):
+    from prime_cli.runs.training_reader import tokenizer_folder
+    from tests.tui.training_fixtures import write_tokenizer
+
+    out = write_training_run(tmp_path / "work" / "run", steps=1)
+    assert tokenizer_folder(out) is None  # model "local", no adapter saved: counts only
+    write_tokenizer(tmp_path / "work" / "model")
+    layout = TrainingRunLayout(out)
+    layout.weights_dir(0).mkdir(parents=True)
+    (layout.weights_dir(0) / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "work/model"}))
+    assert tokenizer_folder(out) == tmp_path / "work" / "model"
