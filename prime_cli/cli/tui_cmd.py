@@ -1,4 +1,4 @@
-"""`prime eval tui`: browse evaluation and GEPA runs (Textual, imported only when run)."""
+"""`prime eval tui`: browse evaluation, GEPA and training runs (Textual, imported only when run)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from .errors import fail
 def tui(
     path: Path | None = typer.Argument(
         None,
-        help="A run folder to open directly, or a folder to search for runs (e.g. ./outputs). "
+        help="A run folder to open directly (an eval or GEPA run, or a `prime train` output folder), "
+        "or a folder to search for runs (e.g. ./outputs). "
         "Default: ./environments/*/outputs and ./outputs.",
         show_default=False,
     ),
     interval: float = typer.Option(1.0, "--interval", min=0.1, help="Seconds between checks for new rows of a running run."),
 ) -> None:
-    """Browse, inspect and compare evaluations and GEPA runs (q goes back, ? shows the keys)."""
+    """Browse, inspect and compare evaluations, GEPA runs and training runs (q goes back, ? shows the keys)."""
     from prime_cli.evals.store import RunDirError
     from prime_cli.tui.locate import locate
 

@@ -23,15 +23,16 @@ from prime_cli.evals.row_columns import HEAVY_KEYS
 from prime_cli.evals.schema import EvalRunLayout, MetadataRecord, Rollout
 from prime_cli.evals.store import RunDirError, read_metadata
 from prime_cli.runs.layouts import GepaRunLayout
+from prime_cli.runs.training_reader import find_training_runs, read_training_run
 
 SCAN_SLICE = 4 << 20
-RunKind = Literal["eval", "gepa"]
+RunKind = Literal["eval", "gepa", "training"]
 _SKIP_DIRS = {".git", ".venv", "node_modules", "__pycache__", ".pytest_cache"}
 
 
 @dataclass
 class RunEntry:
-    """One run folder as the browser lists it (an eval run or a GEPA run)."""
+    """One run folder as the browser lists it (an eval run, a GEPA run or a `prime train` output folder)."""
 
     kind: RunKind
     path: Path
@@ -48,6 +49,8 @@ class RunEntry:
 
     @property
     def size_text(self) -> str:
+        if self.kind == "training":
+            return f"{self.num_examples} steps" if self.num_examples is not None else ""
         if self.kind == "gepa":
             return f"{self.num_candidates} cand." if self.num_candidates is not None else ""
         if self.num_examples is None:
@@ -80,6 +83,17 @@ def read_entry(run_dir: Path) -> RunEntry:
     )
 
 
+def training_entry(run_dir: Path) -> RunEntry:
+    """The browser entry of a training run folder; num_examples counts its trained steps."""
+    from datetime import datetime, timezone
+
+    run = read_training_run(run_dir)
+    return RunEntry(kind="training", path=run_dir, env_id=",".join(run.env_ids) or "?", model=run.model,
+                    run_id=run_dir.name, status=run.status,
+                    date=datetime.fromtimestamp(run.mtime, timezone.utc).isoformat(timespec="seconds"),
+                    avg_reward=run.last_reward, num_examples=run.trained_steps)
+
+
 def _walk_run_dirs(top: Path, max_depth: int) -> Iterator[Path]:
     """Folders holding a metadata.json under `top` (itself included), not descending into runs."""
     if EvalRunLayout(top).is_run():
@@ -104,7 +118,7 @@ def default_roots(cwd: Path) -> list[Path]:
 
 
 def discover_runs(paths: list[Path], max_depth: int = 6) -> list[RunEntry]:
-    """Every eval and GEPA run under `paths`, ordered by environment, model, then newest first.
+    """Every eval, GEPA and training run under `paths`, ordered by environment, model, then newest first.
     Folders whose metadata.json cannot be read are skipped."""
     entries: dict[Path, RunEntry] = {}
     for top in paths:
@@ -113,6 +127,8 @@ def discover_runs(paths: list[Path], max_depth: int = 6) -> list[RunEntry]:
                 entries[run_dir.resolve()] = read_entry(run_dir)
             except RunDirError:
                 continue
+        for run_dir in find_training_runs(Path(top)):
+            entries[run_dir.resolve()] = training_entry(run_dir)
     ordered = sorted(entries.values(), key=lambda e: (e.date, e.run_id), reverse=True)
     return sorted(ordered, key=lambda e: (e.env_id, e.model, e.kind))
 

@@ -41,7 +41,11 @@ class PrimeTui(App):
         return self.entries
 
     def open_run(self, entry: RunEntry, rows_first: bool = False) -> None:
-        if entry.kind == "gepa":
+        if entry.kind == "training":
+            from prime_cli.tui.screens.training import TrainingScreen
+
+            self.push_screen(TrainingScreen(entry.path))
+        elif entry.kind == "gepa":
             from prime_cli.tui.screens.gepa import GepaScreen
 
             self.push_screen(GepaScreen(entry.path))

@@ -6,8 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prime_cli.evals.reader import RunEntry, default_roots, discover_runs, read_entry
+from prime_cli.evals.reader import (
+    RunEntry,
+    default_roots,
+    discover_runs,
+    read_entry,
+    training_entry,
+)
 from prime_cli.evals.store import METADATA_FILE, RunDirError
+from prime_cli.runs.training_reader import is_training_run
 
 
 class NoRunsError(RunDirError):
@@ -40,11 +47,14 @@ def locate(path: str | Path | None, cwd: str | Path | None = None) -> Located:
     rows_first = target.is_file() and target.suffix == ".jsonl"
     if target.is_file():
         target = target.parent
+    if is_training_run(target):
+        entry = training_entry(target)
+        return Located([entry], entry, [target])
     if (target / METADATA_FILE).is_file():
         entry = read_entry(target)
         return Located([entry], entry, [target], rows_first=rows_first and entry.kind == "eval")
     entries = discover_runs([target])
     if not entries:
-        raise NoRunsError(f"no eval or GEPA runs under {path} (looked for folders holding metadata.json); "
-                          "pass a run folder or an outputs folder")
+        raise NoRunsError(f"no eval, GEPA or training runs under {path} (looked for folders holding metadata.json "
+                          "or config.json with metrics.jsonl); pass a run folder or an outputs folder")
     return Located(entries, None, [target])

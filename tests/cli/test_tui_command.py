@@ -76,3 +76,12 @@ def test_a_saved_run_has_its_index_and_the_tui_sorts_and_filters_it(saved_eval):
             term.send("q")
         assert term.wait_exit() == 0, screen
         assert "Traceback" not in term.raw.decode(errors="replace")
+
+
+def test_tui_opens_a_training_run_folder(tmp_path):
+    from tests.tui.training_fixtures import write_training_run
+
+    write_training_run(tmp_path / "outputs", steps=3, max_steps=3)
+    screen = _open_and_quit(["eval", "tui", "outputs"], tmp_path, "training · reverse-text", "step 3/3 trained",
+                            "reward mean per step")
+    assert "completed" in screen

@@ -14,6 +14,8 @@ from prime_cli.tui.app import make_app
 from tests.tui.conftest import SIZE, settle
 from tests.tui.fixtures import rows_for, write_eval_run, write_gepa_run
 from tests.tui.test_snapshots import SCREENS
+from tests.tui.test_training_screens import SNAPSHOTS as TRAINING_SCREENS
+from tests.tui.training_fixtures import write_training_run
 
 DOCS = ["browser", "overview", "rollouts", "rollouts_grouped", "rollout", "compare", "side_by_side",
         "gepa_candidates", "gepa_frontier", "help"]
@@ -42,6 +44,20 @@ def main() -> None:
         for name in DOCS:
             asyncio.run(shoot(root, name, out))
             print(out / f"{name}.svg")
+        training = write_training_run(root / "train" / "outputs", steps=6, max_steps=6, tokenizer=True)
+        for name, keys in TRAINING_SCREENS.items():
+            asyncio.run(shoot_keys(training, keys, out / f"{name}.svg"))
+            print(out / f"{name}.svg")
+
+
+async def shoot_keys(path: Path, keys: list[str], target: Path) -> None:
+    app = make_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+        app.save_screenshot(filename=target.name, path=str(target.parent))
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ class BrowserScreen(Screen):
                 "●" if entry.path in self.marked else "",
                 "" if same_env else entry.env_id,
                 "" if same_model else entry.model,
-                entry.kind,
+                "rl" if entry.kind == "training" else entry.kind,  # fits the 4-wide column
                 entry.run_id,
                 status_text(entry.status),
                 short_date(entry.date),

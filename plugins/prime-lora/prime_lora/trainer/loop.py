@@ -35,6 +35,17 @@ def wait_for_batch(output_dir: Path, step: int) -> tuple[list[TrainingSample], d
     return read_batch(batch_path), stats, waited
 
 
+# The names the prime-rl guide tells users to watch, written beside our own keys (which stay, so that
+# readers of older runs keep working). policy/kl is mismatch_kl: the k3 estimate of KL(inference||train).
+GUIDE_NAMES = {"reward/mean": "reward_mean", "reward/std": "reward_std",
+               "policy/entropy": "entropy", "policy/kl": "mismatch_kl"}
+
+
+def with_guide_names(row: dict[str, Any]) -> dict[str, Any]:
+    """`row` plus each guide name whose source key it holds."""
+    return {**row, **{guide: row[ours] for guide, ours in GUIDE_NAMES.items() if ours in row}}
+
+
 class MetricsLog:
     """metrics.jsonl, plus W&B when configured and installed."""
 
@@ -53,6 +64,7 @@ class MetricsLog:
                                         dir=str(output_dir), config=config.model_dump())
 
     def write(self, row: dict[str, Any]) -> None:
+        row = with_guide_names(row)
         with self.path.open("a") as handle:
             handle.write(json.dumps(row) + "\n")
         if self.wandb is not None:

@@ -1,0 +1,218 @@
+"""Read a `prime train` output folder for browsing (the TUI's training screens): the per-step numbers
+of metrics.jsonl merged with rollouts/step_N/stats.json (a step sampled but not trained yet still
+shows), and one step's samples from batch.jsonl. Read only; the names come from TrainingRunLayout.
+A torn last line of metrics.jsonl (a run still writing) is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .layouts import TrainingRunLayout
+
+
+def is_training_run(path: Path) -> bool:
+    """config.json plus metrics.jsonl or a rollouts/ folder: what `prime train` leaves behind."""
+    layout = TrainingRunLayout(Path(path))
+    return layout.config_path.is_file() and (
+        layout.metrics_path.is_file() or (layout.output_dir / layout.ROLLOUTS).is_dir())
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return rows
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+@dataclass
+class TrainingRun:
+    path: Path
+    config: dict[str, Any]
+    steps: list[dict[str, Any]]  # one per step, ascending: stats.json merged under metrics.jsonl
+    trained_steps: int  # steps with a metrics.jsonl line
+    mtime: float = 0.0
+
+    @property
+    def model(self) -> str:
+        return str((self.config.get("model") or {}).get("name") or "?")
+
+    @property
+    def env_ids(self) -> list[str]:
+        envs = (self.config.get("orchestrator") or {}).get("env") or []
+        return [str(e.get("id")) for e in envs if isinstance(e, dict)]
+
+    @property
+    def max_steps(self) -> int | None:
+        value = self.config.get("max_steps")
+        return value if isinstance(value, int) else None
+
+    @property
+    def status(self) -> str:
+        """completed (every step trained), else running/stopped (something written in the last minute)."""
+        import time
+
+        if self.max_steps is not None and self.trained_steps >= self.max_steps:
+            return "completed"
+        return "running" if time.time() - self.mtime < 60 else "stopped"
+
+    def rewards(self) -> list[tuple[int, float]]:
+        return [(s["step"], float(s["reward_mean"])) for s in self.steps
+                if isinstance(s.get("reward_mean"), (int, float))]
+
+    @property
+    def last_reward(self) -> float | None:
+        rewards = [r for _, r in self.rewards()]
+        return rewards[-1] if rewards else None
+
+
+def read_training_run(path: Path) -> TrainingRun:
+    layout = TrainingRunLayout(Path(path))
+    by_step: dict[int, dict[str, Any]] = {}
+    for step in layout.steps(layout.ROLLOUTS):
+        stats = _read_json(layout.batch_stats_path(step))
+        if stats:
+            by_step[step] = {**stats, "step": step}
+    metrics = [m for m in _read_jsonl(layout.metrics_path) if isinstance(m.get("step"), int)]
+    for row in metrics:
+        by_step[row["step"]] = {**by_step.get(row["step"], {}), **row}
+    stamps = [p.stat().st_mtime for p in (layout.metrics_path, layout.config_path) if p.exists()]
+    stamps += [layout.rollouts_dir(s).stat().st_mtime for s in by_step if layout.rollouts_dir(s).exists()]
+    return TrainingRun(Path(path), _read_json(layout.config_path), [by_step[s] for s in sorted(by_step)],
+                       len({m["step"] for m in metrics}), max(stamps, default=0.0))
+
+
+def watch_key(path: Path) -> tuple[int, int]:
+    """Changes when a step is sampled or trained (for following a running run)."""
+    layout = TrainingRunLayout(Path(path))
+    size = layout.metrics_path.stat().st_size if layout.metrics_path.exists() else 0
+    return size, len(layout.steps(layout.ROLLOUTS))
+
+
+@dataclass
+class StepSample:
+    """One line of rollouts/step_N/batch.jsonl, summarised; `segments` splits its tokens into runs of
+    (kind, token ids): prompt (before the first trained token), trained (loss_mask 1) and masked
+    (loss_mask 0 after the prompt: environment or tool tokens the loss skips)."""
+
+    index: int
+    env: str
+    example_id: Any
+    reward: float | None
+    advantage: float | None
+    policy_step: int | None
+    truncated: bool
+    segments: list[tuple[str, list[int]]] = field(default_factory=list)
+
+    def count(self, kind: str) -> int:
+        return sum(len(ids) for k, ids in self.segments if k == kind)
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(len(ids) for _, ids in self.segments)
+
+
+def _segments(input_ids: list[int], loss_mask: list[int]) -> list[tuple[str, list[int]]]:
+    segments: list[tuple[str, list[int]]] = []
+    started = False
+    for token, mask in zip(input_ids, loss_mask, strict=False):  # a malformed line: the shorter wins
+        started = started or bool(mask)
+        kind = "trained" if mask else "masked" if started else "prompt"
+        if segments and segments[-1][0] == kind:
+            segments[-1][1].append(token)
+        else:
+            segments.append((kind, [token]))
+    return segments
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def read_step_samples(path: Path, step: int) -> list[StepSample]:
+    """The samples step N trained on (none when batch.jsonl is not written yet)."""
+    samples = []
+    for i, row in enumerate(_read_jsonl(TrainingRunLayout(Path(path)).batch_path(step))):
+        ids, mask = row.get("input_ids") or [], row.get("loss_mask") or []
+        policy_step = row.get("policy_step")
+        samples.append(StepSample(i, str(row.get("env") or ""), row.get("example_id"), _number(row.get("reward")),
+                                  _number(row.get("advantage")), policy_step if isinstance(policy_step, int) else None,
+                                  bool(row.get("truncated")), _segments(list(ids), list(mask))))
+    return samples
+
+
+def tokenizer_folder(path: Path) -> Path | None:
+    """A local folder with tokenizer.json for the run's model: the base model a saved adapter names
+    (the embedded model's folder for `model.name = "local"`), else model.name when it is a folder."""
+    layout = TrainingRunLayout(Path(path))
+    candidates = []
+    for step in reversed(layout.weight_steps()):
+        base = _read_json(layout.weights_dir(step) / "adapter_config.json").get("base_model_name_or_path")
+        if isinstance(base, str):  # relative to where `prime train` ran: try the run's ancestors too
+            candidates += [Path(base)] if Path(base).is_absolute() else [
+                Path(base), *(parent / base for parent in Path(path).resolve().parents)]
+            break
+    name = (_read_json(layout.config_path).get("model") or {}).get("name")
+    if isinstance(name, str):
+        candidates.append(Path(name).expanduser())
+    return next((c for c in candidates if (c / "tokenizer.json").is_file()), None)
+
+
+@lru_cache(maxsize=4)
+def _load_tokenizer(folder: str):  # noqa: ANN202 (tokenizers.Tokenizer, imported lazily)
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(Path(folder) / "tokenizer.json"))
+
+
+def decoder_for(path: Path):  # noqa: ANN201
+    """A function token ids -> text when the run's tokenizer is on disk (loaded once, fast:
+    `tokenizers`, not transformers), else None (the screens show token counts)."""
+    folder = tokenizer_folder(path)
+    if folder is None:
+        return None
+    try:
+        tokenizer = _load_tokenizer(str(folder))
+    except Exception:  # noqa: BLE001 - a damaged or foreign tokenizer file: fall back to counts
+        return None
+    return lambda ids: tokenizer.decode(ids, skip_special_tokens=False)
+
+
+def find_training_runs(top: Path, max_depth: int = 4) -> list[Path]:
+    """Training run folders under `top` (itself included), not descending into them."""
+    top = Path(top)
+    if is_training_run(top):
+        return [top]
+    if max_depth <= 0 or not top.is_dir():
+        return []
+    found: list[Path] = []
+    try:
+        children = sorted(p for p in top.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return found
+    for child in children:
+        if child.name in TrainingRunLayout.STEP_FOLDERS or child.name in {"__pycache__", "node_modules"}:
+            continue
+        found.extend(find_training_runs(child, max_depth - 1))
+    return found

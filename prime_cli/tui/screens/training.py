@@ -1,0 +1,128 @@
+"""Training run: the reward curve per step, a table of per-step stats, and (enter) a step's samples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from prime_cli.runs.training_reader import TrainingRun, read_training_run, watch_key
+from prime_cli.tui.style import fmt, status_text
+
+HELP = """A `prime train` output folder. The curve is the mean reward of each step's batch (one column
+per step; many steps are averaged into a column). The table has one row per step: reward mean
+and std, mismatch KL (k3 estimate of KL(inference||train)), the fraction of tokens the ratio band
+masked, entropy, mean completion length, and seconds spent generating, training and waiting for
+the batch. Enter opens the selected step's samples. A running run is followed as steps arrive."""
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
+# (header, metrics.jsonl/stats.json key, digits)
+COLUMNS: list[tuple[str, str, int]] = [
+    ("step", "step", 0), ("reward", "reward_mean", 3), ("std", "reward_std", 3), ("kl", "mismatch_kl", 4),
+    ("masked", "masked_fraction", 3), ("entropy", "entropy", 3), ("compl len", "completion_len_mean", 1),
+    ("gen s", "generation_s", 1), ("train s", "train_s", 1), ("wait s", "wait_batch_s", 1),
+]
+
+
+def reward_curve(points: list[tuple[int, float]], width: int = 80, height: int = 6) -> Text:
+    """A block chart of (step, reward): one column per step, or per bucket of steps when there are
+    more steps than columns; the y axis runs from the lowest to the highest value."""
+    if not points:
+        return Text("no trained steps yet", style="dim")
+    values = [v for _, v in points]
+    per = max(1, -(-len(values) // width))
+    columns = [sum(chunk) / len(chunk) for chunk in (values[i:i + per] for i in range(0, len(values), per))]
+    low, high = min(columns), max(columns)
+    span = high - low or 1.0
+    levels = [round((v - low) / span * (height * 8 - 1)) + 1 for v in columns]  # 1..height*8
+    text = Text()
+    for row in range(height - 1, -1, -1):
+        label = f"{high:7.3f} " if row == height - 1 else f"{low:7.3f} " if row == 0 else " " * 8
+        text.append(label, style="dim")
+        for level in levels:
+            text.append(BLOCKS[min(max(level - row * 8, 0), 8)] * (1 if per > 1 or len(columns) > width // 2 else 2),
+                        style="cyan")
+        text.append("\n")
+    first, last = points[0][0], points[-1][0]
+    text.append(" " * 8 + f"step {first}" + (f" … {last}" if last != first else ""), style="dim")
+    if per > 1:
+        text.append(f"  ({per} steps per column)", style="dim")
+    return text
+
+
+def stat_cell(row: dict[str, Any], key: str, digits: int) -> str:
+    value = row.get(key)
+    if isinstance(value, float) and key == "mismatch_kl":
+        return f"{value:.2e}"
+    return fmt(value, digits) if isinstance(value, (int, float)) else "–"
+
+
+class TrainingScreen(Screen):
+    HELP_TITLE = "Training run"
+    HELP_TEXT = HELP
+    BINDINGS = [Binding("enter", "open_step", "Samples")]
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__()
+        self.run_dir = Path(run_dir)
+        self.run: TrainingRun = read_training_run(self.run_dir)
+        self._seen = watch_key(self.run_dir)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="title", classes="title")
+        yield Static(id="curve", classes="card")
+        yield DataTable(id="steps", cursor_type="row")
+        yield Static("", id="status", classes="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#curve", Static).border_title = "reward mean per step"
+        table = self.query_one("#steps", DataTable)
+        for header, key, _ in COLUMNS:
+            table.add_column(header, key=key)
+        self.fill()
+        table.focus()
+        self.set_interval(self.app.live_interval, self.follow)
+
+    def follow(self) -> None:
+        key = watch_key(self.run_dir)
+        if key != self._seen:
+            self._seen = key
+            self.run = read_training_run(self.run_dir)
+            self.fill()
+
+    def fill(self) -> None:
+        run = self.run
+        total = f"/{run.max_steps}" if run.max_steps is not None else ""
+        self.query_one("#title", Static).update(Text.assemble(
+            (f"training · {', '.join(run.env_ids) or '?'} · {run.model} · {self.run_dir.name}", "bold"), "  ",
+            status_text(run.status), f"  step {run.trained_steps}{total} trained"))
+        self.query_one("#curve", Static).update(reward_curve(run.rewards(), width=max(20, self.size.width - 14)))
+        table = self.query_one("#steps", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for row in run.steps:
+            table.add_row(*(stat_cell(row, key, digits) for _, key, digits in COLUMNS), key=str(row["step"]))
+        if run.steps:
+            table.move_cursor(row=min(cursor, len(run.steps) - 1))
+        self.query_one("#status", Static).update(
+            f"{len(run.steps)} steps sampled, {run.trained_steps} trained  ·  enter: the step's samples"
+            if run.steps else "no steps yet (rollouts/step_N appear as the orchestrator writes them)")
+
+    def action_open_step(self) -> None:
+        table = self.query_one("#steps", DataTable)
+        if not self.run.steps:
+            return
+        from prime_cli.tui.screens.training_step import StepSamplesScreen
+
+        step = self.run.steps[table.cursor_row]["step"]
+        self.app.push_screen(StepSamplesScreen(self.run_dir, step))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_step()

@@ -1,0 +1,145 @@
+"""The training screens of `prime eval tui` on a hand-written `prime train` output folder."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from prime_cli.runs.layouts import TrainingRunLayout
+from prime_cli.runs.training_reader import read_training_run
+from prime_cli.tui.app import make_app
+from prime_cli.tui.locate import locate
+from prime_cli.tui.screens.training import TrainingScreen, reward_curve
+from prime_cli.tui.screens.training_step import StepSamplesScreen
+from tests.tui.conftest import SIZE, screen_text, settle
+from tests.tui.training_fixtures import write_training_run
+
+
+async def test_a_training_folder_opens_on_its_steps_and_curve(tmp_path):
+    out = write_training_run(tmp_path / "outputs", steps=4, trained=3)
+    app = make_app(out)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, TrainingScreen)
+        text = screen_text(app)
+        assert "training · reverse-text · local · outputs" in text and "step 3/6 trained" in text
+        assert "reward mean per step" in text and "0.900" in text and "0.300" in text  # the curve's axis
+        lines: dict[str, list[str]] = {}
+        for words in (line.split() for line in text.splitlines()):
+            if words and words[0].isdigit():
+                lines.setdefault(words[0], words)
+        assert lines["2"][:6] == ["2", "0.500", "0.100", "2.00e-03", "0.020", "1.000"]
+        assert lines["4"][:4] == ["4", "0.900", "0.200", "–"]  # sampled, not trained yet
+        assert "4 steps sampled, 3 trained" in text
+
+
+async def test_enter_shows_a_steps_samples_with_decoded_and_masked_tokens(tmp_path):
+    out = write_training_run(tmp_path / "run", steps=3, tokenizer=True)
+    app = make_app(out)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, StepSamplesScreen) and app.screen.step == 2
+        text = screen_text(app)
+        assert "step 2 · run" in text and "2 samples" in text
+        assert "2 prompt, 2 trained, 2 masked" in text
+        assert "Reverse: abc cba [tool] ok ." in text  # decoded with the run's tokenizer
+        styles = {seg.text.strip(): str(seg.style) for strip in app.screen._compositor.render_strips()
+                  for seg in strip if seg.text.strip() in {"[tool] ok", "cba"}}
+        assert "on yellow" in styles["[tool] ok"] or "on #" in styles["[tool] ok"]
+        await pilot.press("down")
+        await settle(pilot)
+        assert "-0.100" in screen_text(app)  # the second sample's advantage
+        await pilot.press("q")
+        await settle(pilot)
+        assert isinstance(app.screen, TrainingScreen)
+
+
+async def test_without_a_tokenizer_samples_show_counts(tmp_path):
+    out = write_training_run(tmp_path / "run", steps=1)
+    app = make_app(out)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        text = screen_text(app)
+        assert "token counts only" in text and "2 prompt, 2 trained, 2 masked" in text
+
+
+async def test_a_running_run_is_followed(tmp_path):
+    out = write_training_run(tmp_path / "run", steps=2, max_steps=3)
+    app = make_app(out, live_interval=0.1)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "step 2/3 trained" in screen_text(app)
+        layout = TrainingRunLayout(out)
+        with layout.metrics_path.open("a") as metrics:
+            metrics.write(json.dumps({"step": 3, "reward_mean": 0.95, "mismatch_kl": 0.5}) + "\n")
+        for _ in range(20):
+            await pilot.pause(0.05)
+            if "step 3/3 trained" in screen_text(app):
+                break
+        assert "step 3/3 trained" in screen_text(app) and "completed" in screen_text(app)
+
+
+async def test_an_outputs_folder_lists_the_training_run_and_opens_it(tmp_path):
+    write_training_run(tmp_path / "outputs" / "rl-run", steps=2)
+    located = locate(tmp_path / "outputs")
+    assert [e.kind for e in located.entries] == ["training"] and located.start is None
+    app = make_app(tmp_path / "outputs")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert "rl-run" in text and " rl " in text and "2 steps" in text
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, TrainingScreen) and "training · reverse-text" in screen_text(app)
+
+
+def test_reader_merges_stats_under_metrics_and_skips_a_torn_line(tmp_path):
+    out = write_training_run(tmp_path / "run", steps=2)
+    with TrainingRunLayout(out).metrics_path.open("a") as metrics:
+        metrics.write('{"step": 3, "rew')
+    run = read_training_run(out)
+    assert [s["step"] for s in run.steps] == [1, 2] and run.trained_steps == 2
+    assert run.steps[0]["generation_s"] == 2.5 and run.steps[0]["train_s"] == 3.5
+
+
+def test_reward_curve_rises_with_the_rewards_and_buckets_long_runs():
+    rows = reward_curve([(1, 0.0), (2, 0.5), (3, 1.0)], width=40, height=4).plain.splitlines()
+    top, bottom = rows[0], rows[3]
+    assert top.startswith("  1.000") and bottom.startswith("  0.000")
+    assert top.rstrip().endswith("██") and top[8:10] == "  "  # only the last step reaches the top
+    long = reward_curve([(i, float(i)) for i in range(1, 201)], width=50).plain
+    assert "(4 steps per column)" in long and "step 1 … 200" in long
+
+
+SNAPSHOTS = {"training": [], "training_step": ["down", "enter"]}
+
+
+@pytest.mark.parametrize("name", SNAPSHOTS)
+def test_training_screen_snapshot(name, tmp_path, snap_compare):
+    app = make_app(write_training_run(tmp_path / "outputs", steps=6, max_steps=6, tokenizer=True))
+
+    async def drive(pilot):
+        await settle(pilot)
+        for key in SNAPSHOTS[name]:
+            await pilot.press(key)
+            await settle(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=drive)
+
+
+def test_the_tokenizer_is_found_from_an_adapters_relative_base_path(tmp_path):
+    from prime_cli.runs.training_reader import tokenizer_folder
+    from tests.tui.training_fixtures import write_tokenizer
+
+    out = write_training_run(tmp_path / "work" / "run", steps=1)
+    assert tokenizer_folder(out) is None  # model "local", no adapter saved: counts only
+    write_tokenizer(tmp_path / "work" / "model")
+    layout = TrainingRunLayout(out)
+    layout.weights_dir(0).mkdir(parents=True)
+    (layout.weights_dir(0) / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "work/model"}))
+    assert tokenizer_folder(out) == tmp_path / "work" / "model"
