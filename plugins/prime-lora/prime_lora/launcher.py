@@ -46,9 +46,10 @@ class PartFailure(Exception):
 class InferenceServer(VllmServer):
     """vLLM on the inference devices."""
 
-    def __init__(self, options: ServerOptions, log_path: Path, gpu_ids: list[int], extra_env: dict[str, str]):
+    def __init__(self, options: ServerOptions, log_path: Path, gpu_ids: list[int],
+                 extra_env: dict[str, str] | None = None):
         super().__init__(options, log_path)
-        self.gpu_ids, self.extra_env = gpu_ids, extra_env
+        self.gpu_ids, self.extra_env = gpu_ids, extra_env or {}
 
     def launch_spec(self) -> tuple[list[str], dict[str, str]]:
         command, env = super().launch_spec()
