@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .schema import Summary
+
 COMPLETED = "completed"
 COMPLETED_WITH_ERRORS = "completed_with_errors"
 FINISHED_STATUSES = (COMPLETED, COMPLETED_WITH_ERRORS)
@@ -61,7 +63,7 @@ def retry_text(retries: Any) -> str | None:
     return text
 
 
-def health_rows(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
+def health_rows(summary: Summary) -> list[tuple[str, str, str]]:
     """(label, value, style) lines for the end-of-run summary: retries, and an exceeded error budget."""
     rows: list[tuple[str, str, str]] = []
     if text := retry_text(summary.get("retries")):

@@ -15,6 +15,7 @@ from typing import Any
 import prime_cli.envs as vf
 from prime_cli.clients.command_flags import LOCAL_MODEL
 from prime_cli.envs.errors import EnvConfigError
+from prime_cli.evals.schema import MetadataRecord
 
 from .config import EvalConfig
 from .endpoints import check_endpoints
@@ -77,7 +78,7 @@ def with_saved_run(config: EvalConfig) -> EvalConfig:
     return config.model_copy(update={field: str(run_dir), **_settings_of_run(config, meta, f"{flag} {run_dir}")})
 
 
-def _settings_of_run(config: EvalConfig, meta: dict[str, Any], where: str) -> dict[str, Any]:
+def _settings_of_run(config: EvalConfig, meta: MetadataRecord, where: str) -> dict[str, Any]:
     given = config.model_fields_set
     if meta.get("env_id") != config.env_id:
         raise RunDirError(f"{where}: that run is of {meta.get('env_id')!r}, not {config.env_id!r}; "

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from .row_values import example_key, reward_value
+from .schema import Rollout, Summary
 
 TOO_EASY = 0.80
 TOO_HARD = 0.05
@@ -36,14 +38,14 @@ PARTIAL_CREDIT_ADVICE = ("rewards below the threshold still vary within groups (
 
 
 
-def _groups(rows: list[dict[str, Any]]) -> dict[Any, list[float]]:
+def _groups(rows: Sequence[Rollout]) -> dict[Any, list[float]]:
     groups: dict[Any, list[float]] = defaultdict(list)
     for row in rows:
         groups[example_key(row.get("example_id"))].append(reward_value(row.get("reward")))
     return groups
 
 
-def reward_diversity(rows: list[dict[str, Any]], rollouts_per_example: int) -> dict[str, Any]:
+def reward_diversity(rows: Sequence[Rollout], rollouts_per_example: int) -> dict[str, Any]:
     """Within-group reward spread of `rows` (rollouts without errors) of a run with `rollouts_per_example`."""
     groups = _groups(rows)
     compared = [rewards for rewards in groups.values() if len(rewards) >= 2]
@@ -62,7 +64,7 @@ def reward_diversity(rows: list[dict[str, Any]], rollouts_per_example: int) -> d
     }
 
 
-def difficulty(rows: list[dict[str, Any]], pass_threshold: float, diversity: dict[str, Any]) -> dict[str, Any]:
+def difficulty(rows: Sequence[Rollout], pass_threshold: float, diversity: dict[str, Any]) -> dict[str, Any]:
     passed = sum(1 for row in rows if reward_value(row.get("reward")) >= pass_threshold)
     rate = passed / len(rows) if rows else None
     verdict = None if rate is None else "too easy" if rate > TOO_EASY else "too hard" if rate < TOO_HARD else "ok"
@@ -74,7 +76,7 @@ def difficulty(rows: list[dict[str, Any]], pass_threshold: float, diversity: dic
             "verdict": verdict, "advice": advice}
 
 
-def reward_signal(rows: list[dict[str, Any]], pass_threshold: float) -> dict[str, Any]:
+def reward_signal(rows: Sequence[Rollout], pass_threshold: float) -> dict[str, Any]:
     """The `reward_diversity` and `difficulty` entries of a run's summary."""
     scored = [row for row in rows if not row.get("error")]
     diversity = reward_diversity(scored, max((len(g) for g in _groups(rows).values()), default=0))
@@ -87,7 +89,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def reward_signal_lines(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
+def reward_signal_lines(summary: Summary) -> list[tuple[str, str, str]]:
     """(label, text, style) lines of the summary view: diversity, difficulty, what to do."""
     lines: list[tuple[str, str, str]] = []
     diversity, level = summary.get("reward_diversity"), summary.get("difficulty")
