@@ -78,12 +78,15 @@ class GepaRunDir:
     def save_iteration(self, row: GepaIteration) -> None:
         self._append(self.layout.iterations_path, row)
 
+    def _write_best_prompt(self, prompt: str) -> None:
+        for name in (GepaRunLayout.BEST_PROMPT, GepaRunLayout.SYSTEM_PROMPT):
+            write_text_atomic(self.layout / name, prompt)
+
     def save_start(self, state: SearchState, seed_prompt: str) -> None:
         """Before anything is scored: the seed is the best prompt, the frontier is empty, and the run can be
         resumed (a Ctrl-C or a kill during the seed's validation pass leaves a consistent folder)."""
         write_jsonl_atomic(self.layout.frontier_path, [])
-        for name in (GepaRunLayout.BEST_PROMPT, GepaRunLayout.SYSTEM_PROMPT):
-            write_text_atomic(self.layout / name, seed_prompt)
+        self._write_best_prompt(seed_prompt)
         write_text_atomic(self.layout.state_path, json.dumps(state.to_json(set())) + "\n", durable=True)
 
     def save_progress(self, state: SearchState, charged: set[str], **metadata: Any) -> None:
@@ -98,8 +101,7 @@ class GepaRunDir:
                                             "score": candidates[i].val_scores[row]} for i in sorted(front)]})
         write_jsonl_atomic(self.layout.frontier_path, lines)
         best = candidates[best_candidate(state.val_scores)]
-        for name in (GepaRunLayout.BEST_PROMPT, GepaRunLayout.SYSTEM_PROMPT):
-            write_text_atomic(self.layout / name, best.prompt)
+        self._write_best_prompt(best.prompt)
         self.write_metadata(num_candidates=len(candidates), best_idx=best.idx, best_score=best.val_mean,
                             total_metric_calls=len(charged), seed_val_score=candidates[0].val_mean, **metadata)
         write_text_atomic(self.layout.state_path, json.dumps(state.to_json(charged)) + "\n", durable=True)
