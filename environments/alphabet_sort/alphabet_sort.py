@@ -88,6 +88,8 @@ def load_environment(
     max_names_per_turn: int = 4,
     system_prompt: str = SYSTEM_PROMPT,
     format_weight: float = 0.2,
+    similarity_power: float = 1,
+    power_per_turn: bool = True,
 ) -> vf.Environment:
     """Alphabet-sort environment.
 
@@ -98,6 +100,10 @@ def load_environment(
         min_names_per_turn / max_names_per_turn: names added per turn.
         system_prompt: the instruction given to the model (GEPA optimises it).
         format_weight: weight of the <sorted_names> format reward.
+        similarity_power: exponent applied to the similarity (higher = a sharper penalty for small errors;
+            primeintellect/alphabet-sort uses 4, the default 1 keeps partial credit for small models).
+        power_per_turn: raise each turn's similarity to the power, then average (true), or average the
+            turns and raise the mean once (false).
     """
     if not 1 <= min_turns <= max_turns:
         raise vf.EnvConfigError(f"need 1 <= min_turns <= max_turns (got {min_turns} and {max_turns})")
@@ -105,16 +111,20 @@ def load_environment(
         raise vf.EnvConfigError(
             f"need 1 <= min_names_per_turn <= max_names_per_turn (got {min_names_per_turn} and {max_names_per_turn})"
         )
+    if similarity_power <= 0:
+        raise vf.EnvConfigError(f"similarity_power must be > 0 (got {similarity_power})")
     parser = vf.XMLParser(["sorted_names"], answer_field="sorted_names")
 
     def sorted_similarity(completion, info, parser) -> float:
-        """Mean over the row's turns of the similarity of each answer to the correct list."""
+        """Mean over the row's turns of the similarity of each answer to the correct list (to the power)."""
         answers = [parser.parse(text).sorted_names for text in vf.messages.assistant_texts(completion)]
         scores = [
             list_similarity(parse_names(answers[i]) if i < len(answers) else [], want)
             for i, want in enumerate(info["expected"])
         ]
-        return sum(scores) / len(scores)
+        if power_per_turn:
+            return sum(score**similarity_power for score in scores) / len(scores)
+        return (sum(scores) / len(scores)) ** similarity_power
 
     rubric = vf.Rubric(funcs=[sorted_similarity, parser.get_format_reward_func()], weights=[1.0, format_weight], parser=parser)
 

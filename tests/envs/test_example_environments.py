@@ -89,6 +89,31 @@ async def test_alphabet_sort_runs_every_turn_and_scores_per_turn():
     assert 1 / 3 <= partial["metrics"]["sorted_similarity"] < 1.0
 
 
+async def test_alphabet_sort_similarity_power_per_turn_or_on_the_mean():
+    # the guide's `power_per_turn` (with `similarity_power`): raise each turn's similarity to the power and
+    # average, or average first and raise the mean once
+    row = next(r for r in vf.load_environment("alphabet-sort", num_train_examples=20, seed=3).get_dataset()
+               if r["info"]["num_turns"] == 3)
+    first_only = sorting_model(row["prompt"], None, None)
+    scores = {}
+    for per_turn in (True, False):
+        env = vf.load_environment("alphabet-sort", num_train_examples=20, seed=3, similarity_power=2,
+                                  power_per_turn=per_turn)
+        [state] = await env.run_group(ScriptedClient([first_only]), "m", row)
+        scores[per_turn] = state["metrics"]["sorted_similarity"]
+    from alphabet_sort import list_similarity, parse_names
+
+    replies = [m["content"] for m in state["completion"] if m["role"] == "assistant"]
+    answers = [parse_names(r.split("<sorted_names>")[1].split("</sorted_names>")[0]) for r in replies]
+    turns = [list_similarity(got, want) for got, want in zip(answers, row["info"]["expected"], strict=True)]
+    assert turns[0] == 1.0 and all(t < 1.0 for t in turns[1:])
+    assert scores[True] == pytest.approx(sum(t**2 for t in turns) / 3)
+    assert scores[False] == pytest.approx((sum(turns) / 3) ** 2)
+    assert scores[True] > scores[False]
+    with pytest.raises(vf.EnvConfigError, match="similarity_power"):
+        vf.load_environment("alphabet-sort", similarity_power=0)
+
+
 def test_alphabet_sort_is_deterministic_and_validates_arguments():
     a = vf.load_environment("alphabet-sort", num_train_examples=5, seed=9).get_dataset()
     b = vf.load_environment("alphabet-sort", num_train_examples=5, seed=9).get_dataset()

@@ -20,7 +20,7 @@ max_tokens = 512
 
 [[env]]
 id = "primeintellect/alphabet-sort"
-args = { min_turns = 3, max_turns = 5 }
+args = { min_turns = 3, max_turns = 5, power_per_turn = false }
 
 [wandb]
 project = "alphabet-sort"
