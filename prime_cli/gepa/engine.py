@@ -61,6 +61,8 @@ class ProposalResult:
     child_scores: list[float] | None = None
     reflected: bool = False
     reflection_failed: bool = False
+    reflection_reply: str | None = None
+    reflection_truncated: bool = False
     started: float = field(default_factory=time.monotonic)
 
 
@@ -236,6 +238,7 @@ class GepaEngine(Speculation):
         records = [e["record"] for row in entries for e in row]
         proposal = await self._reflect(parent_prompt, records)
         result.reflected = True
+        result.reflection_reply, result.reflection_truncated = proposal.raw, proposal.truncated
         if proposal.prompt is None:
             result.reason = proposal.reason
             result.reflection_failed = proposal.reason.startswith("reflection failed")
@@ -296,6 +299,9 @@ class GepaEngine(Speculation):
                 "child_minibatch_scores": result.child_scores or [], "accepted": accepted, "reason": reason,
                 "child_idx": child_idx, "child_prompt": result.child_prompt, "metric_calls": self.ledger.used,
                 "time_s": round(time.monotonic() - result.started, 3)}
+        if result.reflected:
+            line["reflection_reply"] = result.reflection_reply
+            line["reflection_truncated"] = result.reflection_truncated
         if self.run_dir is not None:
             self.run_dir.save_iteration(line)
         if state.consecutive_reflection_failures >= self.config.max_reflection_failures:

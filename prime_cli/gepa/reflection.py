@@ -39,6 +39,7 @@ class Proposal:
     prompt: str | None
     reason: str  # why there is no prompt ("reflection truncated", ...), or "proposed"
     raw: str = ""
+    truncated: bool = False  # the reply hit the token limit (a block closed before it still counts)
 
 
 def _clip(text: str) -> str:
@@ -103,10 +104,10 @@ def reflection_prompt(current: str, records: list[dict[str, Any]], metric_names:
 
 
 def parse_reply(text: str | None, finish_reason: str | None) -> Proposal:
-    """The new prompt from a reflection reply: the last closed fenced block."""
+    """The new prompt from a reflection reply: the last closed fenced block. A reply cut at the token
+    limit keeps a block closed before the cut (small models close the prompt, then ramble on)."""
     raw = text or ""
-    if finish_reason == "length":
-        return Proposal(None, "reflection truncated", raw)
+    truncated = finish_reason == "length"
     blocks: list[str] = []
     current: list[str] | None = None
     for line in raw.splitlines():
@@ -120,11 +121,13 @@ def parse_reply(text: str | None, finish_reason: str | None) -> Proposal:
                 continue
         if current is not None:
             current.append(line)
-    if current is not None:
+    if truncated and not blocks:
+        return Proposal(None, "reflection truncated", raw, truncated)
+    if current is not None and not truncated:
         return Proposal(None, "reflection has an unclosed ``` block", raw)
     if not blocks:
         return Proposal(None, "reflection has no ``` block", raw)
     prompt = blocks[-1].strip()
     if not prompt:
-        return Proposal(None, "reflection proposed an empty prompt", raw)
-    return Proposal(prompt, "proposed", raw)
+        return Proposal(None, "reflection proposed an empty prompt", raw, truncated)
+    return Proposal(prompt, "proposed", raw, truncated)

@@ -58,6 +58,8 @@ class GepaIteration(TypedDict, total=False):
     child_prompt: str | None
     metric_calls: int
     time_s: float
+    reflection_reply: str  # what the reflection model answered (absent when it was not called)
+    reflection_truncated: bool  # that answer hit the reflection's max_tokens
 
 
 class GepaMetadata(TypedDict, total=False):

@@ -116,6 +116,8 @@ def test_truncated_reflection_is_rejected(workdir):
     iterations = lines(run_dir / "iterations.jsonl")
     assert iterations and all(it["reason"] == "reflection truncated" and not it["accepted"] for it in iterations)
     assert len(outcome.state.candidates) == 1
+    # what the reflection model said is kept, so that a user can see why it failed
+    assert all(it["reflection_truncated"] and "```" in it["reflection_reply"] for it in iterations)
 
 
 def test_perfect_minibatches_are_skipped_without_reflection(workdir):

@@ -33,9 +33,16 @@ def test_new_prompt_is_the_last_closed_fenced_block():
     assert proposal.prompt == "line one\nline two" and proposal.reason == "proposed"
 
 
+def test_a_reply_cut_at_the_token_limit_after_a_closed_block_keeps_that_block():
+    # small reflection models often close the prompt's block and then ramble on to the limit
+    proposal = parse_reply("New:\n```\ncomplete prompt\n```\nWhy this works: it is clear and", "length")
+    assert proposal.prompt == "complete prompt" and proposal.reason == "proposed" and proposal.truncated
+
+
 def test_truncated_unclosed_missing_and_empty_replies_are_rejected():
     assert parse_reply("```\nhalf a prompt", "length").reason == "reflection truncated"
-    assert parse_reply("```\ncomplete\n```", "length").prompt is None
+    assert parse_reply("no block at all, cut", "length").reason == "reflection truncated"
+    assert not parse_reply("```\ncomplete\n```", "stop").truncated
     assert parse_reply("Here:\n```\nhalf a prompt", "stop").reason == "reflection has an unclosed ``` block"
     assert parse_reply("just prose", "stop").reason == "reflection has no ``` block"
     assert parse_reply("```\n   \n```", "stop").reason == "reflection proposed an empty prompt"
