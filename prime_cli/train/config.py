@@ -10,9 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-# sampling parameters that leave softmax(logits / temperature) unchanged; the orchestrator sends them
-# explicitly so that neither vLLM's defaults nor a model's generation_config.json can change them
-NEUTRAL_SAMPLING: dict[str, float] = {"top_p": 1.0, "top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0}
+# vLLM's sampling penalties that the trainer does not apply to its logits (a non-zero value is refused)
+UNMATCHED_PENALTIES = ("presence_penalty", "frequency_penalty")
 DEFAULT_TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -105,17 +104,21 @@ class SamplingConfig(Section):
     repetition_penalty: float = Field(1.0, gt=0)
     max_tokens: int | None = Field(None, ge=1)
 
-    @model_validator(mode="after")
-    def _plain_softmax(self) -> SamplingConfig:
-        # the trainer scores tokens with softmax(logits / temperature); any other transformation vLLM
-        # applies would make every importance ratio wrong, so only the neutral values are accepted
-        changed = [f"{key} = {getattr(self, key)}" for key, neutral in NEUTRAL_SAMPLING.items()
-                   if getattr(self, key) != neutral and not (key == "top_k" and self.top_k == 0)]
-        if changed:
-            neutral = ", ".join(f"{key} = {value}" for key, value in NEUTRAL_SAMPLING.items())
-            raise ValueError(f"orchestrator.sampling sets {', '.join(changed)}, but the trainer learns from the plain "
-                             f"softmax at the temperature; remove it (or set {neutral})")
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _unmatched_penalties(cls, data: Any) -> Any:
+        # the trainer applies top_p, top_k, min_p and repetition_penalty to its logits as vLLM does
+        # (prime_lora/trainer/sampling.py); these two it does not, so its log-probs would not be vLLM's
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for key in UNMATCHED_PENALTIES:
+            value = data.pop(key, 0.0)
+            if value != 0:
+                raise ValueError(f"orchestrator.sampling.{key} = {value} is not supported: the trainer does not "
+                                 "apply it to its logits, so it would learn from another distribution than vLLM "
+                                 f"samples from; remove it (or set {key} = 0), or use repetition_penalty")
+        return data
 
 
 class BufferConfig(Section):

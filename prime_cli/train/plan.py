@@ -67,11 +67,26 @@ def _orchestrator(config: Any) -> PlanPart:
         f"batch_size {orch.batch_size} = {groups} examples x {orch.rollouts_per_example} rollouts, "
         f"oversampling_factor {orch.oversampling_factor}",
         f"max_async_level {orch.max_async_level}, max_concurrent {orch.max_concurrent}",
-        f"sampling: temperature {sampling.temperature} over the full softmax (top_p 1, top_k off, no penalties; "
-        "vLLM ignores the model's generation_config.json), "
+        f"sampling: {_distribution(sampling)}; vLLM ignores the model's generation_config.json), "
         f"max_tokens {max_tokens}",
         f"multi-turn rollouts: {orch.trajectory_strategy}",
     ] + _filtering(orch.buffer))
+
+
+def _distribution(sampling: Any) -> str:
+    """The distribution vLLM samples from and the trainer scores, up to the closing parenthesis."""
+    parts = [f"temperature {sampling.temperature}"]
+    if sampling.repetition_penalty != 1.0:
+        parts.append(f"repetition_penalty {sampling.repetition_penalty}")
+    if sampling.min_p > 0:
+        parts.append(f"min_p {sampling.min_p}")
+    if sampling.top_k > 0:
+        parts.append(f"top_k {sampling.top_k}")
+    if sampling.top_p < 1.0:
+        parts.append(f"top_p {sampling.top_p}")
+    if len(parts) == 1:
+        return f"{parts[0]} over the full softmax (no top_p, top_k, min_p or penalty"
+    return f"{', '.join(parts)} (in vLLM's order; the trainer applies the same penalty and truncation to its logits"
 
 
 def _filtering(buffer: Any) -> list[str]:

@@ -60,9 +60,9 @@ class InferenceServer(VllmServer):
 def inference_options(config: RLConfig, model_path: str, served_name: str) -> ServerOptions:
     inference = config.inference
     rank = inference.max_lora_rank or config.trainer.model.lora.rank
-    # processed_logprobs: log-probs after temperature, as the trainer computes them. `--generation-config
-    # vllm`: no sampling defaults from the model's generation_config.json (the orchestrator also sends
-    # neutral values explicitly, orchestrator/loop.py sampling_args)
+    # processed_logprobs: log-probs after penalty, temperature and truncation, as the trainer computes them
+    # (trainer/sampling.py). `--generation-config vllm`: no sampling defaults from the model's
+    # generation_config.json (the orchestrator also sends every value explicitly, orchestrator/loop.py)
     extra = ["--logprobs-mode", "processed_logprobs", "--generation-config", "vllm", "--seed", str(config.seed)]
     dtype = config.inference_dtype
     if dtype != "auto":

@@ -33,13 +33,20 @@ def assert_same(a: dict, b: dict) -> None:
     assert any(float(a[k].abs().max()) > 0 for k in a if "lora_B" in k)
 
 
-@pytest.mark.parametrize("fsdp", [True, False], ids=["fsdp", "replicas"])
-def test_two_ranks_match_one_process(tmp_path, fsdp):
+# top_k / top_p / min_p / repetition_penalty: the sharded LM head applies the sampler's transformation
+TRUNCATED = {"orchestrator.sampling.top_k": 20, "orchestrator.sampling.top_p": 0.95, "orchestrator.sampling.min_p": 0.01,
+             "orchestrator.sampling.repetition_penalty": 1.3}
+
+
+@pytest.mark.parametrize(("fsdp", "sampling"), [(True, {}), (False, {}), (True, TRUNCATED)],
+                         ids=["fsdp", "replicas", "fsdp-truncated-sampling"])
+def test_two_ranks_match_one_process(tmp_path, fsdp, sampling):
     model_path = tiny_model(tmp_path / "tiny")
     single, ranks = tmp_path / "single", tmp_path / "ranks"
     # a group of 3 sharing a prompt (micro-batches of 2 and 1, on the prompt's KV cache) and 2 loners
     # (one micro-batch): the ranks get 2 and 1, so a sharded rank runs an uncounted pass
-    overrides = {"trainer.micro_batch_size": 2, "trainer.model.lora.dropout": 0.0, "trainer.model.fsdp": fsdp}
+    overrides = {"trainer.micro_batch_size": 2, "trainer.model.lora.dropout": 0.0, "trainer.model.fsdp": fsdp,
+                 **sampling}
     for out in (single, ranks):
         for step in (1, 2):
             write_batch(out, step, make_group_samples(20 + step, groups=1, per_group=3) + make_samples(30 + step, count=2))

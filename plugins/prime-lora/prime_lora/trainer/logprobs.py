@@ -5,6 +5,8 @@ vocabulary does not materialise a (batch, seq, vocab) tensor. The head's matmul 
 states and weight cast before it, as the sampler's fp32 logits), and backward recomputes each chunk's
 logits from the saved hidden states instead of keeping every chunk's (tokens, vocab) fp32 log-softmax:
 saved memory is tokens x hidden, not tokens x vocab x 4 bytes (~5 GB at 8k tokens of Qwen3).
+With top_k / top_p / min_p / repetition_penalty set, each chunk's logits go through the sampler's
+transformation (sampling.py) before the log_softmax, in forward and in backward's recomputation.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+
+from .sampling import SamplingTransform, SeenTokens, first_occurrences, processed_log_probs
 
 CHUNK_TOKENS = 1024
 
@@ -24,8 +28,12 @@ def inner_model_and_head(model: Any) -> tuple[Any, Any]:
 
 def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor,
                    temperature: float = 1.0, prefix_len: int = 0, loss_index: torch.Tensor | None = None,
-                   padded: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                   padded: bool | None = None, sampling: SamplingTransform | None = None,
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """Log-probs and entropies of the tokens where loss_mask is 1, as flat tensors in row-major order.
+
+    `sampling` (default: the temperature alone) is the distribution the sampler drew from; with a
+    repetition penalty, each position's seen tokens are those of its row before it.
 
     Token i is predicted from position i-1, so loss_mask[:, 0] is ignored. With prefix_len > 0 every
     row starts with the same prefix_len tokens and has no loss token among them: the prefix runs once
@@ -54,25 +62,39 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     rows, columns = loss_index // predicting.shape[1], loss_index % predicting.shape[1]
     positions = predicting[rows, columns]  # (n, hidden)
     targets = input_ids[:, start:][rows, columns]  # (n,)
-    return head_logprobs(positions, head, targets, temperature)
+    sampling = sampling or SamplingTransform(temperature=temperature)
+    seen = None
+    if sampling.penalises:
+        vocab = head.weight.shape[0] if hasattr(head, "weight") else head.out_features
+        seen = SeenTokens(first_occurrences(input_ids, vocab), rows, columns + start)
+    return head_logprobs(positions, head, targets, sampling, seen=seen)
 
 
 class _ChunkedHeadLogprobs(torch.autograd.Function):
     """log_softmax(hidden @ weight.T + bias) / T at `targets`, chunk by chunk in fp32, and the
-    entropies (no gradient). Saves the inputs only; backward recomputes the chunks' probabilities."""
+    entropies (no gradient); with a non-plain `sampling`, of the sampler's processed logits instead.
+    Saves the inputs only; backward recomputes the chunks' probabilities."""
 
     @staticmethod
-    def forward(ctx, hidden, weight, bias, targets, temperature, chunk_tokens):
-        weight32 = weight.float()
-        bias32 = bias.float() if bias is not None else None
+    def forward(ctx, hidden, weight, bias, targets, sampling, seen, chunk_tokens):
+        weight32 = _fp32(weight)
+        bias32 = _fp32(bias) if bias is not None else None
         logps, entropies = [], []
         for start in range(0, hidden.shape[0], chunk_tokens):
-            log_probs = _chunk_log_probs(hidden[start:start + chunk_tokens], weight32, bias32, temperature)
-            logps.append(log_probs.gather(-1, targets[start:start + chunk_tokens, None]).squeeze(-1))
+            chunk = slice(start, start + chunk_tokens)
+            if not sampling.plain:
+                logits = _chunk_logits(hidden[chunk], weight32, bias32, 1.0)
+                seen_mask = seen.mask(chunk) if seen is not None else None
+                logp, entropy = processed_log_probs(logits, sampling, seen_mask, targets[chunk])
+                logps.append(logp)
+                entropies.append(entropy)
+                continue
+            log_probs = _chunk_log_probs(hidden[chunk], weight32, bias32, sampling.temperature)
+            logps.append(log_probs.gather(-1, targets[chunk, None]).squeeze(-1))
             entropies.append(-(log_probs.exp() * log_probs).sum(-1))
             del log_probs
         ctx.save_for_backward(hidden, weight, bias, targets)
-        ctx.temperature, ctx.chunk_tokens = temperature, chunk_tokens
+        ctx.sampling, ctx.seen, ctx.chunk_tokens = sampling, seen, chunk_tokens
         entropy = torch.cat(entropies)
         ctx.mark_non_differentiable(entropy)
         return torch.cat(logps), entropy
@@ -81,30 +103,54 @@ class _ChunkedHeadLogprobs(torch.autograd.Function):
     def backward(ctx, grad_logp, _grad_entropy):
         hidden, weight, bias, targets = ctx.saved_tensors
         need_hidden, need_weight, need_bias = ctx.needs_input_grad[:3]
-        weight32 = weight.float()
-        bias32 = bias.float() if bias is not None else None
+        weight32 = _fp32(weight)
+        bias32 = _fp32(bias) if bias is not None else None
         grad_hidden = torch.empty_like(hidden) if need_hidden else None
         grad_weight = torch.zeros_like(weight32) if need_weight else None
         grad_bias = torch.zeros_like(bias32) if need_bias else None
         for start in range(0, hidden.shape[0], ctx.chunk_tokens):
             chunk = slice(start, start + ctx.chunk_tokens)
-            # d logp[t] / d logits = onehot(t) - softmax, through the 1 / temperature
-            grad_logits = torch.softmax(_chunk_logits(hidden[chunk], weight32, bias32, ctx.temperature), -1)
-            grad_logits.neg_().scatter_add_(-1, targets[chunk, None], torch.ones_like(grad_logits[:, :1]))
-            grad_logits.mul_(grad_logp[chunk, None].float() / ctx.temperature)
+            if ctx.sampling.plain:
+                grad_logits = _plain_grad_logits(hidden[chunk], weight32, bias32, targets[chunk],
+                                                 grad_logp[chunk], ctx.sampling.temperature)
+            else:
+                seen = ctx.seen.mask(chunk) if ctx.seen is not None else None
+                grad_logits = _processed_grad_logits(hidden[chunk], weight32, bias32, targets[chunk],
+                                                     grad_logp[chunk], ctx.sampling, seen)
             if need_hidden:
                 grad_hidden[chunk] = (grad_logits @ weight32).to(hidden.dtype)
             if need_weight:
-                grad_weight.addmm_(grad_logits.T, hidden[chunk].float())
+                grad_weight.addmm_(grad_logits.T, _fp32(hidden[chunk]))
             if need_bias:
                 grad_bias += grad_logits.sum(0)
         return (grad_hidden, grad_weight.to(weight.dtype) if need_weight else None,
-                grad_bias.to(bias.dtype) if need_bias else None, None, None, None)
+                grad_bias.to(bias.dtype) if need_bias else None, None, None, None, None)
+
+
+def _plain_grad_logits(hidden, weight32, bias32, targets, grad_logp, temperature):
+    # d logp[t] / d logits = onehot(t) - softmax, through the 1 / temperature
+    grad_logits = torch.softmax(_chunk_logits(hidden, weight32, bias32, temperature), -1)
+    grad_logits.neg_().scatter_add_(-1, targets[:, None], torch.ones_like(grad_logits[:, :1]))
+    return grad_logits.mul_(_fp32(grad_logp[:, None]) / temperature)
+
+
+def _processed_grad_logits(hidden, weight32, bias32, targets, grad_logp, sampling, seen):
+    """Autograd through the sampler's transformation of one chunk's recomputed raw logits."""
+    with torch.enable_grad():
+        logits = _chunk_logits(hidden, weight32, bias32, 1.0).detach().requires_grad_(True)
+        logp, _ = processed_log_probs(logits, sampling, seen, targets)
+        (grad_logits,) = torch.autograd.grad(logp, logits, _fp32(grad_logp))
+    return grad_logits
+
+
+def _fp32(tensor: torch.Tensor) -> torch.Tensor:
+    """fp32, or fp64 for fp64 inputs (gradient checks)."""
+    return tensor if tensor.dtype == torch.float64 else tensor.float()
 
 
 def _chunk_logits(hidden: torch.Tensor, weight32: torch.Tensor, bias32: torch.Tensor | None,
                   temperature: float) -> torch.Tensor:
-    logits = hidden.float() @ weight32.T
+    logits = _fp32(hidden) @ weight32.T
     if bias32 is not None:
         logits += bias32
     return logits / temperature
@@ -115,32 +161,35 @@ def _chunk_log_probs(hidden: torch.Tensor, weight32: torch.Tensor, bias32: torch
     return torch.log_softmax(_chunk_logits(hidden, weight32, bias32, temperature), dim=-1)
 
 
-def head_logprobs(positions: torch.Tensor, head: Any, targets: torch.Tensor, temperature: float,
-                  chunk_tokens: int = CHUNK_TOKENS) -> tuple[torch.Tensor, torch.Tensor]:
+def head_logprobs(positions: torch.Tensor, head: Any, targets: torch.Tensor, sampling: float | SamplingTransform,
+                  chunk_tokens: int = CHUNK_TOKENS, seen: SeenTokens | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(log-probs of `targets`, entropies) from the hidden states `positions` (n, hidden) through `head`.
 
     A plain Linear head (tied or not, frozen or trained) runs in the recomputing fp32 function above.
     Any other head (peft's LoRA on lm_head, modules_to_save wrappers) runs as its own module, each
     chunk under activation checkpointing so that it too keeps no (tokens, vocab) tensor for backward.
+    `sampling`: a temperature, or the sampler's whole transformation (`seen` for a repetition penalty).
     """
+    if not isinstance(sampling, SamplingTransform):
+        sampling = SamplingTransform(temperature=float(sampling))
     if positions.shape[0] == 0:
         empty = positions.new_zeros(0, dtype=torch.float32)
         return empty, empty
     if type(head) is torch.nn.Linear:
-        return _ChunkedHeadLogprobs.apply(positions, head.weight, head.bias, targets, temperature, chunk_tokens)
+        return _ChunkedHeadLogprobs.apply(positions, head.weight, head.bias, targets, sampling, seen, chunk_tokens)
     from torch.utils.checkpoint import checkpoint
 
-    def chunk_logp(hidden: torch.Tensor, chunk_targets: torch.Tensor) -> torch.Tensor:
-        log_probs = torch.log_softmax(head(hidden).float() / temperature, dim=-1)
-        return log_probs.gather(-1, chunk_targets[:, None]).squeeze(-1)
+    def chunk_logp(hidden: torch.Tensor, chunk_targets: torch.Tensor, seen_mask: torch.Tensor | None) -> torch.Tensor:
+        return processed_log_probs(head(hidden).float(), sampling, seen_mask, chunk_targets)[0]
 
     logps, entropies = [], []
     for start in range(0, positions.shape[0], chunk_tokens):
-        hidden, chunk_targets = positions[start:start + chunk_tokens], targets[start:start + chunk_tokens]
-        logps.append(checkpoint(chunk_logp, hidden, chunk_targets, use_reentrant=False))
+        chunk = slice(start, start + chunk_tokens)
+        hidden, chunk_targets = positions[chunk], targets[chunk]
+        seen_mask = seen.mask(chunk) if seen is not None else None
+        logps.append(checkpoint(chunk_logp, hidden, chunk_targets, seen_mask, use_reentrant=False))
         with torch.no_grad():
-            log_probs = torch.log_softmax(head(hidden).float() / temperature, dim=-1)
-            entropies.append(-(log_probs.exp() * log_probs).sum(-1))
+            entropies.append(processed_log_probs(head(hidden).float(), sampling, seen_mask, chunk_targets)[1])
     return torch.cat(logps), torch.cat(entropies)
 
 
@@ -155,6 +204,7 @@ class LossPositionLogprobs(torch.nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor,
                 temperature: float = 1.0, prefix_len: int = 0, loss_index: torch.Tensor | None = None,
-                padded: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                padded: bool | None = None, sampling: SamplingTransform | None = None,
+                ) -> tuple[torch.Tensor, torch.Tensor]:
         return token_logprobs(self.model, input_ids, attention_mask, loss_mask, temperature, prefix_len,
-                              loss_index, padded)
+                              loss_index, padded, sampling)

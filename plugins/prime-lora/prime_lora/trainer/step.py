@@ -24,6 +24,7 @@ from .batches import MicroBatch, loss_token_count, micro_batches
 from .distributed import Dist
 from .logprobs import LossPositionLogprobs
 from .loss import policy_loss
+from .sampling import SamplingTransform
 
 GIB = 2**30
 
@@ -107,7 +108,7 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
     # loss, k3 sum, k3 sum over masked tokens, masked low, masked high, entropy sum
     sums = torch.zeros(6, dtype=torch.float64, device=device)
     ran_tokens = 0
-    temperature = config.orchestrator.sampling.temperature
+    sampling = SamplingTransform.from_config(config.orchestrator.sampling)
     grad_scale = dist.world if dist.sharded else 1  # FSDP averages over ranks; the batch's gradient is the sum
     # a shared prompt runs once per micro-batch, on a KV cache. Not with activation checkpointing (it
     # drops caches) nor when sharded (a cached pass runs the decoder twice, so ranks running different
@@ -122,8 +123,8 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
             model.set_requires_gradient_sync(index == len(passes) - 1)
         ran_tokens += forward_tokens(mb)
         with torch.set_grad_enabled(not zero_advantage):  # no signal: the forward only reports metrics
-            logp, entropy = model(mb.input_ids, mb.attention_mask, mb.loss_mask, temperature, mb.prefix_len,
-                                  mb.loss_index, mb.padded)
+            logp, entropy = model(mb.input_ids, mb.attention_mask, mb.loss_mask, sampling.temperature,
+                                  mb.prefix_len, mb.loss_index, mb.padded, sampling)
             parts = policy_loss(logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, total)
         if not counts:  # a pass that only keeps sharded ranks in step: no gradient, no metrics
             if not zero_advantage:
