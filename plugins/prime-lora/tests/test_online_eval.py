@@ -118,3 +118,13 @@ def test_the_trainer_copies_each_eval_into_the_next_metrics_row(tmp_path):
     assert (rows[0]["eval/tiny/reward/mean"], rows[0]["eval/step"]) == (0.1, 0)
     assert "eval/step" not in rows[1]
     assert (rows[2]["eval/tiny/reward/mean"], rows[2]["eval/step"]) == (0.3, 2)
+
+
+def test_the_trainer_keeps_the_adapters_of_the_evaluated_steps(tmp_path):
+    from prime_lora.trainer.checkpoint import prune_weights
+
+    layout = TrainingRunLayout(tmp_path)
+    for step in range(7):
+        layout.weights_dir(step).mkdir(parents=True)
+    prune_weights(tmp_path, max_async_level=1, keep={3})
+    assert layout.weight_steps() == [0, 3, 5, 6]
