@@ -113,11 +113,20 @@ def test_the_trainer_copies_each_eval_into_the_next_metrics_row(tmp_path):
     with layout.evals_path.open("a") as handle:
         handle.write(json.dumps({"step": 2, "policy_step": 2, "eval/tiny/reward/mean": 0.3}) + "\n")
     log.wait_for_eval(2)
+    for step in (3, 4):  # two evals ending between two rows: one row each, oldest first
+        with layout.evals_path.open("a") as handle:
+            handle.write(json.dumps({"step": step, "policy_step": step, "eval/tiny/reward/mean": step / 10}) + "\n")
     log.write({"step": 3, "loss": 0.0})
+    log.write({"step": 4, "loss": 0.0})
+    for step in (5, 6):  # the last row takes the run's final eval
+        with layout.evals_path.open("a") as handle:
+            handle.write(json.dumps({"step": step, "policy_step": step, "eval/tiny/reward/mean": step / 10}) + "\n")
+    log.write({"step": 6, "loss": 0.0}, last=True)
     rows = [json.loads(line) for line in layout.metrics_path.read_text().splitlines()]
     assert (rows[0]["eval/tiny/reward/mean"], rows[0]["eval/step"]) == (0.1, 0)
     assert "eval/step" not in rows[1]
-    assert (rows[2]["eval/tiny/reward/mean"], rows[2]["eval/step"]) == (0.3, 2)
+    assert [row["eval/step"] for row in rows[2:]] == [2, 3, 6]
+    assert rows[3]["eval/tiny/reward/mean"] == 0.3 and rows[4]["eval/tiny/reward/mean"] == 0.6
 
 
 def test_the_trainer_keeps_the_adapters_of_the_evaluated_steps(tmp_path):

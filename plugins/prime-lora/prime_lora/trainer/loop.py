@@ -54,7 +54,7 @@ def eval_keys(line: dict[str, Any]) -> dict[str, Any]:
 
 class MetricsLog:
     """metrics.jsonl, plus W&B when configured and installed. The online evals the orchestrator finished
-    since the last row (evals.jsonl) join the next row, tagged with the step they evaluated (`eval/step`)."""
+    (evals.jsonl) join the next rows, tagged with the step they evaluated (`eval/step`)."""
 
     def __init__(self, output_dir: Path, config: RLConfig):
         self.path = TrainingRunLayout(output_dir).metrics_path
@@ -80,11 +80,14 @@ class MetricsLog:
         while not any(line["step"] == step for line in read_evals(self.evals_path)):
             time.sleep(POLL_S)
 
-    def write(self, row: dict[str, Any]) -> None:
+    def write(self, row: dict[str, Any], last: bool = False) -> None:
+        """Append one step's row with the oldest eval not logged yet (one per row, so that two evals ending
+        between two rows both get one); the last row takes the newest, the run's final eval."""
         lines = read_evals(self.evals_path)
-        for line in lines[self.evals_seen:]:  # more than one: the newest wins (all stay in evals.jsonl)
-            row = {**row, **eval_keys(line)}
-        self.evals_seen = len(lines)
+        if len(lines) > self.evals_seen:
+            pick = len(lines) - 1 if last else self.evals_seen
+            row = {**row, **eval_keys(lines[pick])}
+            self.evals_seen = len(lines) if last else pick + 1
         row = with_guide_names(row)
         with self.path.open("a") as handle:
             handle.write(json.dumps(row) + "\n")
@@ -140,7 +143,7 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
         step_ended = now
         if step == config.max_steps and config.max_steps in eval_steps:
             metrics.wait_for_eval(step)  # so that the last row holds the final eval
-        metrics.write(row)
+        metrics.write(row, last=step == config.max_steps)
         flag = (" (skipped: non-finite)" if result.skipped else
                 " (no optimizer step: every advantage is 0)" if result.zero_advantage else "")
         print(f"step {step}: loss {result.loss:.4f} grad_norm {result.grad_norm:.3f} "
