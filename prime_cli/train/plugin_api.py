@@ -12,11 +12,15 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 - The output directory: `TrainingRunLayout` names every file and step folder; `TrainingSample` is one
   line of a step's batch.jsonl; `steps_in` lists a folder's step_N; `write_text_atomic` /
   `write_json_atomic` rewrite a file so that a reader never sees half of it.
+- Online evals: `evaluate_policy(...)` runs an ordinary eval run of the served policy into a folder
+  (the eval engine's `prime_cli.evals.in_training`, imported when first called) and returns a `PolicyEval`;
+  `read_evals` reads evals.jsonl, `eval_summary_line` formats one of its lines.
 """
 
 from prime_cli.clients import EndpointSpec, OpenAIChatClient
 from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from prime_cli.runs.layouts import steps_in
+from prime_cli.runs.online_evals import eval_summary_line, read_evals
 from prime_cli.serve.errors import ServeError
 from prime_cli.serve.process import ManagedProcess
 from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in_use
@@ -27,9 +31,18 @@ from .env_file import env_file_values
 from .models import TrainingWeights, training_weights
 from .samples import TrainingRunLayout, TrainingSample
 
+
+async def evaluate_policy(*args, **kwargs):
+    """prime_cli.evals.in_training.evaluate_policy (the eval engine loads only when a run evaluates)."""
+    from prime_cli.evals.in_training import evaluate_policy as run
+
+    return await run(*args, **kwargs)
+
+
 __all__ = [
     "API_VERSION", "BufferConfig", "EndpointSpec", "LossConfig", "ManagedProcess", "OpenAIChatClient", "RLConfig",
     "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
-    "VllmServer", "env_file_values", "free_port", "port_in_use", "steps_in", "training_weights",
+    "VllmServer", "env_file_values", "eval_summary_line", "evaluate_policy", "free_port", "port_in_use",
+    "read_evals", "steps_in", "training_weights",
     "write_json_atomic", "write_jsonl_atomic", "write_text_atomic",
 ]

@@ -68,11 +68,13 @@ def test_every_step_is_recorded_and_on_policy_enough(trained_run):
         assert row["policy_step"] >= row["step"] - 1 - config["orchestrator"]["max_async_level"]
     assert abs(rows[0]["mismatch_kl"]) < 1e-4  # step 1 is exactly on-policy: fp32 vLLM == fp32 trainer
     # weights/ is pruned as the run goes: kept are step_0, the newest steps the orchestrator may still
-    # load (max_async_level + 1, at least 2) and every step with a trainer checkpoint (a resume loads it)
+    # load (max_async_level + 1, at least 2), every step with a trainer checkpoint (a resume loads it)
+    # and the steps [orchestrator.eval] evaluated
     kept = {int(p.name.split("_")[1]) for p in (out / "weights").iterdir()}
     checkpointed = {int(p.name.split("_")[1]) for p in (out / "checkpoints").iterdir() if (p / "trainer").is_dir()}
     newest = max(config["orchestrator"]["max_async_level"] + 1, 2)
-    assert kept == {0} | checkpointed | set(range(steps - newest + 1, steps + 1))
+    evaluated = {json.loads(line)["step"] for line in (out / "evals.jsonl").read_text().splitlines()}
+    assert kept == {0} | checkpointed | evaluated | set(range(steps - newest + 1, steps + 1))
     for step in kept:
         assert (out / "weights" / f"step_{step}" / "adapter_model.safetensors").exists()
     assert (out / "checkpoints" / f"step_{steps}" / "trainer" / "optimizer.pt").exists()
@@ -80,6 +82,33 @@ def test_every_step_is_recorded_and_on_policy_enough(trained_run):
     assert "training done" in stderr and f"step {steps}/{steps}" in stderr
     for part in ("inference", "orchestrator", "trainer"):
         assert (out / "logs" / f"{part}.log").stat().st_size > 0
+
+
+def test_online_evals_are_eval_runs_and_their_means_are_in_the_metrics(trained_run):
+    """[orchestrator.eval] interval = 5: the adapters of steps 0, 5, ..., max_steps, each an ordinary eval
+    run under evals/step_N/reverse-text/, one evals.jsonl line and one terminal line each, and the means
+    in metrics.jsonl (on the first row written after the eval, the last step's on the last row)."""
+    from prime_cli.evals.reader import read_entry
+    from prime_cli.evals.results import load_run
+
+    out, rows, stderr = trained_run
+    config = json.loads((out / "config.json").read_text())
+    section, steps = config["orchestrator"]["eval"], config["max_steps"]
+    due = sorted(set(range(0, steps + 1, section["interval"])) | {steps})
+    lines = [json.loads(line) for line in (out / "evals.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines] == due
+    assert all(line["policy_step"] == line["step"] for line in lines)  # the due adapter itself was loaded
+    for line in lines:
+        run_dir = out / "evals" / f"step_{line['step']}" / "reverse-text"
+        entry, run = read_entry(run_dir), load_run(run_dir)
+        assert entry.status == "completed" and entry.model == "policy"
+        assert len(run.rows) == section["num_examples"] * section["rollouts_per_example"]
+        assert line["eval/reverse-text/reward/mean"] == pytest.approx(entry.avg_reward)
+        assert line["eval/reverse-text/num_rollouts"] == len(run.rows)
+        assert f"eval step {line['step']}: reverse-text reward {entry.avg_reward:.3f}" in stderr
+    in_metrics = {row["eval/step"]: row["eval/reverse-text/reward/mean"] for row in rows if "eval/step" in row}
+    assert in_metrics == {line["step"]: line["eval/reverse-text/reward/mean"] for line in lines}
+    assert rows[-1]["eval/step"] == steps
 
 
 def test_the_adapter_loads_with_peft_and_changed(trained_run):

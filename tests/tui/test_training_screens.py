@@ -143,3 +143,25 @@ def test_the_tokenizer_is_found_from_an_adapters_relative_base_path(tmp_path):
     layout.weights_dir(0).mkdir(parents=True)
     (layout.weights_dir(0) / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "work/model"}))
     assert tokenizer_folder(out) == tmp_path / "work" / "model"
+
+
+async def test_online_evals_show_as_a_curve_per_environment(tmp_path):
+    out = write_training_run(tmp_path / "outputs", steps=4, trained=4)
+    lines = [{"step": 0, "policy_step": 0, "eval/reverse-text/reward/mean": 0.125},
+             {"step": 2, "policy_step": 2, "eval/reverse-text/reward/mean": 0.25},
+             {"step": 4, "policy_step": 4, "eval/reverse-text/reward/mean": 0.5}]
+    TrainingRunLayout(out).evals_path.write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"step": 6')
+    assert read_training_run(out).eval_curves() == {"reverse-text": [(0, 0.125), (2, 0.25), (4, 0.5)]}
+    app = make_app(out)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert "online eval: mean reward at the evaluated steps" in text
+        assert "reverse-text  ▁▃█  0: 0.125 · 2: 0.250 · 4: 0.500" in text
+
+
+async def test_without_online_evals_there_is_no_eval_card(tmp_path):
+    app = make_app(write_training_run(tmp_path / "outputs", steps=2))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "online eval" not in screen_text(app)

@@ -24,6 +24,7 @@ from prime_cli.train.plugin_api import (
     TrainingRunLayout,
     VllmServer,
     env_file_values,
+    eval_summary_line,
     free_port,
     port_in_use,
     write_text_atomic,
@@ -113,6 +114,8 @@ class Run:
         self.orchestrator = ManagedProcess(self.layout.log_path("orchestrator"))
         self.metrics = MetricsTail(self.layout.metrics_path)
         self.metrics.poll()  # a resumed run's earlier steps are not printed again
+        self.evals = MetricsTail(self.layout.evals_path)  # [orchestrator.eval]: one line per eval
+        self.evals.poll()
         # env_file variables for every part (read here, kept in memory only, never written or logged)
         self.extra_env = env_file_values(config.env_file)
 
@@ -146,7 +149,9 @@ class Run:
                                         {**part_env([]), **self.extra_env}, cwd=Path.cwd())
 
     def check_alive(self, during_start: bool = False) -> bool:
-        """Raise PartFailure when a part died; True once the trainer finished every step."""
+        """Raise PartFailure when a part died; True once the trainer finished every step and the orchestrator
+        its last batch (and, with [orchestrator.eval], the eval of the last step)."""
+        trained = False
         for name, part in self.parts().items():
             if part is None or part.process is None:
                 continue
@@ -154,13 +159,15 @@ class Run:
             if code is None:
                 continue
             if name == "trainer" and code == 0 and not during_start:
-                return True
+                trained = True
+                continue
             if name == "orchestrator" and code == 0:
                 continue  # it finishes its last batch before the trainer finishes its last step
             raise PartFailure(name, f"the {name} {'exited' if code >= 0 else 'was killed'} (code {code})"
                                     f"{' before training ended' if code == 0 else ''}. "
                                     f"Last lines of {part.log_path}:\n{part.log_tail()}")
-        return False
+        orchestrator = self.orchestrator.process is None or self.orchestrator.returncode is not None
+        return trained and orchestrator
 
     def watch(self) -> None:
         max_steps = self.config.max_steps
@@ -169,11 +176,17 @@ class Run:
                 for row in self.metrics.poll():
                     self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
                     status.update(f"step {row.get('step', 0) + 1}/{max_steps}")
+                self.print_evals()
                 if self.check_alive():
                     for row in self.metrics.poll():
                         self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
+                    self.print_evals()
                     return
                 time.sleep(POLL_S)
+
+    def print_evals(self) -> None:
+        for line in self.evals.poll():
+            self.console.print(eval_summary_line(line), highlight=False)
 
     def stop(self) -> None:
         for part in (self.orchestrator, self.trainer, self.inference):

@@ -34,6 +34,7 @@ def prepare(output_dir: Path, resume_step: int | None) -> None:
                               f"{hint}, or pick another directory with --output-dir")
         for sub in layout.STEP_FOLDERS:
             shutil.rmtree(output_dir / sub, ignore_errors=True)
+        layout.evals_path.unlink(missing_ok=True)  # a step-0 eval of a run that never trained
         return
     available = layout.checkpoint_steps()
     if resume_step not in available:
@@ -46,12 +47,14 @@ def prepare(output_dir: Path, resume_step: int | None) -> None:
         for step in layout.steps(sub):
             if step > resume_step:
                 shutil.rmtree(layout.step_dir(sub, step), ignore_errors=True)
-    if layout.metrics_path.exists():
+    for path in (layout.metrics_path, layout.evals_path):
+        if not path.exists():
+            continue
         kept = []
-        for line in layout.metrics_path.read_text().splitlines():
+        for line in path.read_text().splitlines():
             try:
                 if json.loads(line).get("step", 0) <= resume_step:
                     kept.append(line)
             except ValueError:
                 continue  # a line cut short by a kill
-        write_text_atomic(layout.metrics_path, "".join(line + "\n" for line in kept))
+        write_text_atomic(path, "".join(line + "\n" for line in kept))

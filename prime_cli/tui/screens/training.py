@@ -18,7 +18,9 @@ HELP = """A `prime train` output folder. The curve is the mean reward of each st
 per step; many steps are averaged into a column). The table has one row per step: reward mean
 and std, mismatch KL (k3 estimate of KL(inference||train)), the fraction of tokens the ratio band
 masked, entropy, mean completion length, and seconds spent generating, training and waiting for
-the batch. Enter opens the selected step's samples. A running run is followed as steps arrive."""
+the batch. With [orchestrator.eval], the eval card shows each eval environment's mean reward at the
+evaluated steps (the eval runs themselves are in evals/step_N/<env>/: prime eval tui OUT/evals).
+Enter opens the selected step's samples. A running run is followed as steps arrive."""
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 # (header, metrics.jsonl/stats.json key, digits)
@@ -55,6 +57,19 @@ def reward_curve(points: list[tuple[int, float]], width: int = 80, height: int =
     return text
 
 
+def eval_lines(curves: dict[str, list[tuple[int, float]]]) -> Text:
+    """Per eval environment: a sparkline over the evaluated steps, then `step: mean` for each."""
+    text = Text()
+    width = max((len(env) for env in curves), default=0)
+    for env, points in curves.items():
+        values = [v for _, v in points]
+        low, span = min(values), (max(values) - min(values)) or 1.0
+        text.append(f"{env:<{width}}  ", style="bold")
+        text.append("".join(BLOCKS[1 + round((v - low) / span * 7)] for v in values), style="magenta")
+        text.append("  " + " · ".join(f"{step}: {value:.3f}" for step, value in points) + "\n")
+    return text
+
+
 def stat_cell(row: dict[str, Any], key: str, digits: int) -> str:
     value = row.get(key)
     if isinstance(value, float) and key == "mismatch_kl":
@@ -76,12 +91,14 @@ class TrainingScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(id="title", classes="title")
         yield Static(id="curve", classes="card")
+        yield Static(id="evals", classes="card")
         yield DataTable(id="steps", cursor_type="row")
         yield Static("", id="status", classes="status")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#curve", Static).border_title = "reward mean per step"
+        self.query_one("#evals", Static).border_title = "online eval: mean reward at the evaluated steps"
         table = self.query_one("#steps", DataTable)
         for header, key, _ in COLUMNS:
             table.add_column(header, key=key)
@@ -103,6 +120,10 @@ class TrainingScreen(Screen):
             (f"training · {', '.join(run.env_ids) or '?'} · {run.model} · {self.run_dir.name}", "bold"), "  ",
             status_text(run.status), f"  step {run.trained_steps}{total} trained"))
         self.query_one("#curve", Static).update(reward_curve(run.rewards(), width=max(20, self.size.width - 14)))
+        curves = run.eval_curves()
+        evals = self.query_one("#evals", Static)
+        evals.display = bool(curves)
+        evals.update(eval_lines(curves))
         table = self.query_one("#steps", DataTable)
         cursor = table.cursor_row
         table.clear()

@@ -25,6 +25,7 @@ from prime_cli.train.plugin_api import (
 
 from .batching import BatchStats, Group, difficulty, group_samples, has_signal, keep_group
 from .buffer import SurplusGroups
+from .online_eval import OnlineEval
 from .sampler import EnvRows, EnvSampler
 from .samples import NoTokens, policy_error_types, rollout_samples
 from .weights import PolicyWeights
@@ -162,16 +163,27 @@ async def run(config: RLConfig, output_dir: Path, base_url: str, resume_step: in
     client = OpenAIChatClient(EndpointSpec("policy", config.policy_name, base_url, None),
                               max_concurrent=config.orchestrator.max_concurrent, return_token_ids=True)
     weights = PolicyWeights(output_dir, base_url, config.policy_name)
+    online = None
+    if config.orchestrator.eval is not None:
+        eval_client = OpenAIChatClient(EndpointSpec("policy", config.policy_name, base_url, None),
+                                       max_concurrent=config.orchestrator.max_concurrent)
+        online = OnlineEval(config, output_dir, base_url, eval_client, start)
     for step in range(start + 1, config.max_steps + 1):
         step_started = time.perf_counter()
         oldest_allowed = max(0, step - 1 - config.orchestrator.max_async_level)
-        wait_weights_s = await weights.ensure(oldest_allowed)
+        if online is None:
+            wait_weights_s = await weights.ensure(oldest_allowed)
+        else:  # the due eval's weights are loaded (not skipped over), and the eval runs beside this step
+            wait_weights_s = await weights.ensure(oldest_allowed, cap=online.next_step, before_load=online.wait)
+            online.start_if_due(weights.loaded)
         generation_started = time.perf_counter()
         stats = await collect_batch(sampler, client, config, buffer, weights.loaded or 0, oldest_allowed)
         generation_s = time.perf_counter() - generation_started
         samples = [s for group in stats.kept for s in group_samples(group)]
         summary = stats.summary(step, weights.loaded or 0, generation_s, wait_weights_s, len(samples),
                                 weights.last_load_s)
+        if online is not None:
+            summary["wait_eval_s"] = weights.last_before_load_s  # part of wait_weights_s
         write_batch(TrainingRunLayout(output_dir).rollouts_dir(step), samples, summary)
         checkpoint_path(output_dir, step).parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(checkpoint_path(output_dir, step),
@@ -180,4 +192,6 @@ async def run(config: RLConfig, output_dir: Path, base_url: str, resume_step: in
               f"{stats.groups_sampled} groups sampled ({stats.reused} reused from the last steps), "
               f"generation {generation_s:.1f}s, waited {wait_weights_s:.1f}s for weights (policy step {weights.loaded}), "
               f"total {time.perf_counter() - step_started:.1f}s", flush=True)
+    if online is not None:
+        await online.finish(weights)
     return 0

@@ -8,6 +8,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from prime_cli.train.plugin_api import TrainingRunLayout
@@ -73,20 +74,32 @@ class PolicyWeights:
         self.output_dir, self.base_url, self.name, self.poll_s = output_dir, base_url, name, poll_s
         self.loaded: int | None = None
         self.last_load_s = 0.0
+        self.last_before_load_s = 0.0  # of that wait: for the online eval on the old weights to end
         self.warned = False
 
-    async def ensure(self, min_step: int) -> float:
-        """Load the newest weights, waiting until they are at least `min_step`. Returns seconds waited."""
+    async def ensure(self, min_step: int, cap: int | None = None,
+                     before_load: Callable[[], Awaitable[None]] | None = None) -> float:
+        """Load the newest weights, waiting until they are at least `min_step`, but none newer than `cap`
+        (a step due for an online eval) while the weights of `cap` are there and old enough; `before_load`
+        is awaited before the adapter changes (the eval using the loaded one finishes). Returns seconds waited."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         while True:
-            newest = newest_step(self.output_dir)
+            steps = TrainingRunLayout(self.output_dir).weight_steps()
+            newest = steps[-1] if steps else None
             if newest is not None and newest >= min_step:
                 break
             await asyncio.sleep(self.poll_s)
         waited = loop.time() - started
-        self.last_load_s = 0.0
+        if cap is not None and min_step <= cap < newest and cap in steps and (self.loaded is None or cap > self.loaded):
+            newest = cap
+        self.last_load_s = self.last_before_load_s = 0.0
         if self.loaded is None or newest > self.loaded:
+            if before_load is not None:
+                before = loop.time()
+                await before_load()
+                self.last_before_load_s = loop.time() - before
+                waited += self.last_before_load_s
             path = TrainingRunLayout(self.output_dir).weights_dir(newest)
             await asyncio.to_thread(load_adapter, self.base_url, self.name, path)
             if not await asyncio.to_thread(reset_prefix_cache, self.base_url) and not self.warned:

@@ -149,16 +149,18 @@ def prune_checkpoints(output_dir: Path, keep_last: int, keep_interval: int | Non
         shutil.rmtree(layout.trainer_checkpoint(step))
 
 
-def prune_weights(output_dir: Path, max_async_level: int) -> None:
+def prune_weights(output_dir: Path, max_async_level: int, keep: set[int] | frozenset[int] = frozenset()) -> None:
     """weights/step_N that nothing needs any more are removed. Kept: step_0 (the untrained adapter, the
     baseline to compare with), the newest max_async_level + 1 steps
     (the orchestrator may still load any of them; at least 2, so the one it is loading is never removed
-    under it) and the steps with a trainer checkpoint (a resume from step N loads weights/step_N)."""
+    under it), the steps with a trainer checkpoint (a resume from step N loads weights/step_N) and the
+    steps in `keep` (those [orchestrator.eval] evaluates: the orchestrator loads them, and a user who
+    reads the eval curve can serve the adapter it measured)."""
     layout = TrainingRunLayout(output_dir)
     steps = layout.steps(layout.WEIGHTS)
     checkpointed = {step for step in layout.steps(layout.CHECKPOINTS) if layout.trainer_checkpoint(step).is_dir()}
     for step in steps[: -max(max_async_level + 1, 2)]:
-        if step and step not in checkpointed:
+        if step and step not in checkpointed and step not in keep:
             shutil.rmtree(layout.weights_dir(step), ignore_errors=True)
 
 

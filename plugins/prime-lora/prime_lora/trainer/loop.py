@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from prime_cli.train.plugin_api import RLConfig, TrainingRunLayout, TrainingSample
+from prime_cli.train.plugin_api import RLConfig, TrainingRunLayout, TrainingSample, read_evals
 
 from .batches import read_batch
 from .checkpoint import load_checkpoint, prune_weights, save_checkpoint, save_weights
@@ -46,11 +46,20 @@ def with_guide_names(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, **{guide: row[ours] for guide, ours in GUIDE_NAMES.items() if ours in row}}
 
 
+def eval_keys(line: dict[str, Any]) -> dict[str, Any]:
+    """The metrics of one evals.jsonl line, with the step it evaluated as `eval/step` (W&B's x axis for eval/*)."""
+    return {**{k: v for k, v in line.items() if k.startswith("eval/")},
+            "eval/step": line["step"], "eval/policy_step": line.get("policy_step", line["step"])}
+
+
 class MetricsLog:
-    """metrics.jsonl, plus W&B when configured and installed."""
+    """metrics.jsonl, plus W&B when configured and installed. The online evals the orchestrator finished
+    (evals.jsonl) join the next rows, tagged with the step they evaluated (`eval/step`)."""
 
     def __init__(self, output_dir: Path, config: RLConfig):
         self.path = TrainingRunLayout(output_dir).metrics_path
+        self.evals_path = TrainingRunLayout(output_dir).evals_path
+        self.evals_seen = len(read_evals(self.evals_path))  # a resumed run's earlier evals were logged then
         self.wandb = None
         if config.wandb is not None:
             try:
@@ -62,8 +71,23 @@ class MetricsLog:
                 self.wandb = wandb.init(project=config.wandb.project, name=config.wandb.name,
                                         entity=config.wandb.entity, mode=config.wandb.mode,
                                         dir=str(output_dir), config=config.model_dump())
+                if config.orchestrator.eval is not None:  # eval curves against the step they evaluated
+                    self.wandb.define_metric("eval/step")
+                    self.wandb.define_metric("eval/*", step_metric="eval/step")
 
-    def write(self, row: dict[str, Any]) -> None:
+    def wait_for_eval(self, step: int) -> None:
+        """Until evals.jsonl has the eval of `step` (the last step's: its adapter is written just now)."""
+        while not any(line["step"] == step for line in read_evals(self.evals_path)):
+            time.sleep(POLL_S)
+
+    def write(self, row: dict[str, Any], last: bool = False) -> None:
+        """Append one step's row with the oldest eval not logged yet (one per row, so that two evals ending
+        between two rows both get one); the last row takes the newest, the run's final eval."""
+        lines = read_evals(self.evals_path)
+        if len(lines) > self.evals_seen:
+            pick = len(lines) - 1 if last else self.evals_seen
+            row = {**row, **eval_keys(lines[pick])}
+            self.evals_seen = len(lines) if last else pick + 1
         row = with_guide_names(row)
         with self.path.open("a") as handle:
             handle.write(json.dumps(row) + "\n")
@@ -96,6 +120,8 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
               f"{f', {dist.world} data-parallel ranks' if dist.world > 1 else ''}"
               f"{' (FSDP2: base model sharded)' if dist.sharded else ''}", flush=True)
     metrics = MetricsLog(output_dir, config) if dist.is_main else None
+    online_eval = config.orchestrator.eval
+    eval_steps = set(online_eval.steps(config.max_steps, start)) if online_eval is not None else set()
     step_ended = time.perf_counter()
     for step in range(start + 1, config.max_steps + 1):
         samples, stats, wait_batch_s = wait_for_batch(output_dir, step)
@@ -107,7 +133,7 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
         if checkpoint_step:
             save_checkpoint(model, optimizer, scheduler, output_dir, step, config.trainer.ckpt, dist)
         if dist.is_main:
-            prune_weights(output_dir, config.orchestrator.max_async_level)
+            prune_weights(output_dir, config.orchestrator.max_async_level, keep=eval_steps)
         save_s = time.perf_counter() - save_started
         if metrics is None:
             continue
@@ -115,7 +141,9 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
         row = {**stats, "step": step, **result.as_metrics(), "lr": scheduler.get_last_lr()[0],
                "wait_batch_s": wait_batch_s, "save_s": save_s, "step_s": now - step_ended}
         step_ended = now
-        metrics.write(row)
+        if step == config.max_steps and config.max_steps in eval_steps:
+            metrics.wait_for_eval(step)  # so that the last row holds the final eval
+        metrics.write(row, last=step == config.max_steps)
         flag = (" (skipped: non-finite)" if result.skipped else
                 " (no optimizer step: every advantage is 0)" if result.zero_advantage else "")
         print(f"step {step}: loss {result.loss:.4f} grad_norm {result.grad_norm:.3f} "
