@@ -181,7 +181,6 @@ class _Sweep:
 
     def evaluate(self, label: str, run: EvalConfig, step: int | None) -> None:
         """Run one eval; one that ended with an error (an unusable endpoint) stops the sweep."""
-        self.note(f"sweep: evaluating {label} ({len(self.rows) + 1}/{len(self.adapters) + int(self.eval_base)})")
         outcome = run_checked(run, self.env, self.stream)
         self.codes.append(outcome.exit_code)
         self.rows.append(sweep_row(label, step, run.model, outcome, self.rollouts, run.pass_threshold))
