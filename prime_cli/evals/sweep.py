@@ -179,17 +179,19 @@ class _Sweep:
     def note(self, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    def evaluate(self, label: str, run: EvalConfig, step: int | None) -> None:
-        """Run one eval; one that ended with an error (an unusable endpoint) stops the sweep."""
+    def evaluate(self, label: str, run: EvalConfig, step: int | None) -> bool:
+        """Run one eval; False after Ctrl-C (the sweep ends there). One that ended with an error (an
+        unusable endpoint) stops the sweep."""
         outcome = run_checked(run, self.env, self.stream)
         self.codes.append(outcome.exit_code)
         self.rows.append(sweep_row(label, step, run.model, outcome, self.rollouts, run.pass_threshold))
         if outcome.error:
             self.stop(f"{label}: {outcome.error}")
+        return outcome.status != "cancelled"
 
     def run(self, base: EvalConfig, headers: dict[str, str]) -> int:
-        if self.eval_base:
-            self.evaluate("base", _tagged(base, base.model, self.weights_dir, None), None)
+        if self.eval_base and not self.evaluate("base", _tagged(base, base.model, self.weights_dir, None), None):
+            return self.finish()
         url = base.base_url
         assert url
         for adapter in self.adapters:
@@ -199,10 +201,16 @@ class _Sweep:
             except AdapterLoadError as exc:
                 self.stop(f"{exc}; {_load_fix(base, self.rank)}")
             try:
-                self.evaluate(adapter.name, _tagged(base, adapter.name, self.weights_dir, adapter), adapter.step)
+                go_on = self.evaluate(adapter.name, _tagged(base, adapter.name, self.weights_dir, adapter),
+                                      adapter.step)
             finally:
                 with contextlib.suppress(AdapterLoadError):  # the server went away: the run says so
                     unload_adapter(url, adapter.name, headers=headers)
+            if not go_on:
+                break
+        return self.finish()
+
+    def finish(self) -> int:
         self.show()
         return max(self.codes, default=0)
 

@@ -159,3 +159,27 @@ def test_local_model_on_a_lora_enabled_prime_serve_and_a_base_model_mismatch_is_
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
     assert len(warnings) == 1 and "/elsewhere/Qwen3-0.6B" in warnings[0] and str(tmp_path / "cache" / "model") in warnings[0]
     assert [label for label, cells in table_rows(result.stdout).items() if "<- best" in cells] == ["step_10"]
+
+
+def test_ctrl_c_ends_the_sweep_after_the_step_in_progress_and_shows_what_was_done(tmp_path):
+    import signal
+    import time
+
+    from tests.evals.cli_support import popen_prime
+
+    make_weights(tmp_path)
+    with ScriptedOpenAIServer(reply=reply_by_model, models=[BASE], delay=0.3) as server:
+        proc = popen_prime(["eval", "run", "reverse-text", "--weights-dir", str(tmp_path / "run" / "weights"),
+                            "-b", server.url, "-n", "20", "-r", "2", "-c", "2"], tmp_path)
+        deadline = time.time() + 60
+        while time.time() < deadline and not any(
+                r["json"]["model"] == "step_0" for r in server.requests_to("/v1/chat/completions")):
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        loaded = [r["json"]["lora_name"] for r in server.requests_to("/v1/load_lora_adapter")]
+    assert proc.returncode == 1
+    assert loaded == ["step_0"]  # no step after the interrupted one
+    runs = runs_by_model(tmp_path)
+    assert runs[BASE]["status"] == "completed" and runs["step_0"]["status"] == "cancelled"
+    assert list(table_rows(out)) == ["base", "step_0"]
