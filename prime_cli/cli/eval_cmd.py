@@ -67,9 +67,16 @@ def run(
     seed: int | None = typer.Option(None, "--seed", help="Shuffle the examples with this seed before taking -n."),
     pass_threshold: float | None = typer.Option(None, "--pass-threshold", help="Reward at or above which a rollout passes (pass@k). Default 1.0."),
     max_error_rate: float | None = typer.Option(None, "--max-error-rate", help="Fraction of errored rollouts above which the run ends 'completed with errors' and exits 1. Default 0.1."),
-    json_output: bool = typer.Option(False, "--json", help="Print NDJSON events (start, progress, rollout with -v, done) instead of the live panel."),
+    json_output: bool = typer.Option(False, "--json", help="Print NDJSON events (start, progress, rollout with -v, done; with --weights-dir a final `sweep` event) instead of the live panel."),
+    weights_dir: str | None = typer.Option(None, "--weights-dir", help="Checkpoint sweep: evaluate every PEFT adapter in this training run's weights/ folder (weights/step_N), each loaded at run time into one vLLM as model step_N, plus the base model; one saved run each, then a table (mean reward, std, pass@k, best step marked). Needs -m local or -b URL of a vLLM server with runtime LoRA loading."),
+    steps: str | None = typer.Option(None, "--steps", help="With --weights-dir: only these steps, e.g. 10,50,100. Default: all in the folder."),
+    no_eval_base: bool = typer.Option(False, "--no-eval-base", help="With --weights-dir: skip the base model."),
 ) -> None:
-    """Evaluate a model on an environment and print a summary (pass@k, metrics, errors)."""
+    """Evaluate a model on an environment and print a summary (pass@k, metrics, errors).
+
+    With --weights-dir OUT/weights, evaluate a training run's checkpoints instead (a sweep): the base
+    model, then each adapter step_N, one saved run each, and print a table with the best step marked.
+    """
     values: dict[str, Any] = {
         "model": model, "base_url": base_url, "api_key_var": api_key_var, "endpoints_path": endpoints_path,
         "num_examples": num_examples, "rollouts_per_example": rollouts_per_example, "max_concurrent": max_concurrent,
@@ -86,12 +93,41 @@ def run(
     values = {k: v for k, v in values.items() if v is not None}
     if values.get("resume") or values.get("retry_errors"):
         values["save_results"] = True
+    if weights_dir is not None:
+        _sweep(target, values, weights_dir, _steps(steps), not no_eval_base)
+    if steps is not None or no_eval_base:
+        fail(f"{'--steps' if steps is not None else '--no-eval-base'} only applies to a checkpoint sweep; "
+             "add --weights-dir OUT/weights")
     from prime_cli.envs.errors import EnvConfigError
     from prime_cli.evals.api import run_evals
     from prime_cli.serve.errors import ServeError
 
     try:
         code = run_evals(target, values)
+    except (EnvConfigError, ServeError) as exc:
+        fail(str(exc))
+    raise typer.Exit(code)
+
+
+def _steps(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        steps = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        fail(f"--steps must be step numbers separated by commas, like 10,50,100; got {text!r}")
+    if not steps or any(step < 0 for step in steps):
+        fail(f"--steps must be step numbers separated by commas, like 10,50,100; got {text!r}")
+    return steps
+
+
+def _sweep(target: str, values: dict[str, Any], weights_dir: str, steps: list[int] | None, eval_base: bool) -> None:
+    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.evals.sweep import run_sweep
+    from prime_cli.serve.errors import ServeError
+
+    try:
+        code = run_sweep(target, values, weights_dir, steps, eval_base)
     except (EnvConfigError, ServeError) as exc:
         fail(str(exc))
     raise typer.Exit(code)

@@ -34,6 +34,11 @@ async def _run_all(checked: list[tuple[EvalConfig, Any]], stream: Any) -> list[A
     return list(await asyncio.gather(*(one(c, env, m) for (c, env), m in zip(checked, modes, strict=True))))
 
 
+def run_checked(config: EvalConfig, env: Any, stream: Any = None) -> Any:
+    """Run one preflighted config on its display; the EvalOutcome (the checkpoint sweep runs one per step)."""
+    return asyncio.run(_run_all([(config, env)], stream or sys.stdout))[0]
+
+
 def run_evals(target: str, values: dict[str, Any], stream: Any = None) -> int:
     """Run every eval `target` describes; the worst exit code wins (0 ok, 1 failed, 2 config).
 

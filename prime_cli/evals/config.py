@@ -59,10 +59,16 @@ class EvalConfig(BaseModel):
     # set by `served_locally`: the model is the embedded one on a server of this session (recorded in
     # metadata.json so that -R goes back to the local model rather than to that server's URL)
     _local_model: bool = PrivateAttr(default=False)
+    # set by the checkpoint sweep: which weights this run evaluates, saved in metadata.json as `sweep`
+    _sweep: dict[str, Any] | None = PrivateAttr(default=None)
 
     @property
     def local_model(self) -> bool:
         return self._local_model
+
+    @property
+    def sweep(self) -> dict[str, Any] | None:
+        return self._sweep
 
     @field_validator("num_examples")
     @classmethod

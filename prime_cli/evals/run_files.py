@@ -137,6 +137,7 @@ def start_metadata(config: EvalConfig, env: vf.Environment, n: int, r: int,
         tools=env.oai_tools or [],
         reward_functions=env.rubric.get_reward_func_names(),
         status="running",
+        **({"sweep": config.sweep} if config.sweep else {}),
     ).to_record()
 
 

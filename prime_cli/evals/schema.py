@@ -132,6 +132,9 @@ class MetadataRecord(TypedDict, total=False):
     retries: dict[str, Any]
     error_budget: dict[str, Any]
     summary: Summary
+    # a checkpoint sweep's run (`prime eval run --weights-dir`): {"weights_dir", "step" (None for the
+    # base model), "adapter" (the served name, None for the base model)}
+    sweep: dict[str, Any]
 
 
 class RunMetadata(BaseModel):

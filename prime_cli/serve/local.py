@@ -18,6 +18,8 @@ from pathlib import Path
 from prime_cli.runs.atomic import write_json_atomic
 
 from .embedded import EMBEDDED_NAME, ensure_embedded_model
+from .errors import ServeError
+from .lora_runtime import vllm_lora_rank
 from .paths import logs_dir, servers_dir
 from .server import ServerOptions, VllmServer, free_port, served_models
 
@@ -30,13 +32,15 @@ class LocalEndpoint:
     model: str
     pid: int | None
     started_here: bool
+    model_path: str | None = None  # the folder the server serves, when known
 
 
 def record_server(options: ServerOptions, pid: int) -> Path:
     servers_dir().mkdir(parents=True, exist_ok=True)
     path = servers_dir() / f"{options.port}.json"
     record = {"pid": pid, "port": options.port, "url": options.url, "models": options.served_names,
-              "model_path": str(options.model_path), "started_at": time.time()}
+              "model_path": str(options.model_path), "started_at": time.time(),
+              "lora": options.enable_lora, "max_lora_rank": options.max_lora_rank if options.enable_lora else None}
     write_json_atomic(path, record, indent=2)
     return path
 
@@ -72,24 +76,43 @@ def running_servers() -> list[dict]:
     return sorted(records, key=lambda r: (EMBEDDED_NAME not in r["models"], -r.get("started_at", 0)))
 
 
+def _lora_problem(record: dict, rank: int) -> str | None:
+    """Why a running server cannot take adapters of rank `rank` at run time (None: it can)."""
+    fix = f"stop it (Ctrl-C) or run `prime serve --enable-lora --max-lora-rank {vllm_lora_rank(rank)}` instead"
+    if not record.get("lora"):
+        return f"the running `prime serve` at {record['url']} (pid {record['pid']}) was started without LoRA; {fix}"
+    if int(record.get("max_lora_rank") or 0) < rank:
+        return (f"the running `prime serve` at {record['url']} (pid {record['pid']}) takes LoRA ranks up to "
+                f"{record.get('max_lora_rank')}, the adapters have rank {rank}; {fix}")
+    return None
+
+
 @contextlib.contextmanager
-def local_endpoint(status: Status = lambda _: None,
-                   tick: Callable[[float], None] = lambda _: None) -> Iterator[LocalEndpoint]:
-    """The embedded model's endpoint: a running `prime serve`, else a server started and stopped here."""
+def local_endpoint(status: Status = lambda _: None, tick: Callable[[float], None] = lambda _: None,
+                   lora_rank: int | None = None) -> Iterator[LocalEndpoint]:
+    """The embedded model's endpoint: a running `prime serve`, else a server started and stopped here.
+    With `lora_rank`, the server must load adapters up to that rank at run time: one started here
+    gets LoRA enabled; a running one without it raises ServeError saying how to start it."""
     for record in running_servers():
+        if lora_rank is not None and (problem := _lora_problem(record, lora_rank)):
+            raise ServeError(problem)
         status(f"using the local server at {record['url']} (pid {record['pid']})")
-        yield LocalEndpoint(record["url"], record["models"][0], record["pid"], started_here=False)
+        yield LocalEndpoint(record["url"], record["models"][0], record["pid"], started_here=False,
+                            model_path=record.get("model_path"))
         return
     model_path = ensure_embedded_model(status)
     options = ServerOptions(model_path=model_path, served_names=[EMBEDDED_NAME], port=free_port())
+    if lora_rank is not None:
+        options.enable_lora, options.max_lora_rank = True, vllm_lora_rank(lora_rank)
     server = VllmServer(options, logs_dir() / f"vllm-{options.port}.log")
-    status(f"starting vLLM for {EMBEDDED_NAME} on port {options.port} (stopped when the run ends; "
+    with_lora = " with runtime LoRA loading" if lora_rank is not None else ""
+    status(f"starting vLLM for {EMBEDDED_NAME}{with_lora} on port {options.port} (stopped when the run ends; "
            "`prime serve` keeps one running)")
     server.start()
     try:
         started = time.monotonic()
         server.wait_ready(tick)
         status(f"vLLM ready in {time.monotonic() - started:.0f} s")
-        yield LocalEndpoint(options.url, EMBEDDED_NAME, server.pid, started_here=True)
+        yield LocalEndpoint(options.url, EMBEDDED_NAME, server.pid, started_here=True, model_path=str(model_path))
     finally:
         server.stop()

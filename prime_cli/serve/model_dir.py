@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ServeError
@@ -35,20 +36,38 @@ def check_model_dir(path: Path) -> None:
                          "save the tokenizer into the same folder")
 
 
+@dataclass(frozen=True)
+class AdapterInfo:
+    path: Path
+    rank: int
+    base_model: str | None  # base_model_name_or_path as peft saved it
+
+
+def read_adapter(path: Path) -> AdapterInfo:
+    """A PEFT adapter folder's rank and base model; raises ServeError when it is not one."""
+    config_path = path / "adapter_config.json"
+    if not config_path.is_file():
+        raise ServeError(f"{path} is not a PEFT adapter folder (no adapter_config.json); "
+                         "pass a weights/step_N folder written by `prime train`")
+    try:
+        config = json.loads(config_path.read_text())
+        rank = int(config.get("r", 0))
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ServeError(f"{config_path} is not a valid adapter config ({exc})") from None
+    if not any(next(path.glob(pattern), None) for pattern in ("adapter_model.*",)):
+        raise ServeError(f"{path} has no adapter weights (adapter_model.safetensors)")
+    base = config.get("base_model_name_or_path")
+    return AdapterInfo(path, rank, base if isinstance(base, str) and base else None)
+
+
 def parse_lora_option(value: str) -> tuple[str, Path, int]:
     """`NAME=PATH` of a PEFT adapter folder -> (name, absolute path, LoRA rank)."""
     name, sep, raw_path = value.partition("=")
     if not sep or not name.strip() or not raw_path.strip():
         raise ServeError(f"--lora {value!r}: expected NAME=PATH, e.g. --lora trained=outputs/weights/step_20")
     path = Path(raw_path.strip()).expanduser().resolve()
-    config_path = path / "adapter_config.json"
-    if not config_path.is_file():
-        raise ServeError(f"--lora {name}: {path} is not a PEFT adapter folder (no adapter_config.json); "
-                         "pass a weights/step_N folder written by `prime train`")
     try:
-        rank = int(json.loads(config_path.read_text()).get("r", 0))
-    except (OSError, ValueError, AttributeError) as exc:
-        raise ServeError(f"{config_path} is not a valid adapter config ({exc})") from None
-    if not any(next(path.glob(pattern), None) for pattern in ("adapter_model.*",)):
-        raise ServeError(f"--lora {name}: {path} has no adapter weights (adapter_model.safetensors)")
-    return name.strip(), path, rank
+        adapter = read_adapter(path)
+    except ServeError as exc:
+        raise ServeError(f"--lora {name.strip()}: {exc}") from None
+    return name.strip(), path, adapter.rank

@@ -6,7 +6,8 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 - The config the TOML file is validated into: `RLConfig` and its sections.
 - The weights a run trains: `training_weights(name)` (`"local"` is the embedded model).
 - Inference: `VllmServer` / `ServerOptions` start a vLLM server; `ManagedProcess` runs a child process
-  group; `free_port`, `port_in_use`; `ServeError` when a server cannot run.
+  group; `free_port`, `port_in_use`; `ServeError` when a server cannot run; `load_adapter` hot-loads
+  a PEFT adapter (`AdapterLoadError` when refused), `server_root` is a base URL without `/v1`.
 - Secrets: `env_file_values(config.env_file)`, the variables every part of a run gets (never written).
 - Sampling: `OpenAIChatClient` for an `EndpointSpec` (token ids and logprobs as the server returns them).
 - The output directory: `TrainingRunLayout` names every file and step folder; `TrainingSample` is one
@@ -22,6 +23,7 @@ from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_t
 from prime_cli.runs.layouts import steps_in
 from prime_cli.runs.online_evals import eval_summary_line, read_evals
 from prime_cli.serve.errors import ServeError
+from prime_cli.serve.lora_runtime import AdapterLoadError, load_adapter, server_root
 from prime_cli.serve.process import ManagedProcess
 from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in_use
 
@@ -40,9 +42,9 @@ async def evaluate_policy(*args, **kwargs):
 
 
 __all__ = [
-    "API_VERSION", "BufferConfig", "EndpointSpec", "LossConfig", "ManagedProcess", "OpenAIChatClient", "RLConfig",
+    "API_VERSION", "AdapterLoadError", "BufferConfig", "EndpointSpec", "LossConfig", "ManagedProcess", "OpenAIChatClient", "RLConfig",
     "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
-    "VllmServer", "env_file_values", "eval_summary_line", "evaluate_policy", "free_port", "port_in_use",
-    "read_evals", "steps_in", "training_weights",
+    "VllmServer", "env_file_values", "eval_summary_line", "evaluate_policy", "free_port", "load_adapter",
+    "port_in_use", "read_evals", "server_root", "steps_in", "training_weights",
     "write_json_atomic", "write_jsonl_atomic", "write_text_atomic",
 ]

@@ -64,15 +64,16 @@ def one_error_line(result, *needles: str) -> str:
     return lines[0]
 
 
-def record_local_server(cache: Path, server: ScriptedOpenAIServer) -> dict[str, str]:
+def record_local_server(cache: Path, server: ScriptedOpenAIServer, **fields) -> dict[str, str]:
     """A `prime serve` record in `cache` for `server`: `-m local` (the default model) uses it as the
-    running embedded server, as it would use a real `prime serve`. Returns the environment to pass."""
+    running embedded server, as it would use a real `prime serve`. `fields` add to the record (e.g.
+    lora=True, max_lora_rank=16: a server started with --enable-lora). Returns the environment to pass."""
     import os
 
     from prime_cli.serve.embedded import EMBEDDED_NAME
 
     (cache / "servers").mkdir(parents=True, exist_ok=True)
     record = {"pid": os.getpid(), "port": server.port, "url": server.url, "models": [EMBEDDED_NAME],
-              "model_path": str(cache / "model"), "started_at": 0}
+              "model_path": str(cache / "model"), "started_at": 0, **fields}
     (cache / "servers" / f"{server.port}.json").write_text(json.dumps(record))
     return {"PRIME_CACHE_DIR": str(cache)}

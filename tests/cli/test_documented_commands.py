@@ -108,6 +108,30 @@ def with_saved_run(command: str, cwd: Path, cache: Path) -> str:
     return shlex.join([str(newest) if word == RUN_PLACEHOLDER else word for word in words])
 
 
+# `--weights-dir DIR` in a README line is a training run's weights folder: hand-made adapters of the
+# steps the line names (--steps), else two; the scripted server plays vLLM with runtime LoRA loading
+SWEEP_STEPS = ["0", "5"]
+
+
+def with_weights(command: str, cwd: Path) -> None:
+    words = shlex.split(command)
+    if "--weights-dir" not in words:
+        return
+    folder = cwd / words[words.index("--weights-dir") + 1]
+    steps = words[words.index("--steps") + 1].split(",") if "--steps" in words else SWEEP_STEPS
+    for step in steps:
+        adapter = folder / f"step_{step}"
+        adapter.mkdir(parents=True, exist_ok=True)
+        (adapter / "adapter_config.json").write_text('{"r": 8, "peft_type": "LORA"}')
+        (adapter / "adapter_model.safetensors").write_bytes(b"not read by the scripted server")
+
+
+def sweep_runs(args: list[str]) -> int:
+    """Runs a checkpoint sweep line saves: one per step, plus the base model's."""
+    steps = len(args[args.index("--steps") + 1].split(",")) if "--steps" in args else len(SWEEP_STEPS)
+    return steps + (0 if "--no-eval-base" in args else 1)
+
+
 @pytest.fixture(scope="module")
 def server():
     with ScriptedOpenAIServer(models=[EMBEDDED_NAME, *SERVED_MODELS]) as scripted:
@@ -128,7 +152,7 @@ def workspace(tmp_path_factory, server) -> Path:
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory, server) -> Path:
     cache = tmp_path_factory.mktemp("cache")
-    record_local_server(cache, server)
+    record_local_server(cache, server, lora=True, max_lora_rank=16)  # a `prime serve --enable-lora`
     return cache
 
 
@@ -166,6 +190,7 @@ def test_readme_line_runs(line, workspace, server, cache_dir):
         cwd.mkdir()
     extra_env = {LITELLM_BASE_URL_VAR: server.url} if "-m openai/" in command else None
     command = with_saved_run(command, cwd, cache_dir)
+    with_weights(command, cwd)
     before = run_dirs(workspace)
     result = run_line(command, cwd, cache_dir, extra_env=extra_env)
     assert result.returncode == 0, f"{command}\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
@@ -180,6 +205,9 @@ def check_effect(command: str, cwd: Path, before: list[Path], result: subprocess
     if args[:2] == ["eval", "run"]:
         made = new_runs(cwd, before)
         expected = 2 if args[2].endswith(".toml") else (1 if "-s" in args else 0)
+        if "--weights-dir" in args:
+            expected = sweep_runs(args)
+            assert "<- best" in out, out
         assert len(made) == expected, (made, out)
         for run_dir in made:
             meta = metadata(run_dir)

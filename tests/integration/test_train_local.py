@@ -153,3 +153,27 @@ def test_prime_eval_runs_the_trained_adapter(trained_run, prime_cache, tmp_path)
     assert len(trained) == len(base) == 6
     completions = lambda rows: [json.dumps(r["completion"]) for r in sorted(rows, key=lambda r: r["example_id"])]  # noqa: E731
     assert completions(trained) != completions(base)  # greedy decoding: any difference is the adapter's
+
+
+def test_the_checkpoint_sweep_evaluates_the_base_and_three_kept_steps(trained_run, prime_cache, tmp_path):
+    """`prime eval run --weights-dir OUT/weights -m local`: the base model and three of the run's kept
+    adapters (step_0, a checkpointed step, the last) on one vLLM started with LoRA, one saved run each."""
+    out, rows, _ = trained_run
+    last = len(rows)
+    kept = sorted(int(p.name.split("_")[1]) for p in (out / "weights").iterdir())
+    middle = next(s for s in kept if 0 < s < last)
+    args = ["reverse-text", "--weights-dir", str(out / "weights"), "--steps", f"0,{middle},{last}", "-m", "local",
+            "-n", "4", "-r", "2", "-T", "0", "-a", '{"answer_without_tags": true}', "-o", str(tmp_path / "evals")]
+    proc = subprocess.run([sys.executable, "-m", "prime_cli", "eval", "run", *args], cwd=REPO, timeout=900,
+                          env=prime_env({"PRIME_CACHE_DIR": str(prime_cache)}), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = {}
+    for meta_path in (tmp_path / "evals").rglob("metadata.json"):
+        meta = json.loads(meta_path.read_text())
+        runs[meta["sweep"]["step"]] = meta
+    assert set(runs) == {None, 0, middle, last}
+    assert all(m["status"] == "completed" and m["summary"]["num_rollouts"] == 8 for m in runs.values())
+    assert runs[middle]["model"] == f"step_{middle}" and runs[None]["local_model"]
+    table = [line for line in proc.stdout.splitlines() if line.startswith("│")]
+    assert [line.split("│")[1].strip() for line in table] == ["base", "step_0", f"step_{middle}", f"step_{last}"]
+    assert sum("<- best" in line for line in table) == 1

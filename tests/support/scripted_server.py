@@ -4,7 +4,10 @@
         client = OpenAIChatClient(EndpointSpec("m", "m", server.url, None))
 
 Serves POST /v1/chat/completions, POST /v1/completions and GET /v1/models on 127.0.0.1 (HTTP/1.1,
-keep-alive) from a background thread. Every request is recorded in `server.requests` as
+keep-alive) from a background thread. Like vLLM with runtime LoRA loading, POST /v1/load_lora_adapter
+and /v1/unload_lora_adapter add and remove adapters (`server.adapters`: name -> path; the files are not
+read), which /v1/models then lists (with `parent`) and chat requests may name; `lora_loads` limits
+how many loads succeed (later ones get vLLM's 404 of a server without runtime loading). Every request is recorded in `server.requests` as
 {"method", "path", "headers" (lower-case names), "json"}. Standalone, for benchmarks:
 
     python -m tests.support.scripted_server --port 8765 [--fault-rate 0.1 --seed 0 --token-ids]
@@ -113,7 +116,7 @@ class ScriptedOpenAIServer:
                  api_key: str | None = None, token_ids: bool = False, faults: Iterable[str] | None = None,
                  fault_rate: float = 0.0, fault_kinds: Iterable[str] = RANDOM_FAULT_KINDS, seed: int = 0,
                  retry_after: float | str | None = 0, timeout_delay: float = 2.0, slow_delay: float = 0.2,
-                 delay: float = 0.0, host: str = "127.0.0.1", port: int = 0) -> None:
+                 delay: float = 0.0, host: str = "127.0.0.1", port: int = 0, lora_loads: int | None = None) -> None:
         self.reply, self.api_key, self.token_ids = reply or default_reply, api_key, token_ids
         self.models = list(models) if models is not None else None
         self.fault_kinds, faults = list(fault_kinds), None if faults is None else list(faults)
@@ -125,6 +128,8 @@ class ScriptedOpenAIServer:
         self._rng = random.Random(seed)
         self.retry_after, self.timeout_delay, self.slow_delay, self.delay = retry_after, timeout_delay, slow_delay, delay
         self.host, self.port = host, port
+        self.lora_loads = lora_loads  # None: every load succeeds
+        self.adapters: dict[str, str] = {}
         self.faults_served: list[str] = []  # the fault drawn for each generation request
         self.in_flight = self.max_in_flight = 0
         self._ids = itertools.count(1)
@@ -214,10 +219,15 @@ class ScriptedOpenAIServer:
                                    "headers": {k.lower(): v for k, v in h.headers.items()}})
         if method == "GET":
             if path == "/v1/models":
+                bases = self.models or ["scripted-model"]
+                with self._lock:
+                    adapters = [{"id": name, "object": "model", "created": 0, "owned_by": "scripted", "root": root,
+                                 "parent": bases[0]} for name, root in self.adapters.items()]
                 return self._send(h, 200, {"object": "list", "data": [
-                    {"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
-                    for m in (self.models or ["scripted-model"])]})
+                    {"id": m, "object": "model", "created": 0, "owned_by": "scripted"} for m in bases] + adapters})
             return self._send(h, 404, error_body(f"no route GET {path}", "not_found"))
+        if path in ("/v1/load_lora_adapter", "/v1/unload_lora_adapter"):
+            return self._adapter_route(h, path, body if isinstance(body, dict) else {})
         if path not in ("/v1/chat/completions", "/v1/completions"):
             return self._send(h, 404, error_body(f"no route POST {path}", "not_found"))
         if not isinstance(body, dict):
@@ -228,7 +238,7 @@ class ScriptedOpenAIServer:
                 return self._send(h, 401, error_body(f"Incorrect API key provided: {given}.",
                                                      "invalid_request_error", "invalid_api_key"))
         model = body.get("model")
-        if self.models is not None and model not in self.models:
+        if self.models is not None and model not in self.models and model not in self.adapters:
             return self._send(h, 404, error_body(f"The model `{model}` does not exist or you do not have access to it.",
                                                  "invalid_request_error", "model_not_found", "model"))
         fault = self._next_fault()
@@ -240,6 +250,24 @@ class ScriptedOpenAIServer:
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+    def _adapter_route(self, h: _Handler, path: str, body: dict[str, Any]) -> None:
+        name = body.get("lora_name")
+        with self._lock:
+            if path.endswith("/unload_lora_adapter"):
+                if self.adapters.pop(name, None) is None:
+                    return self._send(h, 404, error_body(f"The lora adapter '{name}' cannot be found.",
+                                                         "NotFoundError", 404))
+                return self._send(h, 200, b"Success")
+            if self.lora_loads is not None and self.lora_loads <= 0:
+                return self._send(h, 404, {"detail": "Not Found"})
+            if name in self.adapters and not body.get("load_inplace"):
+                return self._send(h, 400, error_body(f"The lora adapter '{name}' has already been loaded.",
+                                                     "InvalidUserInput", 400))
+            if self.lora_loads is not None:
+                self.lora_loads -= 1
+            self.adapters[str(name)] = str(body.get("lora_path"))
+        return self._send(h, 200, b"Success")
 
     def _answer(self, h: _Handler, path: str, body: dict[str, Any], fault: str) -> None:
         if fault == "429":
@@ -317,14 +345,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible server (tests and benchmarks).")
     for flag, kind, default in [("--host", str, "127.0.0.1"), ("--port", int, 8765), ("--models", str, None),
                                 ("--api-key", str, None), ("--fault-rate", float, 0.0), ("--seed", int, 0),
-                                ("--fault-kinds", str, ",".join(RANDOM_FAULT_KINDS)), ("--delay", float, 0.0)]:
+                                ("--fault-kinds", str, ",".join(RANDOM_FAULT_KINDS)), ("--delay", float, 0.0),
+                                ("--lora-loads", int, None)]:
         parser.add_argument(flag, type=kind, default=default)
     parser.add_argument("--token-ids", action="store_true")
     args = parser.parse_args(argv)
     server = ScriptedOpenAIServer(models=args.models.split(",") if args.models else None, api_key=args.api_key,
                                   token_ids=args.token_ids, fault_rate=args.fault_rate,
                                   fault_kinds=args.fault_kinds.split(","), seed=args.seed, delay=args.delay,
-                                  host=args.host, port=args.port)
+                                  host=args.host, port=args.port, lora_loads=args.lora_loads)
     with server, contextlib.suppress(KeyboardInterrupt):
         print(f"serving on {server.url}", flush=True)
         threading.Event().wait()

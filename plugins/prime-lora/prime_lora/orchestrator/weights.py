@@ -11,37 +11,17 @@ import urllib.request
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from prime_cli.train.plugin_api import TrainingRunLayout
-
-
-class AdapterLoadError(Exception):
-    pass
+from prime_cli.train.plugin_api import (
+    AdapterLoadError,
+    TrainingRunLayout,
+    load_adapter,
+    server_root,
+)
 
 
 def newest_step(output_dir: Path) -> int | None:
     steps = TrainingRunLayout(output_dir).weight_steps()
     return steps[-1] if steps else None
-
-
-def server_root(base_url: str) -> str:
-    root = base_url.rstrip("/")
-    return root[: -len("/v1")] if root.endswith("/v1") else root
-
-
-def load_adapter(base_url: str, name: str, path: Path, timeout: float = 300.0) -> None:
-    """POST /v1/load_lora_adapter, replacing the adapter of the same name in place."""
-    body = json.dumps({"lora_name": name, "lora_path": str(path.resolve()), "load_inplace": True}).encode()
-    request = urllib.request.Request(f"{server_root(base_url)}/v1/load_lora_adapter", data=body,
-                                     headers={"Content-Type": "application/json"}, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            response.read()
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode(errors="replace")[:500]
-        raise AdapterLoadError(f"vLLM refused the adapter {path} (HTTP {exc.code}): {detail}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise AdapterLoadError(f"the inference server at {base_url} is unreachable while loading {path}: "
-                               f"{getattr(exc, 'reason', exc)}") from None
 
 
 def reset_prefix_cache(base_url: str, attempts: int = 50, wait_s: float = 0.1, timeout: float = 60.0) -> bool:
