@@ -31,7 +31,7 @@ from prime_cli.train.plugin_api import (
 
 from . import run_dir
 from .devices import cpu_split, has_cuda, part_env
-from .progress import MetricsTail, reward_curve, step_line
+from .progress import WANDB_NOTICE, MetricsTail, NoticeTail, reward_curve, step_line
 
 VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
 POLL_S = 0.5
@@ -113,6 +113,7 @@ class Run:
         self.orchestrator = ManagedProcess(self.layout.log_path("orchestrator"))
         self.metrics = MetricsTail(self.layout.metrics_path)
         self.metrics.poll()  # a resumed run's earlier steps are not printed again
+        self.trainer_notices = NoticeTail(self.layout.log_path("trainer"), WANDB_NOTICE)
         # env_file variables for every part (read here, kept in memory only, never written or logged)
         self.extra_env = env_file_values(config.env_file)
 
@@ -162,16 +163,22 @@ class Run:
                                     f"Last lines of {part.log_path}:\n{part.log_tail()}")
         return False
 
+    def relay_notices(self) -> None:
+        for line in self.trainer_notices.poll():
+            self.console.print(line, highlight=False, markup=False)
+
     def watch(self) -> None:
         max_steps = self.config.max_steps
         with self.console.status("waiting for the first batch") as status:
             while True:
+                self.relay_notices()
                 for row in self.metrics.poll():
                     self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
                     status.update(f"step {row.get('step', 0) + 1}/{max_steps}")
                 if self.check_alive():
                     for row in self.metrics.poll():
                         self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
+                    self.relay_notices()  # the trainer's last line: the offline run's `wandb sync` command
                     return
                 time.sleep(POLL_S)
 

@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+# the prefix of the trainer's W&B lines (fallback to offline, the sync command), relayed to the terminal
+WANDB_NOTICE = "W&B: "
+
 
 class MetricsTail:
     """Yields the complete new lines of metrics.jsonl since the last call."""
@@ -32,6 +35,26 @@ class MetricsTail:
                 continue
         self.rows += new
         return new
+
+
+class NoticeTail:
+    """The complete new lines of a part's log that start with `prefix` (lines meant for the user),
+    from the log's size when created on: a resumed run's old lines are not shown again."""
+
+    def __init__(self, path: Path, prefix: str):
+        self.path, self.prefix = path, prefix.encode()
+        self.offset = path.stat().st_size if path.exists() else 0
+
+    def poll(self) -> list[str]:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                chunk = handle.read()
+        except FileNotFoundError:
+            return []
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        return [line.decode(errors="replace") for line in complete.splitlines() if line.startswith(self.prefix)]
 
 
 def _num(row: dict[str, Any], key: str, fmt: str, default: str = "-") -> str:

@@ -80,6 +80,26 @@ def test_a_run_streams_steps_and_stops_every_part(tmp_path, monkeypatch, capsys)
     assert (tmp_path / "out" / "logs" / "inference.log").exists()
 
 
+TRAINER_WANDB_OFFLINE = TRAINER_OK.replace("import json, sys, time, pathlib", """import json, sys, time, pathlib
+print("W&B: cannot reach https://api.wandb.ai; logging offline instead", file=sys.stderr, flush=True)
+print("wandb: a line of wandb's own", file=sys.stderr, flush=True)""") + """
+print("W&B: offline run saved in OUT/wandb/offline-run-1; upload it with: wandb sync OUT/wandb/offline-run-1",
+      file=sys.stderr, flush=True)
+"""
+
+
+def test_the_trainers_wandb_lines_reach_the_terminal_once_even_the_last_one(tmp_path, monkeypatch, capsys):
+    fake_parts(monkeypatch, tmp_path, TRAINER_WANDB_OFFLINE)
+    cfg = config(tmp_path)
+    (tmp_path / "out" / "logs").mkdir(parents=True)
+    (tmp_path / "out" / "logs" / "trainer.log").write_text("W&B: a line of an earlier run\n")
+    assert launcher.launch(cfg, Path(cfg.output_dir)) == 0
+    err = capsys.readouterr().err
+    assert err.count("W&B: cannot reach https://api.wandb.ai; logging offline instead") == 1
+    assert err.count("upload it with: wandb sync OUT/wandb/offline-run-1") == 1
+    assert "earlier run" not in err and "wandb's own" not in err
+
+
 def test_a_dying_part_stops_the_others_and_shows_its_log(tmp_path, monkeypatch, capsys):
     spawned = tmp_path / "pids"
     orchestrator = f"import os, time; open({str(spawned)!r}, 'w').write(str(os.getpid())); time.sleep(600)"
