@@ -152,3 +152,14 @@ def test_configured_but_not_installed_names_the_extra(tmp_path, monkeypatch, cap
     err = capsys.readouterr().err
     assert "wandb is not installed" in err and "pip install 'prime-cli[wandb]'" in err
     assert (tmp_path / "metrics.jsonl").exists() and not (tmp_path / "wandb").exists()
+
+
+def test_a_wandb_that_cannot_start_leaves_the_run_going(tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("WANDB_BASE_URL", "")  # wandb's own settings refuse it, even offline
+    log = MetricsLog(tmp_path, tiny_config(tmp_path, wandb={"project": "p"}))
+    log.write({"step": 1, "reward_mean": 0.5})
+    log.close()
+    lines = notices(capfd.readouterr().err)
+    assert len(lines) == 1 and lines[0].startswith("W&B: wandb could not start (ValidationError")
+    assert "metrics go to metrics.jsonl only" in lines[0]
+    assert (tmp_path / "metrics.jsonl").read_text().count("\n") == 1

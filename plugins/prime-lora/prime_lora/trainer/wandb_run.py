@@ -38,7 +38,7 @@ def unreachable_reason(base_url: str, timeout_s: float = REACH_TIMEOUT_S) -> str
     try:
         httpx.head(base_url, timeout=timeout_s)
     except httpx.HTTPError as exc:
-        return f"cannot reach {base_url} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no answer'})"
+        return f"cannot reach {base_url} ({type(exc).__name__}: {first_line(exc)})"
     return None
 
 
@@ -60,8 +60,15 @@ def _offline_because(reason: str) -> str:
     return f"{reason}; logging offline instead"
 
 
+def first_line(exc: BaseException) -> str:
+    """The exception's first line, with the W&B key (were it quoted) replaced."""
+    text = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+    key = os.environ.get("WANDB_API_KEY")
+    return text.replace(key, "***") if key else text
+
+
 def start(config: RLConfig, output_dir: Path) -> Any | None:
-    """A wandb run for `config.wandb`, or None (not configured, or wandb not installed)."""
+    """A wandb run for `config.wandb`, or None (not configured, wandb not installed, or it cannot start)."""
     if config.wandb is None:
         return None
     try:
@@ -70,6 +77,15 @@ def start(config: RLConfig, output_dir: Path) -> Any | None:
         print("warning: [wandb] is configured but wandb is not installed (pip install 'prime-cli[wandb]', or "
               f"pip install wandb); metrics go to {TrainingRunLayout.METRICS} only", file=sys.stderr, flush=True)
         return None
+    try:
+        return _start(wandb, config, output_dir)
+    except Exception as exc:  # noqa: BLE001 - W&B never stops a training run
+        say(f"wandb could not start ({type(exc).__name__}: {first_line(exc)}); "
+            f"metrics go to {TrainingRunLayout.METRICS} only")
+        return None
+
+
+def _start(wandb: Any, config: RLConfig, output_dir: Path) -> Any:
     if config.wandb.mode == "offline":
         return _init(wandb, config, output_dir, "offline")
     base_url = os.environ.get("WANDB_BASE_URL") or DEFAULT_BASE_URL
@@ -78,7 +94,7 @@ def start(config: RLConfig, output_dir: Path) -> Any | None:
         try:
             return _init(wandb, config, output_dir, "online")
         except wandb.errors.Error as exc:
-            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            message = first_line(exc)
             reason = ("no W&B API key (run `wandb login`, or set WANDB_API_KEY, e.g. in an env_file)"
                       if "api key" in message.lower() else f"wandb.init failed online ({message})")
     run = _init(wandb, config, output_dir, "offline")
