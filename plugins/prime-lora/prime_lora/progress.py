@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +39,19 @@ class MetricsTail:
 
 
 class NoticeTail:
-    """The complete new lines of a part's log that start with `prefix` (lines meant for the user),
-    from the log's size when created on: a resumed run's old lines are not shown again."""
+    """The trainer's lines meant for the user (starting with `prefix`), each with the last step the
+    trainer had logged before it (its `step N: ...` line follows that step's metrics row; 0: none yet),
+    so the launcher can print them in order among the step lines. Read from the log's size at creation:
+    a resumed run's old lines are not shown again."""
+
+    STEP_LINE = re.compile(rb"^step (\d+): ")
 
     def __init__(self, path: Path, prefix: str):
         self.path, self.prefix = path, prefix.encode()
         self.offset = path.stat().st_size if path.exists() else 0
+        self.last_step = 0
 
-    def poll(self) -> list[str]:
+    def poll(self) -> list[tuple[int, str]]:
         try:
             with open(self.path, "rb") as handle:
                 handle.seek(self.offset)
@@ -54,7 +60,13 @@ class NoticeTail:
             return []
         complete = chunk[: chunk.rfind(b"\n") + 1]
         self.offset += len(complete)
-        return [line.decode(errors="replace") for line in complete.splitlines() if line.startswith(self.prefix)]
+        found = []
+        for line in complete.splitlines():
+            if step := self.STEP_LINE.match(line):
+                self.last_step = int(step.group(1))
+            elif line.startswith(self.prefix):
+                found.append((self.last_step, line.decode(errors="replace")))
+        return found
 
 
 def _num(row: dict[str, Any], key: str, fmt: str, default: str = "-") -> str:
