@@ -56,10 +56,6 @@ def _init(wandb: Any, config: RLConfig, output_dir: Path, mode: str) -> Any:
                       mode=mode, dir=str(output_dir), config=config.model_dump(), settings=settings)
 
 
-def _offline_because(reason: str) -> str:
-    return f"{reason}; logging offline instead"
-
-
 def first_line(exc: BaseException) -> str:
     """The exception's first line, with the W&B key (were it quoted) replaced."""
     text = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -74,8 +70,8 @@ def start(config: RLConfig, output_dir: Path) -> Any | None:
     try:
         import wandb
     except ImportError:
-        print("warning: [wandb] is configured but wandb is not installed (pip install 'prime-cli[wandb]', or "
-              f"pip install wandb); metrics go to {TrainingRunLayout.METRICS} only", file=sys.stderr, flush=True)
+        say("[wandb] is configured but wandb is not installed (pip install 'prime-cli[wandb]', or pip install "
+            f"wandb); metrics go to {TrainingRunLayout.METRICS} only")
         return None
     try:
         return _start(wandb, config, output_dir)
@@ -99,7 +95,7 @@ def _start(wandb: Any, config: RLConfig, output_dir: Path) -> Any:
                       if "api key" in message.lower() else f"wandb.init failed online ({message})")
     run = _init(wandb, config, output_dir, "offline")
     run_dir = offline_run_dir(run)
-    say(f"{_offline_because(reason)}: the run is in {run_dir}; upload it later with: {sync_command(run_dir)}")
+    say(f"{reason}; logging offline instead: the run is in {run_dir}; upload it later with: {sync_command(run_dir)}")
     return run
 
 
