@@ -114,6 +114,8 @@ class Run:
         self.metrics = MetricsTail(self.layout.metrics_path)
         self.metrics.poll()  # a resumed run's earlier steps are not printed again
         self.trainer_notices = NoticeTail(self.layout.log_path("trainer"), WANDB_NOTICE)
+        self.pending_notices: list[tuple[int, str]] = []  # (the trainer's step before it, line)
+        self.shown_step = resume_step or 0
         # env_file variables for every part (read here, kept in memory only, never written or logged)
         self.extra_env = env_file_values(config.env_file)
 
@@ -163,22 +165,31 @@ class Run:
                                     f"Last lines of {part.log_path}:\n{part.log_tail()}")
         return False
 
-    def relay_notices(self) -> None:
-        for line in self.trainer_notices.poll():
+    def show_progress(self, status) -> None:
+        """New step lines, and the trainer's notices (W&B) each after the step it followed."""
+        max_steps = self.config.max_steps
+        rows = self.metrics.poll()
+        self.pending_notices += self.trainer_notices.poll()
+        for row in rows:
+            self.print_notices(before_step=row.get("step", 0))
+            self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
+            status.update(f"step {row.get('step', 0) + 1}/{max_steps}")
+            self.shown_step = row.get("step", 0)
+        self.print_notices(before_step=self.shown_step + 1)
+
+    def print_notices(self, before_step: int) -> None:
+        due = [line for after, line in self.pending_notices if after < before_step]
+        self.pending_notices = [(after, line) for after, line in self.pending_notices if after >= before_step]
+        for line in due:
             self.console.print(line, highlight=False, markup=False)
 
     def watch(self) -> None:
-        max_steps = self.config.max_steps
         with self.console.status("waiting for the first batch") as status:
             while True:
-                self.relay_notices()
-                for row in self.metrics.poll():
-                    self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
-                    status.update(f"step {row.get('step', 0) + 1}/{max_steps}")
+                self.show_progress(status)
                 if self.check_alive():
-                    for row in self.metrics.poll():
-                        self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
-                    self.relay_notices()  # the trainer's last line: the offline run's `wandb sync` command
+                    self.show_progress(status)
+                    self.print_notices(before_step=self.config.max_steps + 1)
                     return
                 time.sleep(POLL_S)
 

@@ -104,8 +104,10 @@ def test_the_trainers_wandb_lines_reach_the_terminal_once_even_the_last_one(tmp_
     (tmp_path / "out" / "logs" / "trainer.log").write_text("W&B: a line of an earlier run\n")
     assert launcher.launch(cfg, Path(cfg.output_dir)) == 0
     err = capsys.readouterr().err
-    assert err.count("W&B: cannot reach https://api.wandb.ai; logging offline instead") == 1
-    assert err.count("upload it with: wandb sync OUT/wandb/offline-run-1") == 1
+    lines = err.splitlines()
+    assert lines.count("W&B: cannot reach https://api.wandb.ai; logging offline instead") == 1
+    assert lines.count("W&B: offline run saved in OUT/wandb/offline-run-1; upload it with: "
+                       "wandb sync OUT/wandb/offline-run-1") == 1
     assert "earlier run" not in err and "wandb's own" not in err
     assert err.index("logging offline instead") < err.index("step 1/3") < err.index("step 3/3") < err.index("wandb sync")
 
