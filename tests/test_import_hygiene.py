@@ -7,7 +7,7 @@ import pytest
 
 from tests.support.cli import run_prime
 
-HEAVY = ["openai", "litellm", "textual", "torch", "vllm", "transformers", "pandas"]
+HEAVY = ["openai", "litellm", "textual", "torch", "vllm", "transformers", "pandas", "wandb"]
 
 
 def imported_after(code: str) -> set[str]:

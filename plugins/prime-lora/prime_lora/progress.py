@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
+
+# the prefix of the trainer's W&B lines (fallback to offline, the sync command), relayed to the terminal
+WANDB_NOTICE = "W&B: "
 
 
 class MetricsTail:
@@ -32,6 +36,37 @@ class MetricsTail:
                 continue
         self.rows += new
         return new
+
+
+class NoticeTail:
+    """The trainer's lines meant for the user (starting with `prefix`), each with the last step the
+    trainer had logged before it (its `step N: ...` line follows that step's metrics row; 0: none yet),
+    so the launcher can print them in order among the step lines. Read from the log's size at creation:
+    a resumed run's old lines are not shown again."""
+
+    STEP_LINE = re.compile(rb"^step (\d+): ")
+
+    def __init__(self, path: Path, prefix: str):
+        self.path, self.prefix = path, prefix.encode()
+        self.offset = path.stat().st_size if path.exists() else 0
+        self.last_step = 0
+
+    def poll(self) -> list[tuple[int, str]]:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                chunk = handle.read()
+        except FileNotFoundError:
+            return []
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        found = []
+        for line in complete.splitlines():
+            if step := self.STEP_LINE.match(line):
+                self.last_step = int(step.group(1))
+            elif line.startswith(self.prefix):
+                found.append((self.last_step, line.decode(errors="replace")))
+        return found
 
 
 def _num(row: dict[str, Any], key: str, fmt: str, default: str = "-") -> str:

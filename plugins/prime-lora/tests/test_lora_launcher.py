@@ -14,7 +14,7 @@ import pytest
 from prime_cli.serve.process import group_alive
 from prime_cli.train.config import RLConfig
 from prime_lora import launcher, run_dir
-from prime_lora.progress import MetricsTail, step_line
+from prime_lora.progress import WANDB_NOTICE, MetricsTail, NoticeTail, step_line
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -78,6 +78,38 @@ def test_a_run_streams_steps_and_stops_every_part(tmp_path, monkeypatch, capsys)
     saved = json.loads((tmp_path / "out" / "config.json").read_text())
     assert saved["max_steps"] == 3
     assert (tmp_path / "out" / "logs" / "inference.log").exists()
+
+
+# like the trainer: its W&B lines go to stderr, and each step's `step N: ...` line follows its metrics row
+TRAINER_WANDB_OFFLINE = """
+import json, sys, time, pathlib
+out = pathlib.Path(sys.argv[1])
+print("W&B: cannot reach https://api.wandb.ai; logging offline instead", file=sys.stderr, flush=True)
+print("wandb: a line of wandb's own", file=sys.stderr, flush=True)
+for step in (1, 2, 3):
+    (out / "weights" / f"step_{step}").mkdir(parents=True)
+    with open(out / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"step": step, "reward_mean": 0.1 * step, "reward_std": 0.01}) + "\\n")
+    print(f"step {step}: loss 0.1", flush=True)
+    time.sleep(0.2)  # as TRAINER_OK: still running when the launcher has started every part
+print("W&B: offline run saved in OUT/wandb/offline-run-1; upload it with: wandb sync OUT/wandb/offline-run-1",
+      file=sys.stderr, flush=True)
+"""
+
+
+def test_the_trainers_wandb_lines_reach_the_terminal_once_even_the_last_one(tmp_path, monkeypatch, capsys):
+    fake_parts(monkeypatch, tmp_path, TRAINER_WANDB_OFFLINE)
+    cfg = config(tmp_path)
+    (tmp_path / "out" / "logs").mkdir(parents=True)
+    (tmp_path / "out" / "logs" / "trainer.log").write_text("W&B: a line of an earlier run\n")
+    assert launcher.launch(cfg, Path(cfg.output_dir)) == 0
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert lines.count("W&B: cannot reach https://api.wandb.ai; logging offline instead") == 1
+    assert lines.count("W&B: offline run saved in OUT/wandb/offline-run-1; upload it with: "
+                       "wandb sync OUT/wandb/offline-run-1") == 1
+    assert "earlier run" not in err and "wandb's own" not in err
+    assert err.index("logging offline instead") < err.index("step 1/3") < err.index("step 3/3") < err.index("wandb sync")
 
 
 def test_a_dying_part_stops_the_others_and_shows_its_log(tmp_path, monkeypatch, capsys):
@@ -150,3 +182,15 @@ def test_vllm_ignores_the_models_generation_config_and_returns_processed_logprob
     command = build_command(launcher.inference_options(cfg, "/models/tiny", "tiny"), flavour)
     pairs = dict(zip(command, command[1:], strict=False))
     assert pairs["--generation-config"] == "vllm" and pairs["--logprobs-mode"] == "processed_logprobs"
+
+
+def test_notice_tail_keeps_the_step_each_notice_followed_and_skips_older_lines(tmp_path):
+    log = tmp_path / "trainer.log"
+    log.write_text("W&B: from an earlier run\n")
+    tail = NoticeTail(log, WANDB_NOTICE)
+    with log.open("a") as handle:
+        handle.write("W&B: offline instead\nwandb: its own\nstep 1: loss 0.1\nstep 2: loss 0.1\nW&B: sync it\nW&B: partial")
+    assert tail.poll() == [(0, "W&B: offline instead"), (2, "W&B: sync it")]
+    with log.open("a") as handle:
+        handle.write(" line\n")
+    assert tail.poll() == [(2, "W&B: partial line")]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ import torch
 
 from prime_cli.train.plugin_api import RLConfig, TrainingRunLayout, TrainingSample, read_evals
 
+from . import wandb_run
 from .batches import read_batch
 from .checkpoint import load_checkpoint, prune_weights, save_checkpoint, save_weights
 from .distributed import Dist
@@ -53,27 +53,17 @@ def eval_keys(line: dict[str, Any]) -> dict[str, Any]:
 
 
 class MetricsLog:
-    """metrics.jsonl, plus W&B when configured and installed. The online evals the orchestrator finished
-    (evals.jsonl) join the next rows, tagged with the step they evaluated (`eval/step`)."""
+    """metrics.jsonl, plus W&B when configured and installed (see wandb_run). The online evals the orchestrator
+    finished (evals.jsonl) join the next rows, tagged with the step they evaluated (`eval/step`)."""
 
     def __init__(self, output_dir: Path, config: RLConfig):
         self.path = TrainingRunLayout(output_dir).metrics_path
         self.evals_path = TrainingRunLayout(output_dir).evals_path
         self.evals_seen = len(read_evals(self.evals_path))  # a resumed run's earlier evals were logged then
-        self.wandb = None
-        if config.wandb is not None:
-            try:
-                import wandb
-            except ImportError:
-                print("warning: [wandb] is configured but wandb is not installed (pip install wandb); "
-                      f"metrics go to {TrainingRunLayout.METRICS} only", file=sys.stderr, flush=True)
-            else:
-                self.wandb = wandb.init(project=config.wandb.project, name=config.wandb.name,
-                                        entity=config.wandb.entity, mode=config.wandb.mode,
-                                        dir=str(output_dir), config=config.model_dump())
-                if config.orchestrator.eval is not None:  # eval curves against the step they evaluated
-                    self.wandb.define_metric("eval/step")
-                    self.wandb.define_metric("eval/*", step_metric="eval/step")
+        self.wandb = wandb_run.start(config, output_dir)
+        if self.wandb is not None and config.orchestrator.eval is not None:  # eval curves against the step evaluated
+            self.wandb.define_metric("eval/step")
+            self.wandb.define_metric("eval/*", step_metric="eval/step")
 
     def wait_for_eval(self, step: int) -> None:
         """Until evals.jsonl has the eval of `step` (the last step's: its adapter is written just now)."""
@@ -94,6 +84,10 @@ class MetricsLog:
         if self.wandb is not None:
             flat = {k: v for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
             self.wandb.log(flat, step=row["step"])
+
+    def close(self) -> None:
+        wandb_run.finish(self.wandb)
+        self.wandb = None
 
 
 def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int | None, dist: Dist = Dist()) -> int:
@@ -148,6 +142,8 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
                 " (no optimizer step: every advantage is 0)" if result.zero_advantage else "")
         print(f"step {step}: loss {result.loss:.4f} grad_norm {result.grad_norm:.3f} "
               f"mismatch_kl {result.mismatch_kl:.2e} train {result.train_s:.1f}s{flag}", flush=True)
+    if metrics is not None:
+        metrics.close()
     return 0
 
 
