@@ -169,7 +169,10 @@ class Run:
             raise PartFailure(name, f"the {name} {'exited' if code >= 0 else 'was killed'} (code {code})"
                                     f"{' before training ended' if code == 0 else ''}. "
                                     f"Last lines of {part.log_path}:\n{part.log_tail()}")
-        orchestrator = self.orchestrator.process is None or self.orchestrator.returncode is not None
+        # without [orchestrator.eval] the orchestrator has nothing left to do once the trainer is done (it is
+        # stopped); with it, the orchestrator still evaluates the last step's adapter
+        orchestrator = (self.config.orchestrator.eval is None or self.orchestrator.process is None
+                        or self.orchestrator.returncode is not None)
         return trained and orchestrator
 
     def show_progress(self, status) -> None:
