@@ -108,9 +108,11 @@ def test_offline_run_gets_the_guide_names_per_step_and_ends_with_the_sync_comman
     out = tmp_path / "out"
     out.mkdir()
     log = MetricsLog(out, tiny_config(out, wandb={"project": "p", "offline": True, "group": "g", "tags": ["a"]}))
+    batch_keys = {"reward_mean", "reward_std", "per_env", "error_rate/Timeout"}  # what the orchestrator wrote
     log.write({"step": 1, "reward_mean": 0.25, "reward_std": 0.5, "entropy": 1.5, "mismatch_kl": 0.01,
-               "skipped": False, "per_env": {"x": {}}})
-    log.write({"step": 2, "reward_mean": 0.75, "reward_std": 0.25, "entropy": 1.25, "mismatch_kl": 0.02})
+               "skipped": False, "per_env": {"x": {}}, "error_rate/Timeout": 0.125}, batch_keys=batch_keys)
+    log.write({"step": 2, "reward_mean": 0.75, "reward_std": 0.25, "entropy": 1.25, "mismatch_kl": 0.02},
+              batch_keys=batch_keys)
     log.close()
     (run_dir,) = offline_runs(out)
     steps = history(run_dir)
@@ -119,6 +121,10 @@ def test_offline_run_gets_the_guide_names_per_step_and_ends_with_the_sync_comman
     assert (first["reward/mean"], first["reward/std"], first["policy/entropy"], first["policy/kl"]) == (0.25, 0.5, 1.5, 0.01)
     assert (second["reward/mean"], second["policy/kl"]) == (0.75, 0.02)
     assert "skipped" not in first and "per_env" not in first  # booleans and tables stay in metrics.jsonl
+    # ours under the part that measured them, so that W&B groups them into sections beside the guide's four
+    assert (first["orchestrator/reward_mean"], first["orchestrator/error_rate/Timeout"]) == (0.25, 0.125)
+    assert (first["trainer/entropy"], first["trainer/mismatch_kl"]) == (1.5, 0.01)
+    assert not [key for key in first if "/" not in key and not key.startswith("_")]
     lines = notices(capfd.readouterr().err)
     assert lines == [f"W&B: offline run saved in {run_dir}; upload it with: wandb sync {run_dir}"]
     assert run_config(run_dir)["wandb"]["group"] == "g"

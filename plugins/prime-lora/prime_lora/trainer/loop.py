@@ -46,6 +46,20 @@ def with_guide_names(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, **{guide: row[ours] for guide, ours in GUIDE_NAMES.items() if ours in row}}
 
 
+def wandb_metrics(row: dict[str, Any], batch_keys: Any = ()) -> dict[str, float]:
+    """The numbers of a metrics row as W&B charts them: the guide's names and eval/* as they are, ours under
+    `orchestrator/` (the batch's stats) or `trainer/`, which W&B shows as sections."""
+    metrics = {}
+    for key, value in row.items():
+        if key == "step" or isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if key in GUIDE_NAMES or key.startswith("eval/"):
+            metrics[key] = value
+        else:
+            metrics[f"{'orchestrator' if key in batch_keys else 'trainer'}/{key}"] = value
+    return metrics
+
+
 def eval_keys(line: dict[str, Any]) -> dict[str, Any]:
     """The metrics of one evals.jsonl line, with the step it evaluated as `eval/step` (W&B's x axis for eval/*)."""
     return {**{k: v for k, v in line.items() if k.startswith("eval/")},
@@ -70,7 +84,7 @@ class MetricsLog:
         while not any(line["step"] == step for line in read_evals(self.evals_path)):
             time.sleep(POLL_S)
 
-    def write(self, row: dict[str, Any], last: bool = False) -> None:
+    def write(self, row: dict[str, Any], last: bool = False, batch_keys: Any = ()) -> None:
         """Append one step's row with the oldest eval not logged yet (one per row, so that two evals ending
         between two rows both get one); the last row takes the newest, the run's final eval."""
         lines = read_evals(self.evals_path)
@@ -82,8 +96,7 @@ class MetricsLog:
         with self.path.open("a") as handle:
             handle.write(json.dumps(row) + "\n")
         if self.wandb is not None:
-            flat = {k: v for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-            self.wandb.log(flat, step=row["step"])
+            self.wandb.log(wandb_metrics(row, batch_keys), step=row["step"])
 
     def close(self) -> None:
         wandb_run.finish(self.wandb)
@@ -137,7 +150,7 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
         step_ended = now
         if step == config.max_steps and config.max_steps in eval_steps:
             metrics.wait_for_eval(step)  # so that the last row holds the final eval
-        metrics.write(row, last=step == config.max_steps)
+        metrics.write(row, last=step == config.max_steps, batch_keys=stats.keys())
         flag = (" (skipped: non-finite)" if result.skipped else
                 " (no optimizer step: every advantage is 0)" if result.zero_advantage else "")
         print(f"step {step}: loss {result.loss:.4f} grad_norm {result.grad_norm:.3f} "
