@@ -11,6 +11,18 @@ from typing import Any
 WANDB_NOTICE = "W&B: "
 
 
+def read_complete_lines(path: Path, offset: int) -> bytes:
+    """The bytes of `path` from `offset` up to its last newline (a line still being written is left for
+    the next read); empty while the file does not exist."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            chunk = handle.read()
+    except FileNotFoundError:
+        return b""
+    return chunk[: chunk.rfind(b"\n") + 1]
+
+
 class MetricsTail:
     """Yields the complete new lines of metrics.jsonl since the last call."""
 
@@ -20,13 +32,7 @@ class MetricsTail:
         self.rows: list[dict[str, Any]] = []
 
     def poll(self) -> list[dict[str, Any]]:
-        try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self.offset)
-                chunk = handle.read()
-        except FileNotFoundError:
-            return []
-        complete = chunk[: chunk.rfind(b"\n") + 1]
+        complete = read_complete_lines(self.path, self.offset)
         self.offset += len(complete)
         new = []
         for line in complete.decode(errors="replace").splitlines():
@@ -52,13 +58,7 @@ class NoticeTail:
         self.last_step = 0
 
     def poll(self) -> list[tuple[int, str]]:
-        try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self.offset)
-                chunk = handle.read()
-        except FileNotFoundError:
-            return []
-        complete = chunk[: chunk.rfind(b"\n") + 1]
+        complete = read_complete_lines(self.path, self.offset)
         self.offset += len(complete)
         found = []
         for line in complete.splitlines():
