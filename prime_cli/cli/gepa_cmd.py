@@ -46,7 +46,7 @@ def run(
     temperature: float | None = typer.Option(None, "-T", "--temperature", help="Student sampling temperature. Default: the environment's, else the server's."),
     sampling_args: str | None = typer.Option(None, "-S", "--sampling-args", help="JSON of sampling arguments for the student, e.g. '{\"top_p\": 0.9}'; the environment's max_tokens/temperature apply where not given, as in `prime eval run`."),
     reflection_sampling_args: str | None = typer.Option(None, "--reflection-sampling-args", help="JSON of sampling arguments for the reflection model. Default max_tokens 1024, e.g. '{\"max_tokens\": 2048}'."),
-    max_reflection_failures: int | None = typer.Option(None, "--max-reflection-failures", help="Stop after this many reflection-model failures in a row (each already retried). Default 3."),
+    max_reflection_failures: int | None = typer.Option(None, "--max-reflection-failures", help="Stop after this many reflections in a row that fail (errors, each already retried: the run fails) or, while no new rollout is paid for, give no new prompt to try (cut at max_tokens, no ``` block, a known prompt: the run ends early). Default 3."),
     max_retries: int | None = typer.Option(None, "--max-retries", help="Retries per model call on 429/5xx/timeouts. Default 3."),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds per model call before it is retried from scratch (said on stderr). Default 600, 300 for the local model."),
     plain: bool = typer.Option(False, "--plain", help="Plain progress lines instead of the live panel."),

@@ -158,8 +158,8 @@ def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, str
            f"{outcome.total_metric_calls}/{config.max_calls} rollouts of budget used"
            + (f" (+{outcome.test_metric_calls} for the test set)" if outcome.test_metric_calls else ""),
            f"validation score: seed {seed.val_mean:.4f} -> best {best.val_mean:.4f} (candidate {best.idx})"]
-    if outcome.converged:
-        out.append("stopped before the budget: the last proposals only repeated rollouts already made")
+    if outcome.stop_reason:
+        out.append(f"stopped before the budget: {outcome.stop_reason}")
     if outcome.best_test_score is not None:
         out.append(f"held-out test score ({config.num_test} rows): seed {outcome.seed_test_score:.4f} -> "
                    f"best {outcome.best_test_score:.4f}")
@@ -172,6 +172,11 @@ def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, str
         out.append(f"Run directory: {run_dir}")
         if outcome.status != "completed":
             out.append(f"Resume with: {resume_command(config, run_dir)}")
+        elif outcome.state.fruitless_reflections >= config.max_reflection_failures:
+            more = str(max(2 * config.max_reflection_failures, outcome.state.fruitless_reflections + 1))
+            out.append("To let the reflection model try more often: "
+                       + shlex.join([*shlex.split(resume_command(config, run_dir)), "--max-reflection-failures", more])
+                       + " (or a stronger -M, or a larger max_tokens in --reflection-sampling-args, in a new run)")
     stream.write("\n".join(out) + "\n")
     stream.flush()
 
@@ -196,6 +201,7 @@ def print_json_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None
              "seed_score": seed.val_mean if seed else None, "best_score": best.val_mean if best else None,
              "best_idx": best.idx if best else None, "best_prompt": best.prompt if best else None,
              "seed_test_score": outcome.seed_test_score, "best_test_score": outcome.best_test_score,
+             "stop_reason": outcome.stop_reason,
              "resume_command": resume_command(config, run_dir) if run_dir and outcome.status != "completed" else None}
     stream.write(json.dumps(event, ensure_ascii=False) + "\n")
     stream.flush()

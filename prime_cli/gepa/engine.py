@@ -77,6 +77,8 @@ class Outcome:
     test_metric_calls: int = 0
     converged: bool = False
     """True when the search stopped before the budget because proposals only repeated known rollouts."""
+    stop_reason: str | None = None
+    """Why a completed search stopped before its budget (None when the budget ran out)."""
 
     @property
     def best(self) -> Candidate:
@@ -109,6 +111,7 @@ class GepaEngine(Speculation):
         self._accept_keys: set[tuple[int, int]] = set()  # prefetches made for an accepted child
         self._dropped: list[asyncio.Task] = []
         self.spec_stats = {"proposals": 0, "used": 0, "dropped": 0, "reflections_unused": 0}
+        self._last_fruitless: str | None = None  # why the last fruitless reflection gave nothing
 
     # -- public ------------------------------------------------------------------------------------
 
@@ -153,6 +156,8 @@ class GepaEngine(Speculation):
             await self._cancel_all(background=not searched)
         outcome = Outcome(status, self.state, self.ledger.used, error,
                           converged=self.state.idle_commits >= MAX_IDLE_COMMITS)
+        if status == "completed":
+            outcome.stop_reason = self._stop_reason(outcome.converged)
         try:
             if status == "completed" and self.config.num_test > 0:
                 await self._score_test(outcome)
@@ -204,9 +209,25 @@ class GepaEngine(Speculation):
     def _reserved(self) -> int:
         return len(self._tasks) * self.config.proposal_cost
 
+    def _fruitless(self) -> bool:
+        """The last max_reflection_failures reflections gave nothing new to try and nothing was paid for
+        meanwhile: the search would only buy more reflection calls (SmolLM2 spends a minute on each)."""
+        return self.state.fruitless_reflections >= self.config.max_reflection_failures
+
+    def _stop_reason(self, converged: bool) -> str | None:
+        if self._fruitless():
+            last = f" (last: {self._last_fruitless})" if self._last_fruitless else ""
+            return (f"the reflection model gave no new prompt to try in {self.state.fruitless_reflections} proposals "
+                    f"in a row{last}, and their minibatch rollouts were all paid for already")
+        if converged:
+            return "the last proposals only repeated rollouts already made"
+        return None
+
     def _can_launch(self) -> bool:
         used, cost = self.ledger.used, self.config.proposal_cost
         if self.state.idle_commits >= MAX_IDLE_COMMITS:  # everything asked for is already known
+            return False
+        if self._fruitless():
             return False
         if not self._tasks:
             return used < self.config.max_calls
@@ -294,6 +315,11 @@ class GepaEngine(Speculation):
                     self.run_dir.save_candidate(state.candidates[-1])
         state.last_committed = plan.iteration
         state.idle_commits = 0 if spent or accepted else state.idle_commits + 1
+        if spent or accepted:
+            state.fruitless_reflections = 0
+        elif result.reflected:
+            state.fruitless_reflections += 1
+            self._last_fruitless = reason
         line = {"iteration": plan.iteration, "parent_idx": plan.parent, "minibatch_rows": plan.minibatch,
                 "parent_minibatch_scores": result.parent_scores,
                 "child_minibatch_scores": result.child_scores or [], "accepted": accepted, "reason": reason,
@@ -376,4 +402,5 @@ class GepaEngine(Speculation):
         self.run_dir.write_metadata(status=outcome.status, completed_at=now_iso(),
                                     total_metric_calls=outcome.total_metric_calls,
                                     seed_test_score=outcome.seed_test_score, best_test_score=outcome.best_test_score,
-                                    test_metric_calls=outcome.test_metric_calls, error=outcome.error)
+                                    test_metric_calls=outcome.test_metric_calls, error=outcome.error,
+                                    stop_reason=outcome.stop_reason)

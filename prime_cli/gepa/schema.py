@@ -84,4 +84,5 @@ class GepaMetadata(TypedDict, total=False):
     max_calls: int
     speculation: dict[str, Any]
     error: str | None
+    stop_reason: str | None  # why a completed run stopped before its budget (None: the budget ran out)
     config: dict[str, Any]

@@ -87,6 +87,8 @@ class SearchState:
     pending: list[Plan] = field(default_factory=list)
     consecutive_reflection_failures: int = 0
     idle_commits: int = 0
+    fruitless_reflections: int = 0
+    """Reflections in a row that gave no new prompt to try while no new rollout was paid for."""
     rng: random.Random = field(default_factory=random.Random)
     sampler: MinibatchSampler | None = None
 
@@ -109,6 +111,7 @@ class SearchState:
             "pending": [asdict(p) for p in self.pending],
             "consecutive_reflection_failures": self.consecutive_reflection_failures,
             "idle_commits": self.idle_commits,
+            "fruitless_reflections": self.fruitless_reflections,
             "rng": rng_to_json(self.rng),
             "sampler": {"order": self.sampler.order, "pos": self.sampler.pos},
         }
@@ -122,5 +125,6 @@ class SearchState:
                     pending=[Plan(**p) for p in data["pending"]],
                     consecutive_reflection_failures=int(data.get("consecutive_reflection_failures", 0)),
                     idle_commits=int(data.get("idle_commits", 0)),
+                    fruitless_reflections=int(data.get("fruitless_reflections", 0)),
                     rng=rng_from_json(data["rng"]), sampler=sampler)
         return state

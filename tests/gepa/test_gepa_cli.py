@@ -1,6 +1,7 @@
 """`prime gepa run` end to end: the real CLI in a subprocess, scripted models on a loopback server."""
 
 import json
+import shlex
 
 from tests.evals.cli_support import run_prime
 from tests.gepa import support
@@ -99,3 +100,28 @@ def test_resume_from_the_run_directory_continues_to_a_larger_budget(tmp_path):
     iterations = [json.loads(line) for line in (tmp_path / "run" / "iterations.jsonl").read_text().splitlines()]
     assert [it["iteration"] for it in iterations] == list(range(1, len(iterations) + 1))
     assert mismatch.returncode == 2 and "-N/--num-val 12 differs from the 10 that the run in" in mismatch.stderr
+
+
+def test_reflections_that_give_nothing_new_stop_the_run_once_its_rollouts_are_all_paid(tmp_path):
+    # a reflection cut at 3 tokens never closes its ``` block; after the 2 minibatches of the 6 train rows
+    # are paid, each proposal costs nothing, so only the reflection limit can end the run before -B
+    with ScriptedOpenAIServer(reply) as server:
+        result = gepa(tmp_path, server.url, "-B", "200", "-n", "6", "-o", str(tmp_path / "run"),
+                      "--reflection-sampling-args", '{"max_tokens": 3}')
+        reflections = [r for r in server.requests_to("/v1/chat/completions") if r["json"]["model"] == "reflector"]
+        meta = json.loads((tmp_path / "run" / "metadata.json").read_text())
+        hint = next(line for line in result.stdout.splitlines() if line.startswith("To let the reflection model"))
+        command = shlex.split(hint.split(": ", 1)[1].split(" (or ", 1)[0])
+        resumed = run_prime(command[1:], tmp_path)  # the printed command, as pasted
+        more = [r for r in server.requests_to("/v1/chat/completions") if r["json"]["model"] == "reflector"]
+    assert result.returncode == 0, result.stderr
+    assert len(reflections) == 2 + 3
+    assert command[:3] == ["prime", "gepa", "run"] and command[-2:] == ["--max-reflection-failures", "6"]
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(more) == 5 + 3  # three more tries, then the same stop
+    assert meta["status"] == "completed" and meta["total_metric_calls"] == 10 + 6
+    assert meta["stop_reason"].startswith("the reflection model gave no new prompt to try in 3 proposals in a row")
+    assert "stopped before the budget: the reflection model gave no new prompt" in result.stdout
+    assert "--max-reflection-failures" in result.stdout and "Traceback" not in result.stderr
+    assert (tmp_path / "run" / "best_prompt.txt").read_text() == "Answer the question."
+    assert "in 6 proposals in a row" in json.loads((tmp_path / "run" / "metadata.json").read_text())["stop_reason"]
