@@ -1,5 +1,7 @@
 """Pilot tests of the compare screens and the GEPA screen."""
 
+import json
+
 from prime_cli.tui.app import make_app
 from prime_cli.tui.screens.compare import CompareScreen, SideBySideScreen
 from prime_cli.tui.screens.gepa import GepaScreen
@@ -113,3 +115,14 @@ async def test_gepa_run_being_written_with_a_truncated_line_refreshes(tmp_path):
         await pilot.pause(0.3)
         await settle(pilot)
         assert len(app.screen.run.candidates) == 4 and "1.000" in screen_text(app)
+
+
+async def test_gepa_run_that_stopped_before_its_budget_says_why(tmp_path):
+    run_dir = write_gepa_run(tmp_path)
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    reason = "the reflection model gave no new prompt to try in 3 proposals in a row (last: reflection truncated)"
+    (run_dir / "metadata.json").write_text(json.dumps({**meta, "stop_reason": reason}))
+    app = make_app(run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "stopped before the budget: the reflection model gave no new prompt" in screen_text(app)

@@ -98,7 +98,7 @@ class GepaScreen(Screen):
             f"  {short_date(str(meta.get('created_at', '')))}  reflection {meta.get('reflection_model', '?')}"
             f"  best #{fmt(run.best_idx)} val {fmt(meta.get('best_score'))} (seed {fmt(meta.get('seed_val_score'))})"
             f"  test {fmt(meta.get('seed_test_score'))} → {fmt(meta.get('best_test_score'))}"
-            f"  calls {fmt(meta.get('total_metric_calls'))}/{fmt(meta.get('max_calls'))}"))
+            f"  calls {fmt(meta.get('total_metric_calls'))}/{fmt(meta.get('max_calls'))}", *self._ending()))
         front = run.frontier_counts()
         table = self.query_one("#cand-table", DataTable)
         table.clear()
@@ -114,6 +114,15 @@ class GepaScreen(Screen):
         self._fill_iterations()
         self.query_one("#best-text", Static).update(Text(run.best_prompt_text() or "(no best prompt yet)"))
         self.show_candidate(min(self.selected, max(len(run.candidates) - 1, 0)))
+
+    def _ending(self) -> tuple[tuple[str, str], ...]:
+        """Why the run ended other than by its budget: an early stop, or the error that failed it."""
+        meta = self.run.metadata
+        if meta.get("error") and self.run.status != "running":
+            return (("\nerror: " + str(meta["error"]), "red"),)
+        if meta.get("stop_reason") and self.run.status == "completed":
+            return (("\nstopped before the budget: " + str(meta["stop_reason"]), "yellow"),)
+        return ()
 
     def _fill_frontier(self) -> None:
         table = self.query_one("#frontier-table", DataTable)
