@@ -9,6 +9,7 @@ from test_lora_launcher import config, fake_parts
 
 from prime_cli.train.config import RLConfig
 from prime_lora import launcher
+from prime_lora.orchestrator import samples
 from prime_lora.orchestrator.samples import rollout_samples
 
 SECRET = "sk-test-0123456789abcdef"
@@ -66,7 +67,8 @@ def _two_turns(rewrites: bool) -> dict:
         {"prompt_token_ids": second_prompt, "completion_token_ids": [6], "completion_logprobs": [-0.3]}]}
 
 
-def test_trajectory_strategy(capsys):
+def test_trajectory_strategy(capsys, monkeypatch):
+    monkeypatch.setattr(samples, "_warned_split", False)  # said once per process: another test may have said it
     merged = rollout_samples(_two_turns(rewrites=False), 64, "interleaved")
     assert len(merged) == 1 and merged[0]["input_ids"] == [1, 2, 3, 4, 5, 9, 9, 6]
     assert merged[0]["loss_mask"] == [0, 0, 0, 1, 1, 0, 0, 1]
