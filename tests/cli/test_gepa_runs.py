@@ -131,6 +131,7 @@ def test_json_events_from_start_to_done(tmp_path):
     assert kinds.index("progress") < kinds.index("iteration")
     done = events[-1]
     assert done["status"] == "completed" and done["best_prompt"] and done["total_metric_calls"] >= 18
+    assert "stop_reason" in done and done["stop_reason"] is None  # the budget ended it
     assert all(e["env_id"] == "toy-gepa" for e in events)
 
 
