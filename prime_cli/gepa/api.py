@@ -172,7 +172,7 @@ def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, str
         out.append(f"Run directory: {run_dir}")
         if outcome.status != "completed":
             out.append(f"Resume with: {resume_command(config, run_dir)}")
-        elif outcome.state.fruitless_reflections >= config.max_reflection_failures:
+        elif outcome.state.reflections_exhausted(config.max_reflection_failures):
             more = str(max(2 * config.max_reflection_failures, outcome.state.fruitless_reflections + 1))
             out.append("To let the reflection model try more often: "
                        + shlex.join([*shlex.split(resume_command(config, run_dir)), "--max-reflection-failures", more])

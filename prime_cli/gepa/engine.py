@@ -75,8 +75,6 @@ class Outcome:
     seed_test_score: float | None = None
     best_test_score: float | None = None
     test_metric_calls: int = 0
-    converged: bool = False
-    """True when the search stopped before the budget because proposals only repeated known rollouts."""
     stop_reason: str | None = None
     """Why a completed search stopped before its budget (None when the budget ran out)."""
 
@@ -155,9 +153,7 @@ class GepaEngine(Speculation):
         finally:
             await self._cancel_all(background=not searched)
         outcome = Outcome(status, self.state, self.ledger.used, error,
-                          converged=self.state.idle_commits >= MAX_IDLE_COMMITS)
-        if status == "completed":
-            outcome.stop_reason = self._stop_reason(outcome.converged)
+                          stop_reason=self._stop_reason() if status == "completed" else None)
         try:
             if status == "completed" and self.config.num_test > 0:
                 await self._score_test(outcome)
@@ -209,17 +205,12 @@ class GepaEngine(Speculation):
     def _reserved(self) -> int:
         return len(self._tasks) * self.config.proposal_cost
 
-    def _fruitless(self) -> bool:
-        """The last max_reflection_failures reflections gave nothing new to try and nothing was paid for
-        meanwhile: the search would only buy more reflection calls (SmolLM2 spends a minute on each)."""
-        return self.state.fruitless_reflections >= self.config.max_reflection_failures
-
-    def _stop_reason(self, converged: bool) -> str | None:
-        if self._fruitless():
+    def _stop_reason(self) -> str | None:
+        if self.state.reflections_exhausted(self.config.max_reflection_failures):
             last = f" (last: {self._last_fruitless})" if self._last_fruitless else ""
             return (f"the reflection model gave no new prompt to try in {self.state.fruitless_reflections} proposals "
                     f"in a row{last}, and their minibatch rollouts were all paid for already")
-        if converged:
+        if self.state.idle_commits >= MAX_IDLE_COMMITS:
             return "the last proposals only repeated rollouts already made"
         return None
 
@@ -227,7 +218,7 @@ class GepaEngine(Speculation):
         used, cost = self.ledger.used, self.config.proposal_cost
         if self.state.idle_commits >= MAX_IDLE_COMMITS:  # everything asked for is already known
             return False
-        if self._fruitless():
+        if self.state.reflections_exhausted(self.config.max_reflection_failures):
             return False
         if not self._tasks:
             return used < self.config.max_calls
@@ -314,12 +305,13 @@ class GepaEngine(Speculation):
                 if self.run_dir is not None:
                     self.run_dir.save_candidate(state.candidates[-1])
         state.last_committed = plan.iteration
-        state.idle_commits = 0 if spent or accepted else state.idle_commits + 1
         if spent or accepted:
-            state.fruitless_reflections = 0
-        elif result.reflected:
-            state.fruitless_reflections += 1
-            self._last_fruitless = reason
+            state.idle_commits = state.fruitless_reflections = 0
+        else:
+            state.idle_commits += 1
+            if result.reflected:
+                state.fruitless_reflections += 1
+                self._last_fruitless = reason
         line = {"iteration": plan.iteration, "parent_idx": plan.parent, "minibatch_rows": plan.minibatch,
                 "parent_minibatch_scores": result.parent_scores,
                 "child_minibatch_scores": result.child_scores or [], "accepted": accepted, "reason": reason,

@@ -97,6 +97,11 @@ class SearchState:
             self.rng = random.Random(self.seed)
             self.sampler = MinibatchSampler(self.num_train)
 
+    def reflections_exhausted(self, limit: int) -> bool:
+        """`limit` reflections in a row gave nothing new to try while nothing was paid for: the search would
+        only buy more reflection calls (SmolLM2 spends a minute on each)."""
+        return self.fruitless_reflections >= limit
+
     @property
     def val_scores(self) -> list[list[float]]:
         return [c.val_scores for c in self.candidates]
