@@ -107,8 +107,12 @@ class TrainingRunLayout:
     checkpoints/step_N/{trainer/, orchestrator.json} (what --resume-step N needs),
     rollouts/step_N/{batch.jsonl, stats.json} (the batch step N trained on; stats.json is written first
     and batch.jsonl renamed into place last, so a batch.jsonl that exists is complete),
-    evals/step_N/<env>/ (an ordinary eval run of the adapter of step N, [orchestrator.eval]) and
+    online_evals/step_N/<env>/ (an ordinary eval run of the adapter of step N, [orchestrator.eval]; not
+    `evals/`, so that a run whose output_dir is `outputs` never shares a folder with `prime eval run -s`) and
     evals.jsonl (one line per online eval: its step and per-environment means).
+    prime-train.json (the manifest, written first: marks the folder as a prime training run's) and
+    train.lock (held with an OS lock while a run uses the folder); config.pending.json (a resume's new
+    config, renamed over config.json once the resumed run has trained a step); wandb/ (W&B offline files).
     """
 
     output_dir: Path
@@ -119,9 +123,15 @@ class TrainingRunLayout:
     WEIGHTS = "weights"
     CHECKPOINTS = "checkpoints"
     ROLLOUTS = "rollouts"
-    EVALS = "evals"
+    EVALS = "online_evals"
     EVALS_LOG = "evals.jsonl"
+    MANIFEST = "prime-train.json"
+    LOCK = "train.lock"
+    PENDING_CONFIG = "config.pending.json"
+    WANDB = "wandb"
     STEP_FOLDERS = (ROLLOUTS, WEIGHTS, CHECKPOINTS, EVALS)  # the folders that hold one step_N each
+    # every entry a run writes in its output directory: all that a fresh start may ever delete
+    OWNED = (MANIFEST, LOCK, CONFIG, PENDING_CONFIG, METRICS, EVALS_LOG, LOGS, *STEP_FOLDERS, WANDB)
     TRAINER_CHECKPOINT = "trainer"
     ORCHESTRATOR_CHECKPOINT = "orchestrator.json"
     BATCH = "batch.jsonl"
@@ -135,6 +145,22 @@ class TrainingRunLayout:
     @property
     def metrics_path(self) -> Path:
         return self.output_dir / self.METRICS
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.output_dir / self.MANIFEST
+
+    @property
+    def lock_path(self) -> Path:
+        return self.output_dir / self.LOCK
+
+    @property
+    def pending_config_path(self) -> Path:
+        return self.output_dir / self.PENDING_CONFIG
+
+    def owned_entries(self) -> list[Path]:
+        """The entries of OWNED that exist in the output directory."""
+        return [self.output_dir / name for name in self.OWNED if (self.output_dir / name).exists()]
 
     @property
     def logs_dir(self) -> Path:
@@ -174,7 +200,7 @@ class TrainingRunLayout:
         return self.output_dir / self.EVALS_LOG
 
     def eval_run_dir(self, step: int, env_name: str) -> Path:
-        """evals/step_N/<env>: the eval run (metadata.json, results.jsonl) of step N's adapter on one environment."""
+        """online_evals/step_N/<env>: the eval run (metadata.json, results.jsonl) of step N's adapter on one environment."""
         return self.step_dir(self.EVALS, step) / env_name.replace("/", "--")
 
     def steps(self, folder: str) -> list[int]:

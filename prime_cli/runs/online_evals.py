@@ -4,7 +4,7 @@ line on the terminal) and the training reader (the eval curve).
 
 A line: `{"step": N, "policy_step": N, "eval/time_s": s, "eval/<env>/reward/mean": m,
 "eval/<env>/reward/std": s, "eval/<env>/num_rollouts": n, "eval/<env>/error_rate": e}`; the eval run
-of each environment is the folder evals/step_N/<env>/ (TrainingRunLayout.eval_run_dir).
+of each environment is the folder online_evals/step_N/<env>/ (TrainingRunLayout.eval_run_dir).
 """
 
 from __future__ import annotations

@@ -24,5 +24,9 @@ class TrainerPlugin(Protocol):
 
     def run(self, config: Any, output_dir: Path, resume_step: int | None = None) -> int:
         """Train with `config` (an instance of `config_model`), writing under `output_dir`; resume from
-        checkpoint `resume_step` when given. Returns the process exit code."""
+        checkpoint `resume_step` when given. Returns the process exit code.
+
+        A plugin that accepts a keyword `force: bool` is passed `force=True` for `prime train --force`
+        (delete exactly the listed entries that a fresh start finds in the way); one without it refuses
+        that flag. A plugin deletes only what a run of its own wrote (see prime_cli.runs.training_folder)."""
         ...

@@ -65,7 +65,10 @@ def _orchestrator(config: Any) -> PlanPart:
     envs = ", ".join(f"{e.id} ({e.ratio / total:.0%})" for e in orch.env)
     groups = orch.batch_size // orch.rollouts_per_example
     sampling = orch.sampling
-    max_tokens = sampling.max_tokens if sampling.max_tokens is not None else "up to max_model_len"
+    max_len = config.inference.model.max_model_len
+    max_tokens = "up to what max_model_len leaves after the prompt" if sampling.max_tokens is None else (
+        f"{sampling.max_tokens} per model call (a call's prompt may use the other "
+        f"{max_len - sampling.max_tokens} of max_model_len {max_len})")
     return PlanPart("orchestrator", "CPU, one process", [
         f"environments: {envs}",
         f"batch_size {orch.batch_size} = {groups} examples x {orch.rollouts_per_example} rollouts, "

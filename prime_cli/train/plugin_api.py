@@ -12,7 +12,11 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 - Sampling: `OpenAIChatClient` for an `EndpointSpec` (token ids and logprobs as the server returns them).
 - The output directory: `TrainingRunLayout` names every file and step folder; `TrainingSample` is one
   line of a step's batch.jsonl; `steps_in` lists a folder's step_N; `write_text_atomic` /
-  `write_json_atomic` rewrite a file so that a reader never sees half of it.
+  `write_json_atomic` rewrite a file so that a reader never sees half of it. Ownership and use:
+  `fresh_start` / `fresh_start_refusal` (what a fresh start may delete), `read_manifest` /
+  `write_manifest` (the mark of a prime run's folder), `FolderLock` (one run per folder, `FolderBusy`).
+- Resume checks: `checkpoint_problem` / `last_good_checkpoint` (is a checkpoint whole, without torch),
+  `check_resume_config` (may the saved config change so; `ResumeConfigError`).
 - Online evals: `evaluate_policy(...)` runs an ordinary eval run of the served policy into a folder
   (the eval engine's `prime_cli.evals.in_training`, imported when first called) and returns a `PolicyEval`;
   `read_evals` reads evals.jsonl, `eval_summary_line` formats one of its lines.
@@ -20,8 +24,17 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 
 from prime_cli.clients import EndpointSpec, OpenAIChatClient
 from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
+from prime_cli.runs.checkpoint_check import checkpoint_problem, last_good_checkpoint
 from prime_cli.runs.layouts import steps_in
 from prime_cli.runs.online_evals import eval_summary_line, read_evals
+from prime_cli.runs.training_folder import (
+    FolderBusy,
+    FolderLock,
+    fresh_start,
+    fresh_start_refusal,
+    read_manifest,
+    write_manifest,
+)
 from prime_cli.serve.errors import ServeError
 from prime_cli.serve.lora_runtime import AdapterLoadError, load_adapter, server_root
 from prime_cli.serve.process import ManagedProcess
@@ -31,6 +44,7 @@ from .config import BufferConfig, LossConfig, RLConfig
 from .contract import API_VERSION, TrainerPlugin
 from .env_file import env_file_values
 from .models import TrainingWeights, training_weights
+from .resume_check import ResumeConfigError, check_resume_config
 from .samples import TrainingRunLayout, TrainingSample
 
 
@@ -42,9 +56,11 @@ async def evaluate_policy(*args, **kwargs):
 
 
 __all__ = [
-    "API_VERSION", "AdapterLoadError", "BufferConfig", "EndpointSpec", "LossConfig", "ManagedProcess", "OpenAIChatClient", "RLConfig",
+    "API_VERSION", "AdapterLoadError", "BufferConfig", "EndpointSpec", "FolderBusy", "FolderLock", "LossConfig",
+    "ManagedProcess", "OpenAIChatClient", "RLConfig", "ResumeConfigError",
     "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
-    "VllmServer", "env_file_values", "eval_summary_line", "evaluate_policy", "free_port", "load_adapter",
-    "port_in_use", "read_evals", "server_root", "steps_in", "training_weights",
-    "write_json_atomic", "write_jsonl_atomic", "write_text_atomic",
+    "VllmServer", "check_resume_config", "checkpoint_problem", "env_file_values", "eval_summary_line",
+    "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "last_good_checkpoint", "load_adapter",
+    "port_in_use", "read_evals", "read_manifest", "server_root", "steps_in", "training_weights",
+    "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
 ]

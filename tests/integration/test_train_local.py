@@ -90,7 +90,7 @@ def test_every_step_is_recorded_and_on_policy_enough(trained_run):
 
 def test_online_evals_are_eval_runs_and_their_means_are_in_the_metrics(trained_run):
     """[orchestrator.eval] interval = 5: the adapters of steps 0, 5, ..., max_steps, each an ordinary eval
-    run under evals/step_N/reverse-text/, one evals.jsonl line and one terminal line each, and the means
+    run under online_evals/step_N/reverse-text/, one evals.jsonl line and one terminal line each, and the means
     in metrics.jsonl (on the first row written after the eval, the last step's on the last row)."""
     from prime_cli.evals.reader import read_entry
     from prime_cli.evals.results import load_run
@@ -103,7 +103,7 @@ def test_online_evals_are_eval_runs_and_their_means_are_in_the_metrics(trained_r
     assert [line["step"] for line in lines] == due
     assert all(line["policy_step"] == line["step"] for line in lines)  # the due adapter itself was loaded
     for line in lines:
-        run_dir = out / "evals" / f"step_{line['step']}" / "reverse-text"
+        run_dir = out / "online_evals" / f"step_{line['step']}" / "reverse-text"
         entry, run = read_entry(run_dir), load_run(run_dir)
         assert entry.status == "completed" and entry.model == "policy"
         assert len(run.rows) == section["num_examples"] * section["rollouts_per_example"]

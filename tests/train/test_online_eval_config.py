@@ -103,7 +103,7 @@ def test_a_prime_rl_guide_eval_section_dry_runs_and_the_plan_shows_it(tmp_path):
     assert result.returncode == 0, result.stderr
     assert ("online eval every 5 steps and the last step (steps 5, 10, 15, 20): "
             "reverse-text (4 examples x 2 rollouts)") in result.stdout
-    assert "evals/step_N/<env>/" in result.stdout and "evals.jsonl" in result.stdout
+    assert "online_evals/step_N/<env>/" in result.stdout and "evals.jsonl" in result.stdout
 
 
 def test_an_eval_environment_that_does_not_load_is_one_error_line(tmp_path):

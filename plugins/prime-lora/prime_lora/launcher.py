@@ -8,6 +8,7 @@ an error never hides in another process's log.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -27,7 +28,6 @@ from prime_cli.train.plugin_api import (
     eval_summary_line,
     free_port,
     port_in_use,
-    write_text_atomic,
 )
 
 from . import run_dir
@@ -42,6 +42,26 @@ POLL_S = 0.5
 class PartFailure(Exception):
     part: str
     message: str
+
+
+@dataclass
+class RunStopped(Exception):
+    """The orchestrator stopped the run on purpose (a fault threshold, an empty batch): its `fatal:` line."""
+
+    cause: str
+
+
+ORCHESTRATOR_FATAL_EXIT = 3  # the orchestrator's exit code when it stops the run (prime_lora/orchestrator)
+FATAL_PREFIX = "fatal: "
+
+
+def fatal_line(log_path: Path) -> str | None:
+    """The last `fatal: ...` line of a part's log (without the prefix), if any."""
+    try:
+        lines = log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    return next((line[len(FATAL_PREFIX):] for line in reversed(lines) if line.startswith(FATAL_PREFIX)), None)
 
 
 class InferenceServer(VllmServer):
@@ -104,16 +124,18 @@ def orchestrator_command(config_path: Path, base_url: str, resume_step: int | No
 class Run:
     """One training run's processes and the watch loop over them."""
 
-    def __init__(self, config: RLConfig, output_dir: Path, resume_step: int | None, console: Console):
+    def __init__(self, config: RLConfig, output_dir: Path, resume_step: int | None, console: Console,
+                 parts_config: Path | None = None):
         self.config, self.output_dir, self.resume_step, self.console = config, output_dir, resume_step, console
         self.layout = TrainingRunLayout(output_dir)
         self.logs = self.layout.logs_dir
-        self.config_path = self.layout.config_path
+        self.config_path = parts_config or self.layout.config_path  # what the parts read
         self.inference: InferenceServer | None = None
         self.trainer = ManagedProcess(self.layout.log_path("trainer"))
         self.orchestrator = ManagedProcess(self.layout.log_path("orchestrator"))
         self.metrics = MetricsTail(self.layout.metrics_path)
-        self.metrics.poll()  # a resumed run's earlier steps are not printed again
+        self.metrics.poll()  # a resumed run's earlier steps are not printed again, nor counted
+        self.metrics.rows = []
         self.evals = MetricsTail(self.layout.evals_path)  # [orchestrator.eval]: one line per eval
         self.evals.poll()
         self.trainer_notices = NoticeTail(self.layout.log_path("trainer"), WANDB_NOTICE)
@@ -166,6 +188,8 @@ class Run:
                 continue
             if name == "orchestrator" and code == 0:
                 continue  # it finishes its last batch before the trainer finishes its last step
+            if name == "orchestrator" and code == ORCHESTRATOR_FATAL_EXIT and (cause := fatal_line(part.log_path)):
+                raise RunStopped(cause)
             raise PartFailure(name, f"the {name} {'exited' if code >= 0 else 'was killed'} (code {code})"
                                     f"{' before training ended' if code == 0 else ''}. "
                                     f"Last lines of {part.log_path}:\n{part.log_tail()}")
@@ -180,10 +204,12 @@ class Run:
         max_steps = self.config.max_steps
         rows = self.metrics.poll()
         self.pending_notices += self.trainer_notices.poll()
+        if rows:
+            self.promote_config()
         for row in rows:
             self.print_notices(before_step=row.get("step", 0))
             self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
-            status.update(f"step {row.get('step', 0) + 1}/{max_steps}")
+            status.update(f"step {min(row.get('step', 0) + 1, max_steps)}/{max_steps}")
             self.shown_step = row.get("step", 0)
         self.print_notices(before_step=self.shown_step + 1)
         self.print_evals()
@@ -208,60 +234,91 @@ class Run:
         for line in self.evals.poll():
             self.console.print(eval_summary_line(line), highlight=False)
 
+    def promote_config(self) -> None:
+        """A resume's changed config becomes config.json once the resumed run has trained a step."""
+        if self.config_path == self.layout.pending_config_path and self.config_path.exists():
+            os.replace(self.config_path, self.layout.config_path)
+
     def stop(self) -> None:
         for part in (self.orchestrator, self.trainer, self.inference):
             if part is not None:
                 part.stop(grace_s=10.0)
+        if self.config_path == self.layout.pending_config_path:  # never under way: config.json stays as it was
+            self.config_path.unlink(missing_ok=True)
+
+    def how_to_go_on(self) -> str:
+        """The exact command that continues the run, or why there is none yet."""
+        steps = self.layout.checkpoint_steps()
+        trained = len(self.metrics.rows)
+        done = f"{trained} step{'s' if trained != 1 else ''} trained this run"
+        if not steps:
+            return (f"{done}; no checkpoint was written yet (every {self.config.trainer.ckpt.interval} steps): "
+                    "start it again with the same command")
+        return f"{done}; continue with: prime train {self.layout.config_path} --resume-step {steps[-1]}"
 
 
-def launch(config: RLConfig, output_dir: Path, resume_step: int | None = None) -> int:
+def launch(config: RLConfig, output_dir: Path, resume_step: int | None = None, force: bool = False) -> int:
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     output_dir = output_dir.resolve()
     try:
-        run_dir.prepare(output_dir, resume_step)
+        prepared = run_dir.prepare(config, output_dir, resume_step, force)
     except run_dir.RunDirError as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 2
-    output_dir.mkdir(parents=True, exist_ok=True)
-    # env_file names, never values
-    write_text_atomic(TrainingRunLayout(output_dir).config_path, config.model_dump_json(indent=2))
-    run = Run(config, output_dir, resume_step, console)
+    for note in prepared.notes:
+        console.print(note, highlight=False, markup=False)
+    try:
+        return _run(Run(config, output_dir, resume_step, console, prepared.config_path), console)
+    finally:
+        prepared.lock.release()
+
+
+def _run(run: Run, console: Console) -> int:
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         run.start()
         run.watch()
     except PartFailure as failure:
-        console.print(f"[bold red]{failure.part} failed:[/] {failure.message}")
         run.stop()
+        console.print(f"[bold red]{failure.part} failed:[/] {failure.message}")
+        console.print(run.how_to_go_on(), highlight=False)
+        return 1
+    except RunStopped as stopped:
+        run.stop()
+        console.print(f"[bold red]training stopped:[/] {stopped.cause}", highlight=False)
+        console.print(f"(details: {run.orchestrator.log_path}) {run.how_to_go_on()}", highlight=False)
         return 1
     except ServeError as exc:  # vLLM missing, bad model folder
-        console.print(f"[bold red]error:[/] {exc}")
         run.stop()
+        console.print(f"[bold red]error:[/] {exc}")
         return 2
     except KeyboardInterrupt:
         console.print("stopping all parts")
         run.stop()
-        resumable = run_dir.checkpoint_steps(output_dir)
-        if resumable:
-            console.print(f"continue with: prime train {run.config_path} --resume-step {resumable[-1]}")
+        console.print(run.how_to_go_on(), highlight=False)
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
     run.stop()
-    summarize(console, run, output_dir)
-    return 0
+    return summarize(console, run, run.output_dir)
 
 
-def summarize(console: Console, run: Run, output_dir: Path) -> None:
+def summarize(console: Console, run: Run, output_dir: Path) -> int:
+    """The closing lines; 1 when the run trained on no sample at all (it learned nothing)."""
     rows = run.metrics.rows
     layout = TrainingRunLayout(output_dir)
     last = max(layout.weight_steps(), default=0)
+    if rows and all(row.get("effective_batch_size") == 0 for row in rows):
+        console.print(f"[bold red]training failed:[/] none of the {len(rows)} steps of this run had a sample to "
+                      f"train on (every rollout failed or was dropped; see {run.orchestrator.log_path})")
+        return 1
     console.print(f"[bold green]training done[/]: {len(rows)} steps this run; reward per step: {reward_curve(rows)}")
     env_id = run.config.orchestrator.env[0].id
     adapter = layout.weights_dir(last)
     console.print(f"adapter: {adapter}  (PEFT; metrics: {layout.metrics_path})")
     console.print(f"evaluate it: prime serve --lora trained={adapter} --port 8001   then   "
                   f"prime eval run {env_id} -m trained -b http://127.0.0.1:8001/v1")
+    return 0
 
 
 def _interrupt(signum, frame):  # noqa: ARG001

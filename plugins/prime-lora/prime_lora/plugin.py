@@ -19,10 +19,10 @@ class LoraTrainerPlugin:
     config_model = RLConfig
     description = "LoRA RL: vLLM inference, an orchestrator over prime environments, a torch + peft trainer"
 
-    def run(self, config: RLConfig, output_dir: Path, resume_step: int | None = None) -> int:
+    def run(self, config: RLConfig, output_dir: Path, resume_step: int | None = None, force: bool = False) -> int:
         from .launcher import launch
 
-        return launch(config, Path(output_dir), resume_step)
+        return launch(config, Path(output_dir), resume_step, force)
 
 
 plugin: TrainerPlugin = LoraTrainerPlugin()

@@ -1,19 +1,49 @@
-"""The output directory of a training run: what a fresh start refuses and what a resume rewinds.
-Its files and step folders are named by `TrainingRunLayout` (prime_cli.train.plugin_api)."""
+"""The output directory of a training run: what a fresh start may clear, what a resume rewinds.
+
+Every check comes first and reads only; then the directory's lock is taken (one run per directory);
+only then is anything deleted: on a fresh start exactly the entries listed (a prime run's leftovers
+that trained nothing, or what --force names), on a resume the later steps of this same run. Its files
+and step folders are named by `TrainingRunLayout` (prime_cli.train.plugin_api).
+"""
 
 from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from prime_cli.train.plugin_api import TrainingRunLayout, steps_in, write_text_atomic
+from prime_cli.train.plugin_api import (
+    FolderBusy,
+    FolderLock,
+    ResumeConfigError,
+    TrainingRunLayout,
+    check_resume_config,
+    checkpoint_problem,
+    fresh_start,
+    fresh_start_refusal,
+    last_good_checkpoint,
+    read_manifest,
+    steps_in,
+    write_manifest,
+    write_text_atomic,
+)
 
-__all__ = ["RunDirError", "checkpoint_steps", "prepare", "steps_in"]
+__all__ = ["PreparedDir", "RunDirError", "checkpoint_steps", "prepare", "steps_in"]
 
 
 class RunDirError(Exception):
-    """The output directory does not fit the request (fresh start over a run, missing checkpoint)."""
+    """The output directory does not fit the request (fresh start over a run, missing checkpoint, in use)."""
+
+
+@dataclass
+class PreparedDir:
+    """A directory ready for the run: locked, cleared or rewound; the config the parts read."""
+
+    lock: FolderLock
+    config_path: Path  # config.json, or config.pending.json for a resume whose config changed
+    notes: list[str] = field(default_factory=list)
 
 
 def checkpoint_steps(output_dir: Path) -> list[int]:
@@ -21,40 +51,106 @@ def checkpoint_steps(output_dir: Path) -> list[int]:
     return TrainingRunLayout(output_dir).checkpoint_steps()
 
 
-def prepare(output_dir: Path, resume_step: int | None) -> None:
-    """Check the directory for a fresh start, or rewind it to `resume_step` (later steps removed)."""
-    layout = TrainingRunLayout(output_dir)
-    if resume_step is None:
-        trained = layout.weight_steps()
-        if any(step > 0 for step in trained) or layout.metrics_path.exists():
-            resumable = layout.checkpoint_steps()
-            hint = (f"continue it with --resume-step {resumable[-1]}" if resumable
-                    else "it has no checkpoint to resume from")
-            raise RunDirError(f"{output_dir} already holds a training run (up to step {max(trained, default=0)}); "
-                              f"{hint}, or pick another directory with --output-dir")
-        for sub in layout.STEP_FOLDERS:
-            shutil.rmtree(output_dir / sub, ignore_errors=True)
-        layout.evals_path.unlink(missing_ok=True)  # a step-0 eval of a run that never trained
-        return
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _check_fresh(layout: TrainingRunLayout, force: bool) -> list[Path]:
+    """The entries a fresh start will delete (refused unless they are leftovers, or forced)."""
+    found = fresh_start(layout)
+    if found.in_the_way and not force:
+        raise RunDirError(fresh_start_refusal(layout, found))
+    return found.in_the_way + found.leftovers
+
+
+def _saved_config(layout: TrainingRunLayout, model: type) -> dict[str, Any]:
+    """config.json as the current config model reads it (defaults of newer keys filled in)."""
+    try:
+        saved = json.loads(layout.config_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunDirError(f"{layout.config_path} cannot be read ({exc}): this folder's run cannot be checked "
+                          "for a resume; start a new run with -o DIR") from None
+    try:
+        return model.model_validate(saved).model_dump(mode="json")
+    except ValueError:
+        return saved
+
+
+def _check_resume(layout: TrainingRunLayout, config: Any, step: int) -> list[str]:
+    """Raise RunDirError unless `step` can be resumed with `config`; the notes on allowed config changes."""
     available = layout.checkpoint_steps()
-    if resume_step not in available:
+    if step not in available:
         listed = ", ".join(map(str, available)) or "none"
-        raise RunDirError(f"no checkpoint for step {resume_step} in {output_dir / layout.CHECKPOINTS} "
+        raise RunDirError(f"no checkpoint for step {step} in {layout.output_dir / layout.CHECKPOINTS} "
                           f"(available: {listed})")
-    if not layout.weights_dir(resume_step).is_dir():
-        raise RunDirError(f"{layout.weights_dir(resume_step)} is missing; cannot resume at step {resume_step}")
+    if problem := checkpoint_problem(layout, step):
+        good = last_good_checkpoint(layout, below=step)
+        way = (f"resume from the last whole one with --resume-step {good}" if good is not None
+               else "no earlier checkpoint is whole: start a new run with -o DIR")
+        raise RunDirError(f"the checkpoint of step {step} is damaged: {problem}; {way}")
+    try:
+        return check_resume_config(_saved_config(layout, type(config)), config.model_dump(mode="json"), step)
+    except ResumeConfigError as exc:
+        raise RunDirError(f"cannot resume {layout.output_dir} at step {step}: {exc}") from None
+
+
+def _rewind(layout: TrainingRunLayout, step: int) -> None:
+    """Remove this run's steps after `step` (folders, metrics and eval lines)."""
     for sub in layout.STEP_FOLDERS:
-        for step in layout.steps(sub):
-            if step > resume_step:
-                shutil.rmtree(layout.step_dir(sub, step), ignore_errors=True)
+        for later in layout.steps(sub):
+            if later > step:
+                shutil.rmtree(layout.step_dir(sub, later), ignore_errors=True)
     for path in (layout.metrics_path, layout.evals_path):
         if not path.exists():
             continue
         kept = []
         for line in path.read_text().splitlines():
             try:
-                if json.loads(line).get("step", 0) <= resume_step:
+                if json.loads(line).get("step", 0) <= step:
                     kept.append(line)
             except ValueError:
                 continue  # a line cut short by a kill
         write_text_atomic(path, "".join(line + "\n" for line in kept))
+
+
+def _lock(layout: TrainingRunLayout) -> FolderLock:
+    try:
+        return FolderLock.acquire(layout)
+    except FolderBusy as exc:
+        raise RunDirError(str(exc)) from None
+
+
+def prepare(config: Any, output_dir: Path, resume_step: int | None, force: bool = False) -> PreparedDir:
+    """Check the directory for a fresh start (or a resume at `resume_step`), lock it, then clear
+    (or rewind) it and write the config the parts read. Raises RunDirError with nothing changed."""
+    layout = TrainingRunLayout(output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise RunDirError(f"{output_dir} is a file, not a folder: give -o a folder (new or a training run's)")
+    if resume_step is None:
+        _check_fresh(layout, force)
+    else:
+        _check_resume(layout, config, resume_step)
+    lock = _lock(layout)
+    try:  # checked again under the lock: another run may have written in between
+        config_json = config.model_dump_json(indent=2)  # env_file names, never values
+        if resume_step is None:
+            for path in _check_fresh(layout, force):
+                _remove(path)
+            write_manifest(layout)
+            write_text_atomic(layout.config_path, config_json)
+            return PreparedDir(lock, layout.config_path)
+        notes = _check_resume(layout, config, resume_step)
+        _rewind(layout, resume_step)
+        if read_manifest(layout) is None:  # a run written before manifests: marked as prime's now
+            write_manifest(layout)
+        layout.pending_config_path.unlink(missing_ok=True)
+        if not notes:
+            return PreparedDir(lock, layout.config_path)
+        write_text_atomic(layout.pending_config_path, config_json)
+        return PreparedDir(lock, layout.pending_config_path, notes)
+    except BaseException:
+        lock.release()
+        raise

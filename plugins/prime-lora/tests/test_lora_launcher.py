@@ -10,9 +10,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from run_folders import write_run
 
 from prime_cli.serve.process import group_alive
 from prime_cli.train.config import RLConfig
+from prime_cli.train.plugin_api import TrainingRunLayout, write_manifest
 from prime_lora import launcher, run_dir
 from prime_lora.progress import WANDB_NOTICE, MetricsTail, NoticeTail, step_line
 
@@ -101,6 +103,7 @@ def test_the_trainers_wandb_lines_reach_the_terminal_once_even_the_last_one(tmp_
     fake_parts(monkeypatch, tmp_path, TRAINER_WANDB_OFFLINE)
     cfg = config(tmp_path)
     (tmp_path / "out" / "logs").mkdir(parents=True)
+    write_manifest(TrainingRunLayout(tmp_path / "out"))  # an earlier start in this folder that trained nothing
     (tmp_path / "out" / "logs" / "trainer.log").write_text("W&B: a line of an earlier run\n")
     assert launcher.launch(cfg, Path(cfg.output_dir)) == 0
     err = capsys.readouterr().err
@@ -144,19 +147,15 @@ def test_killing_the_inference_server_ends_the_run_clearly(tmp_path, monkeypatch
 
 def test_fresh_start_refuses_a_directory_that_holds_a_run_and_resume_rewinds_it(tmp_path):
     out = tmp_path / "out"
-    for step in (0, 1, 2, 3):
-        (out / "weights" / f"step_{step}").mkdir(parents=True)
-        (out / "rollouts" / f"step_{step}").mkdir(parents=True)
-    for step in (2,):
-        (out / "checkpoints" / f"step_{step}" / "trainer").mkdir(parents=True)
-        (out / "checkpoints" / f"step_{step}" / "orchestrator.json").write_text("{}")
-    (out / "metrics.jsonl").write_text("".join(json.dumps({"step": s}) + "\n" for s in (1, 2, 3)) + '{"step": 4')
+    cfg = write_run(out, 3, checkpoints=(2,))
+    with open(out / "metrics.jsonl", "a") as handle:
+        handle.write('{"step": 4')  # cut short by a kill
     with pytest.raises(run_dir.RunDirError, match="--resume-step 2"):
-        run_dir.prepare(out, None)
+        run_dir.prepare(cfg, out, None)
     with pytest.raises(run_dir.RunDirError, match=r"available: 2"):
-        run_dir.prepare(out, 1)
-    run_dir.prepare(out, 2)
-    assert run_dir.steps_in(out / "weights") == [0, 1, 2] and run_dir.steps_in(out / "rollouts") == [0, 1, 2]
+        run_dir.prepare(cfg, out, 1)
+    run_dir.prepare(cfg, out, 2).lock.release()
+    assert run_dir.steps_in(out / "weights") == [0, 1, 2] and run_dir.steps_in(out / "rollouts") == [1, 2]
     assert [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()] == [1, 2]
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 
+from run_folders import write_run
+
 from prime_cli.train.plan import OUTPUT_LAYOUT
-from prime_cli.train.plugin_api import TrainingRunLayout
+from prime_cli.train.plugin_api import TrainingRunLayout, read_manifest
 from prime_lora import run_dir
 from prime_lora.orchestrator import loop as orchestrator
 from prime_lora.trainer import loop as trainer
@@ -24,23 +26,19 @@ def test_the_trainer_reads_the_batch_and_stats_where_the_orchestrator_writes_the
     assert layout.steps(layout.ROLLOUTS) == [3]
     # the --dry-run plan names the same folders
     assert [name for name, _ in OUTPUT_LAYOUT] == ["config.json", "weights/step_N/", "checkpoints/step_N/",
-                                                   "rollouts/step_N/", "logs/", "metrics.jsonl"]
+                                                   "rollouts/step_N/", "logs/", "metrics.jsonl",
+                                                   "prime-train.json", "train.lock"]
 
 
 def test_a_directory_written_by_the_previous_writers_resumes(tmp_path):
     """As the earlier orchestrator left it after a kill: compact JSON without a newline, a hidden
     temporary batch of the step it was writing, and a step folder name that is not a step."""
     out = tmp_path
-    for step in (0, 1, 2):
-        (out / "weights" / f"step_{step}").mkdir(parents=True)
+    config = write_run(out, 2, checkpoints=(1, 2), manifest=False)  # written before manifests existed
     for step in (1, 2):
         folder = out / "rollouts" / f"step_{step}"
-        folder.mkdir(parents=True)
         (folder / "stats.json").write_text(json.dumps({"step": step}))
         (folder / "batch.jsonl").write_text(json.dumps({"input_ids": [step], "loss_mask": [1]}) + "\n")
-        (out / "checkpoints" / f"step_{step}" / "trainer").mkdir(parents=True)
-        (out / "checkpoints" / f"step_{step}" / "orchestrator.json").write_text(
-            json.dumps({"step": step, "sampler": {"epoch": 0}}))
     (out / "rollouts" / "step_3").mkdir()
     (out / "rollouts" / "step_3" / ".batch.jsonl.tmp").write_text('{"input_ids": [3')
     (out / "checkpoints" / "step_x").mkdir()
@@ -48,8 +46,9 @@ def test_a_directory_written_by_the_previous_writers_resumes(tmp_path):
 
     layout = TrainingRunLayout(out)
     assert layout.checkpoint_steps() == [1, 2] and layout.weight_steps() == [0, 1, 2]
-    run_dir.prepare(out, 1)
+    run_dir.prepare(config, out, 1).lock.release()
     assert layout.steps(layout.ROLLOUTS) == [1] and layout.checkpoint_steps() == [1]
+    assert read_manifest(layout) is not None  # marked as prime's now
     assert [json.loads(line)["step"] for line in layout.metrics_path.read_text().splitlines()] == [1]
     samples, stats, _ = trainer.wait_for_batch(out, 1)
     assert samples == [{"input_ids": [1], "loss_mask": [1]}] and stats == {"step": 1}

@@ -5,7 +5,7 @@ training samples from.
 An eval runs as an asyncio task beside the sampling of the next batch, which uses the same weights; the
 orchestrator waits for it only before it loads newer weights into the adapter (orchestrator/weights.py
 calls `wait` then), so training stalls at most for the part of the eval's generation that the sampling
-did not cover. Each environment's eval is an ordinary eval run in evals/step_N/<env>/, and one line per
+did not cover. Each environment's eval is an ordinary eval run in online_evals/step_N/<env>/, and one line per
 eval goes to evals.jsonl: `{"step", "policy_step", "eval/time_s", "eval/<env>/reward/mean",
 "eval/<env>/reward/std", "eval/<env>/num_rollouts", "eval/<env>/error_rate"}`. The trainer copies those
 keys into metrics.jsonl (and W&B) and the launcher prints the line.
@@ -32,7 +32,7 @@ from prime_cli.train.plugin_api import (
 
 @dataclass
 class EvalEnv:
-    name: str  # its folder under evals/step_N and its key in the metrics
+    name: str  # its folder under online_evals/step_N and its key in the metrics
     id: str
     args: dict[str, Any]
     env: Any

@@ -1,0 +1,156 @@
+"""`prime train` with faults and bad input, through the installed script (tests/train/train_runs.py: the
+real launcher, orchestrator and trainer on a tiny model, the scripted server in vLLM's place)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from prime_cli.runs.training_reader import read_training_run
+from tests.support.cli import run_shell
+
+from .train_runs import TrainProcess, run_train, tiny_model, train_env, write_workspace
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> Path:
+    return tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-llama")
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def metrics(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def part_pids(cwd: Path, marker: str) -> list[int]:
+    """Processes started in `cwd` whose command line holds `marker` (a run's parts)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if Path(os.readlink(entry / "cwd")) == cwd and marker in (entry / "cmdline").read_bytes().decode():
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def test_eval_runs_and_foreign_folders_survive_and_force_deletes_exactly_the_list(tmp_path, model):
+    config = write_workspace(tmp_path, model, max_steps=2)
+    eval_run = tmp_path / "outputs" / "evals" / "flaky-reward--m" / "20261124-000000-abcdef"
+    eval_run.mkdir(parents=True)
+    (eval_run / "metadata.json").write_text('{"env_id": "flaky-reward"}')
+    (eval_run / "results.jsonl").write_text('{"reward": 1}\n')
+    saved_evals = tree(tmp_path / "outputs")
+
+    done = run_train([str(config)], tmp_path)  # the config names no output_dir
+    assert done.returncode == 0, done.stderr
+    assert tree(tmp_path / "outputs" / "evals") == tree(eval_run.parents[1]) and \
+        all(tree(tmp_path / "outputs")[k] == v for k, v in saved_evals.items())
+    assert (tmp_path / "outputs" / "rl" / "flaky-reward" / "weights" / "step_2").is_dir()
+
+    foreign = tmp_path / "d"
+    (foreign / "checkpoints" / "step_1000").mkdir(parents=True)
+    (foreign / "checkpoints" / "step_1000" / "model.bin").write_text("weights")
+    (foreign / "evals" / "important").mkdir(parents=True)
+    (foreign / "evals" / "important" / "results.jsonl").write_text("{}\n")
+    before = tree(foreign)
+    refused = run_train([str(config), "-o", str(foreign)], tmp_path)
+    assert refused.returncode == 2
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "checkpoints/" in lines[0], refused.stderr
+    assert "--force" in lines[0] and "-o DIR" in lines[0] and "Traceback" not in refused.stderr
+    assert tree(foreign) == before
+
+    dry = run_train([str(config), "-o", str(foreign), "--dry-run"], tmp_path)
+    assert dry.returncode == 0 and "a real run would refuse to start" in dry.stdout, dry.stdout
+
+    forced = run_train([str(config), "-o", str(foreign), "--force"], tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert not (foreign / "checkpoints" / "step_1000").exists()
+    assert (foreign / "evals" / "important" / "results.jsonl").read_text() == "{}\n"
+
+
+def test_a_resume_that_cannot_load_the_checkpoint_is_refused_before_anything_is_deleted(tmp_path, model):
+    config = write_workspace(tmp_path, model, max_steps=3)
+    out = tmp_path / "run"
+    first = run_train([str(config), "-o", str(out)], tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = tree(out)
+
+    rank = run_train([str(config), "-o", str(out), "--resume-step", "2", "--set", "trainer.model.lora.rank=8"],
+                     tmp_path)
+    assert rank.returncode == 2 and "trainer.model.lora.rank changed (4 -> 8)" in rank.stderr, rank.stderr
+    assert len(rank.stderr.strip().splitlines()) == 1
+    optimizer = out / "checkpoints" / "step_3" / "trainer" / "optimizer.pt"
+    optimizer.write_bytes(before[str(optimizer.relative_to(out))][:200])
+    broken = run_train([str(config), "-o", str(out), "--resume-step", "3", "--set", "max_steps=4"], tmp_path)
+    assert broken.returncode == 2 and "optimizer.pt is truncated" in broken.stderr, broken.stderr
+    assert "--resume-step 2" in broken.stderr
+    after = tree(out)
+    after.pop("checkpoints/step_3/trainer/optimizer.pt")
+    assert after == {k: v for k, v in before.items() if k != "checkpoints/step_3/trainer/optimizer.pt"}
+
+    resumed = run_train([str(config), "-o", str(out), "--resume-step", "2", "--set", "max_steps=4"], tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "note: resuming with max_steps changed: 3 -> 4" in resumed.stderr
+    assert "training done: 2 steps this run" in resumed.stderr
+    assert [row["step"] for row in metrics(out)] == [1, 2, 3, 4]
+    assert json.loads((out / "config.json").read_text())["max_steps"] == 4
+    assert not (out / "config.pending.json").exists()
+
+
+def test_a_second_run_on_a_folder_is_refused_and_a_killed_one_blocks_nothing(tmp_path, model):
+    config = write_workspace(tmp_path, model, max_steps=30)
+    out = tmp_path / "run"
+    first = TrainProcess([str(config), "-o", str(out)], tmp_path, {"PRIME_TEST_FAKE_VLLM_ARGS": "--delay 0.5"})
+    try:
+        first.wait_for(lambda: (out / "metrics.jsonl").exists())
+        assert read_training_run(out).status == "running"
+        second = run_train([str(config), "-o", str(out), "--force"], tmp_path)
+        assert second.returncode == 2, second.stderr
+        assert f"in use by another prime train (PID {first.proc.pid}" in second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        first.kill()  # SIGKILL to the whole run
+    deadline = time.monotonic() + 20
+    while part_pids(tmp_path, "prime_lora") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert read_training_run(out).status == "stopped"
+    again = run_train([str(config), "-o", str(out)], tmp_path)  # a stale lock file: refused as a trained run
+    assert again.returncode == 2 and "already holds a training run" in again.stderr, again.stderr
+
+
+@pytest.mark.parametrize("part", ["trainer", "inference"])
+def test_a_dead_part_stops_the_run_with_the_resume_command_that_works(tmp_path, model, part):
+    config = write_workspace(tmp_path, model, max_steps=40)
+    out = tmp_path / "run"
+    run = TrainProcess([str(config), "-o", str(out)], tmp_path, {"PRIME_TEST_FAKE_VLLM_ARGS": "--delay 0.3"})
+    try:
+        run.wait_for(lambda: (out / "checkpoints" / "step_2" / "orchestrator.json").exists()
+                     and (out / "checkpoints" / "step_2" / "trainer").is_dir())
+        marker = "prime_lora.trainer" if part == "trainer" else "tests.support.scripted_server"
+        for pid in part_pids(tmp_path, marker):
+            os.kill(pid, signal.SIGKILL)
+        code, err = run.finish(timeout=60)
+    finally:
+        run.kill()
+    assert code == 1, err
+    assert f"{part} failed" in err
+    resume = next(line for line in err.splitlines() if "continue with: " in line).split("continue with: ")[1]
+    assert "steps trained this run" in err
+    argv = shlex.split(resume)
+    assert argv[:2] == ["prime", "train"] and argv[-2] == "--resume-step" and int(argv[-1]) >= 2
+    resumed = run_shell(f"{resume} --set max_steps={int(argv[-1]) + 1}", tmp_path, train_env())
+    assert resumed.returncode == 0, resumed.stderr
+    assert "training done: 1 steps this run" in resumed.stderr
