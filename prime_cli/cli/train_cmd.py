@@ -15,19 +15,21 @@ EPILOG = ("Example: prime train configs/rl/reverse-text-cpu.toml   (check first 
 def train(
     config_path: Path | None = typer.Argument(None, metavar="CONFIG", help="Training config TOML: the prime-rl v0.4 shape ([model], [trainer], [orchestrator], [[orchestrator.env]], [inference]), the short hosted shape (model, max_steps, batch_size, rollouts_per_example, [sampling], [[env]]) or the simplified prime-rl shape (model_name, num_gpus, learning_rate, lora_rank); every key is listed in docs/trainer.md. Examples in configs/rl/."),
     trainer: str | None = typer.Option(None, "--trainer", "-t", help="Trainer plugin to use (see --list). Default: the only installed one."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Check the config, the environments and the plugin, print the resolved config and the process/device plan, and exit without training."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check the config, the environments and the plugin, print the resolved config and the process/device plan, and exit without training. A model not on this machine (not local, a folder or in the Hugging Face cache) is only a note here; a real run refuses it."),
     list_trainers: bool = typer.Option(False, "--list", help="List the installed trainer plugins (name, package, version) and exit."),
     resume_step: int | None = typer.Option(None, "--resume-step", "--trainer.ckpt.resume-step", min=1, help="Resume from checkpoints/step_N in the output directory (later steps are discarded). --trainer.ckpt.resume-step is the prime-rl spelling."),
     overrides: list[str] | None = typer.Option(None, "--set", metavar="KEY=VALUE", help="Override one config key (repeatable), e.g. --set trainer.optim.lr=3e-4 or --set orchestrator.env[0].args.num_train_examples=100. VALUE is read as TOML when it parses (numbers, true, [1, 2]), else as a string."),
-    output_dir: str | None = typer.Option(None, "-o", "--output-dir", help="Output directory (weights/, checkpoints/, logs/, metrics.jsonl). Default: output_dir of the config (outputs)."),
+    output_dir: str | None = typer.Option(None, "-o", "--output-dir", help="Output directory (weights/, checkpoints/, logs/, metrics.jsonl). Default: output_dir of the config, else outputs/rl/<first environment id>. A fresh start refuses a folder holding files it would write that no prime run wrote (or a run that trained), and lists them."),
+    force: bool = typer.Option(False, "--force", help="On a fresh start, delete exactly the entries of the output directory that the refusal lists (nothing else), then train."),
 ) -> None:
     """Train a LoRA adapter with RL on environments.
 
     The installed trainer plugin (see --list) runs vLLM inference, an orchestrator that samples the
     environments, and a trainer, on the devices the config names (or the CPU without CUDA).
 
-    The config is validated (keys, batch divisibility, sequence lengths, GPU layout) and every
-    environment is loaded before anything starts; a mistake is reported as one `error:` line.
+    The config is validated (keys, batch divisibility, sequence lengths and max_tokens, GPU layout, the
+    output folder, the model's weights on this machine) and every environment is loaded before anything
+    starts; a mistake is reported as one `error:` line.
     """
     from prime_cli.train.errors import TrainConfigError
 
@@ -41,9 +43,22 @@ def train(
     except TrainConfigError as exc:
         fail(str(exc))
     if dry_run:
-        _print_dry_run(config, plugin, notes)
+        from prime_cli.train.folder_notes import output_dir_notes
+
+        _print_dry_run(config, plugin, notes + output_dir_notes(config.output_dir, resume_step))
         raise typer.Exit(0)
-    raise typer.Exit(plugin.run(config, Path(config.output_dir), resume_step))
+    if force and resume_step is not None:
+        fail("--force is for a fresh start; a resume (--resume-step) deletes only this run's later steps")
+    if force and not _accepts_force(plugin):
+        fail(f"--force: the trainer plugin {getattr(plugin, 'name', '?')!r} does not support it; train elsewhere with -o DIR")
+    kwargs = {"force": True} if force else {}
+    raise typer.Exit(plugin.run(config, Path(config.output_dir), resume_step, **kwargs))
+
+
+def _accepts_force(plugin) -> bool:
+    import inspect
+
+    return "force" in inspect.signature(plugin.run).parameters
 
 
 def _prepare(config_path: Path, trainer: str | None, overrides: list[str], output_dir: str | None, dry_run: bool):
@@ -57,17 +72,21 @@ def _prepare(config_path: Path, trainer: str | None, overrides: list[str], outpu
         validate_config,
     )
     from prime_cli.train.plugins import load_trainer
+    from prime_cli.train.preflight import check_eval_max_tokens, check_model, check_output_dir
 
     config = load_train_config(config_path, overrides, output_dir)
+    check_output_dir(config.output_dir, from_flag=output_dir is not None)
     cuda = has_cuda()
     check_devices(config, cuda)
     shortage = gpu_shortage(config, visible_gpu_count()) if cuda else None
     if shortage and not dry_run:
         raise TrainConfigError(shortage)
+    model_notes = check_model(config, dry_run)
     check_environments(config)
+    check_eval_max_tokens(config)
     plugin = load_trainer(trainer)
     config = validate_config(config.model_dump(), plugin.config_model, str(config_path))
-    return config, plugin, ([shortage] if shortage else []) + config_notes(config)
+    return config, plugin, ([shortage] if shortage else []) + model_notes + config_notes(config)
 
 
 def _print_trainers() -> None:

@@ -14,7 +14,8 @@ def tui(
         None,
         help="A run folder to open directly (an eval or GEPA run, or a `prime train` output folder), "
         "or a folder to search for runs (e.g. ./outputs). "
-        "Default: ./environments/*/outputs and ./outputs.",
+        "Default: ./environments/*/outputs and ./outputs; when they hold no run, the folders below the "
+        "working folder, 4 deep (e.g. runs saved with -o out).",
         show_default=False,
     ),
     interval: float = typer.Option(1.0, "--interval", min=0.1, help="Seconds between checks for new rows of a running run."),

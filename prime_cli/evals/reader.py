@@ -117,8 +117,9 @@ def default_roots(cwd: Path) -> list[Path]:
     return roots
 
 
-def discover_runs(paths: list[Path], max_depth: int = 6) -> list[RunEntry]:
-    """Every eval, GEPA and training run under `paths`, ordered by environment, model, then newest first.
+def discover_runs(paths: list[Path], max_depth: int = 6, training_depth: int = 4) -> list[RunEntry]:
+    """Every eval, GEPA and training run under `paths` (eval and GEPA runs down to `max_depth` folders,
+    training runs to `training_depth`), ordered by environment, model, then newest first.
     Folders whose metadata.json cannot be read are skipped."""
     entries: dict[Path, RunEntry] = {}
     for top in paths:
@@ -127,7 +128,7 @@ def discover_runs(paths: list[Path], max_depth: int = 6) -> list[RunEntry]:
                 entries[run_dir.resolve()] = read_entry(run_dir)
             except RunDirError:
                 continue
-        for run_dir in find_training_runs(Path(top)):
+        for run_dir in find_training_runs(Path(top), training_depth):
             entries[run_dir.resolve()] = training_entry(run_dir)
     ordered = sorted(entries.values(), key=lambda e: (e.date, e.run_id), reverse=True)
     return sorted(ordered, key=lambda e: (e.env_id, e.model, e.kind))

@@ -16,6 +16,10 @@ from prime_cli.evals.reader import (
 from prime_cli.evals.store import METADATA_FILE, RunDirError
 from prime_cli.runs.training_reader import is_training_run
 
+# how deep `prime eval tui` (no PATH) looks below the working folder when ./outputs and
+# ./environments/*/outputs hold no run: `prime eval run -o out/evals` saves out/evals/<env>--<model>/<run_id>
+SEARCH_DEPTH = 4
+
 
 class NoRunsError(RunDirError):
     """No run folder where the user pointed (or in the default places)."""
@@ -29,6 +33,19 @@ class Located:
     rows_first: bool = False  # results.jsonl given: show its rows at once
 
 
+def _top_folders(entries: list[RunEntry], base: Path) -> list[Path]:
+    """The folders right below `base` that hold the entries (`base` itself for a run there): the roots a
+    reload searches, rather than all of `base` again."""
+    tops = set()
+    for entry in entries:
+        try:
+            parts = entry.path.resolve().relative_to(base.resolve()).parts
+        except ValueError:
+            parts = ()
+        tops.add(base / parts[0] if parts else base)
+    return sorted(tops)
+
+
 def locate(path: str | Path | None, cwd: str | Path | None = None) -> Located:
     """What `prime eval tui [PATH]` shows. A run folder opens that run; results.jsonl opens its
     rows; any other folder is searched for runs."""
@@ -36,9 +53,14 @@ def locate(path: str | Path | None, cwd: str | Path | None = None) -> Located:
     if path is None:
         roots = default_roots(base)
         entries = discover_runs(roots)
+        if not entries and base != Path(base.anchor):  # saved with -o elsewhere: look below the working folder
+            entries = discover_runs([base], SEARCH_DEPTH, SEARCH_DEPTH)
+            roots = _top_folders(entries, base)
         if not entries:
-            raise NoRunsError(f"no runs under {base / 'outputs'} or {base / 'environments'}/*/outputs; "
-                              "save one with `prime eval run ENV -s`, or pass the folder: `prime eval tui PATH`")
+            raise NoRunsError(f"no runs under {base} ({SEARCH_DEPTH} folders deep, {base / 'outputs'} and "
+                              f"{base / 'environments'}/*/outputs deeper); save one with `prime eval run ENV -s`, "
+                              "or pass the folder that holds them (the -o of `prime eval run` or `prime train`): "
+                              "`prime eval tui PATH`")
         return Located(entries, None, roots)
     target = Path(path).expanduser()
     target = target if target.is_absolute() else base / target

@@ -115,12 +115,14 @@ def test_a_second_run_on_a_folder_is_refused_and_a_killed_one_blocks_nothing(tmp
     out = tmp_path / "run"
     first = TrainProcess([str(config), "-o", str(out)], tmp_path, {"PRIME_TEST_FAKE_VLLM_ARGS": "--delay 0.5"})
     try:
+        first.wait_for(lambda: (out / "logs" / "trainer.log").exists())  # started, nothing trained yet
+        for extra in ([], ["--force"]):
+            second = run_train([str(config), "-o", str(out), *extra], tmp_path)
+            assert second.returncode == 2, second.stderr
+            assert f"in use by another prime train (PID {first.proc.pid}" in second.stderr
+            assert len(second.stderr.strip().splitlines()) == 1, second.stderr
         first.wait_for(lambda: (out / "metrics.jsonl").exists())
         assert read_training_run(out).status == "running"
-        second = run_train([str(config), "-o", str(out), "--force"], tmp_path)
-        assert second.returncode == 2, second.stderr
-        assert f"in use by another prime train (PID {first.proc.pid}" in second.stderr
-        assert "Traceback" not in second.stderr
     finally:
         first.kill()  # SIGKILL to the whole run
     deadline = time.monotonic() + 20

@@ -43,3 +43,29 @@ async def test_a_run_written_by_prime_eval_run_opens(tmp_path):
         await pilot.press("enter")
         await settle(pilot)
         assert "─ assistant ─" in screen_text(app) and "reversed_text" in screen_text(app)
+
+
+def test_runs_saved_in_a_subfolder_are_found_without_a_path(tmp_path):
+    """`prime eval run ... -o out` and `prime train ... -o out/train` leave no ./outputs: `prime eval tui`
+    from the workspace still lists both (it looks below the working folder when ./outputs holds nothing)."""
+    from tests.support.cli import TerminalSession
+    from tests.tui.training_fixtures import write_training_run
+
+    with ScriptedOpenAIServer() as server:
+        result = run_prime(["eval", "run", "reverse-text", "-m", "m", "-b", server.url, "-n", "2", "-r", "1",
+                            "-s", "-o", "out"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    write_training_run(tmp_path / "out" / "train", steps=3, max_steps=3)
+    assert not (tmp_path / "outputs").exists()
+    with TerminalSession(["eval", "tui"], tmp_path) as term:
+        screen = term.wait_for("reverse-text", "3 steps", "2x1")
+        term.send("q")
+        assert term.wait_exit() == 0, screen
+
+
+def test_no_runs_names_where_it_looked_and_how_to_point_elsewhere(tmp_path):
+    result = run_prime(["eval", "tui"], tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: no runs under {tmp_path} (4 folders deep, {tmp_path / 'outputs'} and ")
+    assert "the -o of `prime eval run` or `prime train`" in line and "`prime eval tui PATH`" in line

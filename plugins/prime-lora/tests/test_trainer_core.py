@@ -66,6 +66,24 @@ def test_log_ratio_is_clamped_before_exp():
     assert math.isfinite(parts.mismatch_kl_sum)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_mismatch_kl_is_never_negative_for_tiny_log_ratios(dtype):
+    """exp(d) - d - 1 computed as written rounds below 0 for |d| of 1e-7..1e-2 (a step printed kl -5.54e-10):
+    every token's k3, and their sum, must be >= 0 and close to the exact value for the log-ratios given."""
+    magnitudes = torch.logspace(-7, -2, 300, dtype=torch.float64)
+    inference = torch.zeros(600, dtype=dtype)
+    logp = torch.cat([magnitudes, -magnitudes]).to(dtype)
+    d = (logp - inference).double()  # the log-ratios as the loss sees them, exactly
+    exact = torch.expm1(d) - d
+    for i in range(logp.numel()):
+        part = policy_loss(logp[i:i + 1], inference[i:i + 1], torch.ones(1, dtype=dtype), LossConfig(), 1)
+        assert float(part.mismatch_kl_sum) >= 0.0 and float(part.mismatch_kl_masked_sum) >= 0.0, float(d[i])
+        # computed in float32: off by about an ulp of d, not of 1 (exp(d) - d - 1 is off by 6e-8 at any d)
+        assert abs(float(part.mismatch_kl_sum) - float(exact[i])) <= 2.5e-7 * abs(float(d[i])), float(d[i])
+    parts = policy_loss(logp, inference, torch.ones_like(logp), LossConfig(), logp.numel())
+    assert float(parts.mismatch_kl_sum) == pytest.approx(float(exact.sum()), rel=1e-4)
+
+
 def test_token_logprobs_equal_a_full_forward(model_path, tmp_path):
     config = tiny_config(tmp_path)
     model = build_policy(config, model_path, torch.device("cpu"), torch.float32)

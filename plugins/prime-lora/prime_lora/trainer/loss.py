@@ -40,9 +40,11 @@ def policy_loss(logp: torch.Tensor, inference_logp: torch.Tensor, advantages: to
     keep = (~(low | high)).to(logp.dtype)
     loss = -(keep * ratio * advantages).sum() / max(total_loss_tokens, 1)
     with torch.no_grad():
-        d = clamped.detach()
+        d = clamped.detach().to(torch.promote_types(clamped.dtype, torch.float32))
         # tokens were sampled from the inference policy, so with r = p_train / p_inference = exp(d) the
-        # k3 estimator r - 1 - log r is unbiased for KL(inference || train) and never negative
-        kl = torch.exp(d) - d - 1
+        # k3 estimator r - 1 - log r is unbiased for KL(inference || train) and never negative. For
+        # d near 0, exp(d) - d - 1 loses every digit (exp(d) rounds next to 1) and can come out below 0;
+        # expm1(d) - d keeps them, and the clamp removes what rounding is left
+        kl = (torch.expm1(d) - d).clamp_min(0.0)
         return LossParts(loss=loss, mismatch_kl_sum=kl.sum(), mismatch_kl_masked_sum=(kl * (1 - keep)).sum(),
                          masked_low=low.sum(), masked_high=high.sum(), tokens=int(logp.numel()))

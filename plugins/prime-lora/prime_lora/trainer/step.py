@@ -150,11 +150,11 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
         warnings.simplefilter("ignore", UserWarning)
         scheduler.step()
     wait_for_device(device)
-    n = max(total, 1)
+    n = max(total, 1)  # (kl_sum - kl_masked_sum: two sums rounded apart, so it is kept >= 0 below)
     return StepResult(loss=loss_sum, mismatch_kl=kl_sum / n, masked_fraction=masked / n,
                       entropy=entropy_sum / n, grad_norm=grad_norm, skipped=skipped, num_tokens=total,
                       total_tokens=sum(len(s["input_ids"]) for s in samples), train_s=time.perf_counter() - started,
                       zero_advantage=zero_advantage, mismatch_kl_masked=kl_masked_sum / max(masked, 1),
-                      mismatch_kl_unmasked=(kl_sum - kl_masked_sum) / max(total - masked, 1),
+                      mismatch_kl_unmasked=max(kl_sum - kl_masked_sum, 0.0) / max(total - masked, 1),
                       masked_low_fraction=masked_low / n, masked_high_fraction=masked_high / n,
                       forward_tokens=int(summed[6]), peak_memory_bytes=peak_memory_bytes(device))

@@ -1,0 +1,95 @@
+"""Checks of what a training config names on this machine, made by `prime train` before anything starts:
+the output folder, the model's weights (`local`, a folder, or the local Hugging Face cache) and the
+online eval's max_tokens (the environments' own defaults). The config's own rules are in config.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from prime_cli.clients.command_flags import LOCAL_MODEL
+from prime_cli.envs.eval_defaults import env_eval_defaults
+
+from .errors import TrainConfigError
+
+if TYPE_CHECKING:
+    from .config import RLConfig
+
+
+def check_output_dir(output_dir: str, from_flag: bool) -> None:
+    """The output directory is a folder, or can become one (no file on its path)."""
+    key = "-o/--output-dir" if from_flag else "output_dir"
+    path = Path(output_dir).expanduser()
+    fix = "pass a folder, e.g. -o outputs/run1" + ("" if from_flag else " (or change output_dir in the config)")
+    if path.exists() and not path.is_dir():
+        raise TrainConfigError(f"{key} {output_dir} is a file, not a folder; {fix}")
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise TrainConfigError(f"{key} {output_dir}: {parent} is a file, not a folder; {fix}")
+            return
+
+
+def hub_cache_dir() -> str:
+    """Where huggingface_hub keeps downloaded models (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/...)."""
+    from huggingface_hub import constants
+
+    return constants.HF_HUB_CACHE
+
+
+def model_problem(name: str) -> str | None:
+    """Why `[model] name` has no weights on this machine (None: `local`, a folder, or in the HF cache).
+
+    A hub id counts when its config.json is in the local Hugging Face cache: vLLM and the trainer load it
+    from there. Without huggingface_hub (installed with the trainer plugin) nothing can be told."""
+    choices = f'give a model folder, a Hugging Face id in the local cache, or "{LOCAL_MODEL}" (the embedded model)'
+    if not name.strip():
+        return f"model.name is empty; {choices}"
+    if name == LOCAL_MODEL or Path(name).expanduser().is_dir():
+        return None
+    if Path(name).expanduser().exists():
+        return f"model.name {name!r} is a file, not a model folder; {choices}"
+    try:
+        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub.errors import HFValidationError
+    except ImportError:
+        return None
+    try:
+        cached = try_to_load_from_cache(name, "config.json")
+    except HFValidationError:  # not a hub id either: a folder path that does not exist
+        return f"model.name {name!r}: no such folder (and not a Hugging Face id); {choices}"
+    except OSError:  # an unreadable cache: vLLM could not load from it either
+        cached = None
+    if isinstance(cached, str):
+        return None
+    return (f"model.name {name!r} is not a folder here and not in the local Hugging Face cache ({hub_cache_dir()}); "
+            f"download it first (hf download {name}; HF_HOME or HF_HUB_CACHE say where the cache is), "
+            f'or give a model folder, or "{LOCAL_MODEL}" (the embedded model)')
+
+
+def check_model(config: RLConfig, dry_run: bool) -> list[str]:
+    """A real run refuses a model with no local weights; a dry run (which may check a config meant for
+    another machine) returns the problem as a note."""
+    problem = model_problem(config.model.name)
+    if problem is None:
+        return []
+    if not dry_run:
+        raise TrainConfigError(problem)
+    return [f"a real run on this machine would refuse the model: {problem}"]
+
+
+def check_eval_max_tokens(config: RLConfig) -> None:
+    """[orchestrator.eval] samples with each environment's own `[tool.prime.eval] max_tokens`: it must
+    leave room for a prompt in max_model_len, as orchestrator.sampling.max_tokens must."""
+    section = config.orchestrator.eval
+    if section is None:
+        return
+    max_len = config.inference.model.max_model_len
+    for env_id in dict.fromkeys(e.id for e in (section.env or config.orchestrator.env)):
+        max_tokens = env_eval_defaults(env_id).get("max_tokens")
+        if isinstance(max_tokens, int) and max_tokens >= max_len:
+            raise TrainConfigError(
+                f"orchestrator.eval: environment {env_id!r} evaluates with max_tokens {max_tokens} (its pyproject's "
+                f"[tool.prime.eval]), not below inference.model.max_model_len ({max_len}): every eval rollout "
+                "would fail; raise max_model_len (and seq_len with it) or lower that max_tokens")
