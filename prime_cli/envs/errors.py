@@ -10,6 +10,13 @@ Two families:
 
 from __future__ import annotations
 
+import re
+import traceback
+
+# Bearer tokens and sk-/rk-/pk- style keys: masked in tracebacks (they hold messages of chained errors)
+_SECRETISH = re.compile(r"(?i)(bearer\s+)\S+|\b(sk|rk|pk)-[A-Za-z0-9_\-]{6,}")
+TRACEBACK_CHARS = 4000
+
 
 class Error(Exception):
     """Base class of errors that end a rollout and are recorded in its state."""
@@ -62,3 +69,12 @@ class EnvironmentLoadError(EnvConfigError):
 def error_record(exc: BaseException) -> dict[str, str]:
     """The JSON form of an error kept in state and results: its type name and message."""
     return {"type": type(exc).__name__, "message": str(exc) or type(exc).__name__}
+
+
+def traceback_text(exc: BaseException, limit: int = TRACEBACK_CHARS) -> str:
+    """The formatted traceback of `exc` (chained causes included, no local variables), its last `limit`
+    characters, with bearer tokens and API-key-like words masked. For logs: a rollout's state keeps it
+    beside the error record, and no saved result field holds it."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    text = _SECRETISH.sub(lambda m: (m.group(1) or "") + "***", text)
+    return text if len(text) <= limit else "..." + text[-limit:]

@@ -12,7 +12,7 @@ from typing import Any
 
 from .decorators import CLEANUP_ATTR, STOP_ATTR, collect_marked, stop
 from .environment import Environment, now_ms
-from .errors import OverlongPromptError, error_record
+from .errors import OverlongPromptError, error_record, traceback_text
 from .types import ChatClient, Messages, SamplingArgs, State
 
 logger = logging.getLogger("prime_cli.envs")
@@ -112,9 +112,11 @@ class MultiTurnEnv(Environment):
             state["prompt_too_long"] = True
             state["is_truncated"] = True
             state["stop_condition"] = "prompt_too_long"
+            state["prompt_too_long_error"] = error_record(exc)  # the server's words, for a trainer's log
             logger.info("example %s: prompt too long (%s)", state.get("example_id"), exc)
         except Exception as exc:  # recorded, never lost: the run goes on
             state["error"] = error_record(exc)
+            state["error_traceback"] = traceback_text(exc)  # for logs; not a saved result field
             state["stop_condition"] = "has_error"
             logger.warning("example %s: rollout ended by %s: %s", state.get("example_id"), type(exc).__name__, exc)
         finally:

@@ -24,7 +24,9 @@ class State(dict):
 
     Keys set by the rollout loop: prompt, completion, answer, task, info, example_id, trajectory,
     turn, reward, metrics, metrics_errors, is_completed, is_truncated, stop_condition, error,
-    timing, usage, responses. Environments may add their own keys.
+    timing, usage, responses; for logs (not saved in results): error_traceback beside error,
+    prompt_too_long_error (the server's refusal) when a prompt did not fit, and metrics_error_details
+    (metrics_errors with each function's weight and traceback). Environments may add their own keys.
     """
 
     def __getattr__(self, name: str) -> Any:

@@ -72,11 +72,17 @@ class TrainingRun:
 
     @property
     def status(self) -> str:
-        """completed (every step trained), else running/stopped (something written in the last minute)."""
+        """completed (every step trained), else running while a process holds the folder's lock, else
+        stopped. A run written before the lock existed: running if something was written in the last minute."""
         import time
+
+        from .training_folder import lock_holder
 
         if self.max_steps is not None and self.trained_steps >= self.max_steps:
             return "completed"
+        layout = TrainingRunLayout(self.path)
+        if layout.lock_path.exists():
+            return "running" if lock_holder(layout) is not None else "stopped"
         return "running" if time.time() - self.mtime < 60 else "stopped"
 
     def rewards(self) -> list[tuple[int, float]]:
@@ -94,9 +100,37 @@ class TrainingRun:
         return curves
 
     @property
+    def has_errors(self) -> bool:
+        """Some step had errored rollouts (error_rate > 0: counted, and not trained on)."""
+        return any(step_error_rate(s) for s in self.steps)
+
+    @property
     def last_reward(self) -> float | None:
         rewards = [r for _, r in self.rewards()]
         return rewards[-1] if rewards else None
+
+
+def step_error_rate(step: dict[str, Any]) -> float:
+    """The fraction of a step's sampled rollouts that errored (0.0 when not recorded)."""
+    rate = step.get("error_rate")
+    return float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else 0.0
+
+
+def rate_percent(rate: float) -> str:
+    """`38%`, or `0.4%` below 1% (a few errors in a large step still show)."""
+    return f"{rate:.0%}" if rate >= 0.01 or rate == 0 else f"{rate:.1%}"
+
+
+def step_error_kinds(step: dict[str, Any]) -> str:
+    """`reward:correct_answer 10, ModelError 2` from a step's error_rate/<kind> keys (most first; as
+    percentages where the step does not record how many rollouts were sampled)."""
+    sampled = step.get("rollouts_sampled")
+    kinds = sorted(((key.split("/", 1)[1], float(value)) for key, value in step.items()
+                    if key.startswith("error_rate/") and isinstance(value, (int, float)) and value > 0),
+                   key=lambda kind: -kind[1])
+    if isinstance(sampled, int) and sampled > 0:
+        return ", ".join(f"{kind} {round(rate * sampled)}" for kind, rate in kinds)
+    return ", ".join(f"{kind} {rate_percent(rate)}" for kind, rate in kinds)
 
 
 def read_training_run(path: Path) -> TrainingRun:

@@ -15,6 +15,11 @@ UNMATCHED_PENALTIES = ("presence_penalty", "frequency_penalty")
 DEFAULT_TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
+def default_output_dir(env_id: str) -> str:
+    """Where a run writes when the config names no output_dir: `outputs/rl/<env id>`."""
+    return f"outputs/rl/{env_id.replace('/', '--')}"
+
+
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -209,6 +214,10 @@ class OrchestratorConfig(Section):
     # multi-turn rollouts: interleaved merges the turns into one sample while each prompt extends the
     # sequence (else splits, with a warning); branching makes one sample per model call
     trajectory_strategy: Literal["interleaved", "branching"] = "interleaved"
+    # a step where more than this fraction of the sampled rollouts failed (a reward function or the
+    # environment raised, no token ids; the policy's own errors not counted) stops the run; 0.1 like
+    # `prime eval run --max-error-rate` (prime_cli.evals.config.DEFAULT_MAX_ERROR_RATE; a test keeps them equal)
+    max_error_rate: float = Field(0.1, gt=0.0, le=1.0)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     buffer: BufferConfig = Field(default_factory=BufferConfig)
     env: list[EnvEntry] = Field(min_length=1)
@@ -275,7 +284,8 @@ class RLConfig(Section):
     trainer_gpu_ids: list[int] = Field(default_factory=lambda: [0])
     max_steps: int = Field(20, ge=1)
     seq_len: int = Field(2048, ge=16)
-    output_dir: str = "outputs"
+    # default: outputs/rl/<first environment id>, never `outputs` itself, where `prime eval run -s` saves
+    output_dir: str = ""
     seed: int = 0
     env_file: list[str] = Field(default_factory=list)  # KEY=VALUE files loaded into every part's environment
     model: ModelConfig = Field(default_factory=ModelConfig)
@@ -299,6 +309,12 @@ class RLConfig(Section):
         return self.seed if self.orchestrator.seed is None else self.orchestrator.seed
 
     @model_validator(mode="after")
+    def _default_output_dir(self) -> RLConfig:
+        if not self.output_dir:
+            self.__dict__["output_dir"] = default_output_dir(self.orchestrator.env[0].id)
+        return self
+
+    @model_validator(mode="after")
     def _cross_section(self) -> RLConfig:
         for key, name in (("trainer.model.name", self.trainer.model.name),
                           ("trainer.tokenizer.name", self.trainer.tokenizer.name),
@@ -310,6 +326,13 @@ class RLConfig(Section):
             raise ValueError(f"seq_len ({self.seq_len}) is below inference.model.max_model_len "
                              f"({self.inference.model.max_model_len}): the trainer would cut samples vLLM can "
                              "produce; raise seq_len or lower max_model_len")
+        max_tokens = self.orchestrator.sampling.max_tokens
+        if max_tokens is not None and max_tokens >= self.inference.model.max_model_len:
+            # vLLM answers 400 when prompt + max_tokens exceeds max_model_len, and a prompt has a token at least
+            raise ValueError(f"orchestrator.sampling.max_tokens ({max_tokens}) must be below "
+                             f"inference.model.max_model_len ({self.inference.model.max_model_len}): vLLM refuses a "
+                             "call whose prompt + max_tokens exceeds max_model_len, so every rollout would fail; "
+                             "lower max_tokens or raise max_model_len (and seq_len with it)")
         lora_rank = self.trainer.model.lora.rank
         if self.inference.max_lora_rank is not None and self.inference.max_lora_rank < lora_rank:
             raise ValueError(f"inference.max_lora_rank ({self.inference.max_lora_rank}) is below "

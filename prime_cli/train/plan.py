@@ -17,6 +17,8 @@ OUTPUT_LAYOUT = (
     (f"{_L.ROLLOUTS}/step_N/", "the batch each step trained on"),
     (f"{_L.LOGS}/", ", ".join(_L.PART_LOGS)),
     (_L.METRICS, "one line per step: reward, loss, KL, timings"),
+    (_L.MANIFEST, "marks the folder as this run's: a later fresh start deletes only the entries it names"),
+    (_L.LOCK, "held while a run uses the folder: a second run on it is refused"),
 )
 EVAL_LAYOUT = (
     (f"{_L.EVALS}/step_N/<env>/", "[orchestrator.eval]: an eval run of step N's adapter (prime eval tui opens it)"),

@@ -118,6 +118,18 @@ async def test_overlong_prompt_is_a_truncation_not_an_error():
     state = await env.rollout(ScriptedClient([vf.OverlongPromptError("context 2048 exceeded")]), "m", env.get_dataset()[0])
     assert state["error"] is None and state["is_truncated"] is True
     assert state["stop_condition"] == "prompt_too_long"
+    # the server's words, for a trainer that must say why a rollout has no tokens
+    assert state["prompt_too_long_error"] == {"type": "OverlongPromptError", "message": "context 2048 exceeded"}
+
+
+async def test_an_error_keeps_its_traceback_beside_its_record_with_secrets_masked():
+    env = CountdownEnv()
+    client = ScriptedClient([vf.ModelError("HTTP 500 (Authorization: Bearer abc123secret, key sk-abcdef123456)")])
+    state = await env.rollout(client, "m", env.get_dataset()[0])
+    assert state["error"]["type"] == "ModelError"
+    trace = state["error_traceback"]
+    assert trace.startswith("Traceback (most recent call last)") and "get_model_response" in trace
+    assert "abc123secret" not in trace and "sk-abcdef123456" not in trace and "Bearer ***" in trace
 
 
 async def test_env_bug_is_recorded_with_its_type():

@@ -205,6 +205,25 @@ async def test_raising_function_scores_zero_and_is_recorded(caplog):
     assert any("broken" in r.getMessage() and "KeyError" in r.getMessage() for r in caplog.records)
 
 
+async def test_failures_keep_their_weight_and_traceback_in_the_details_only():
+    def broken(completion):
+        raise KeyError("missing field")
+
+    def shaky(completion):
+        raise ValueError("no length")
+
+    rubric = Rubric([broken], weights=[2.0])
+    rubric.add_metric(shaky)
+    state = make_state()
+    await rubric.score_rollout(state)
+    assert [e["func"] for e in state["metrics_errors"]] == ["broken", "shaky"]
+    assert all(set(e) == {"func", "type", "message"} for e in state["metrics_errors"])  # what results files keep
+    details = state["metrics_error_details"]
+    assert [(d["func"], d["weight"]) for d in details] == [("broken", 2.0), ("shaky", 0.0)]
+    assert 'raise KeyError("missing field")' in details[0]["traceback"]
+    assert details[1]["traceback"].rstrip().endswith("ValueError: no length")
+
+
 @pytest.mark.parametrize(
     "value, kind",
     [(None, "TypeError"), ("1.0", "TypeError"), (float("nan"), "ValueError"), (float("inf"), "ValueError")],

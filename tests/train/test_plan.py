@@ -29,7 +29,7 @@ def test_cpu_plan():
     assert "GPU" not in text.split("Outputs in")[0]
     for entry in ("weights/step_N/", "checkpoints/step_N/", "logs/", "metrics.jsonl"):
         assert entry in text
-    assert "Outputs in outputs/:" in text
+    assert "Outputs in outputs/rl/reverse-text/:" in text  # the first environment; never outputs/ (eval runs)
 
 
 def test_single_gpu_shared():

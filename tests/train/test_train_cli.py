@@ -140,6 +140,6 @@ def test_wandb_takes_prime_rl_keys_and_the_plan_says_where_it_logs(tmp_path):
     assert 'mode = "online"' in result.stdout and 'tags = ["a", "b"]' in result.stdout
     assert "W&B: online, project demo, group sweep (with no network or no API key it logs offline" in result.stdout
     offline = run_train([str(path), "--dry-run", "--set", "wandb.offline=true"])
-    assert "W&B: offline, project demo, group sweep, in outputs/wandb/" in offline.stdout
+    assert "W&B: offline, project demo, group sweep, in outputs/rl/reverse-text/wandb/" in offline.stdout
     none = run_train([str(write(tmp_path, MINIMAL, "plain.toml")), "--dry-run"])
     assert "W&B: off (metrics.jsonl only" in none.stdout

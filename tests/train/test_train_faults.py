@@ -156,3 +156,33 @@ def test_a_dead_part_stops_the_run_with_the_resume_command_that_works(tmp_path, 
     resumed = run_shell(f"{resume} --set max_steps={int(argv[-1]) + 1}", tmp_path, train_env())
     assert resumed.returncode == 0, resumed.stderr
     assert "training done: 1 steps this run" in resumed.stderr
+
+
+def test_a_raising_reward_function_is_counted_shown_and_never_trained_on(tmp_path, model):
+    # 2 of every 5 reward calls raise: 40%, above the default max_error_rate (0.1), so it is raised here
+    config = write_workspace(tmp_path, model, max_steps=2, env_args="{fail_every = 5}")
+    out = tmp_path / "run"
+    done = run_train([str(config), "-o", str(out), "--set", "orchestrator.max_error_rate=0.6"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = metrics(out)
+    for row in rows:
+        assert 0.3 <= row["error_rate"] <= 0.5 and row["error_rate/reward:flaky_reward"] == row["error_rate"]
+        assert row["errored_rollouts"] == round(row["error_rate"] * row["rollouts_sampled"])
+        batch = (out / "rollouts" / f"step_{row['step']}" / "batch.jsonl").read_text().splitlines()
+        assert len(batch) == row["rollouts_sampled"] - row["errored_rollouts"]  # the failed ones are not trained
+    step_lines = [line for line in done.stderr.splitlines() if line.startswith("step ")]
+    assert len(step_lines) == 2 and all("errors " in line and "reward:flaky_reward" in line for line in step_lines)
+    log = (out / "logs" / "orchestrator.log").read_text()
+    assert log.count("rollout error at step") == 1 and log.count("Traceback") == 1  # once per distinct error
+    assert "raised ValueError: the reward function broke (a test fault)" in log
+
+
+def test_a_run_where_every_rollout_fails_stops_with_the_cause_and_exit_1(tmp_path, model):
+    config = write_workspace(tmp_path, model, max_steps=3, env_args="{fail_all = true}")
+    out = tmp_path / "run"
+    failed = run_train([str(config), "-o", str(out)], tmp_path)
+    assert failed.returncode == 1, failed.stderr
+    assert "training done" not in failed.stderr
+    stopped = next(line for line in failed.stderr.splitlines() if line.startswith("training stopped: "))
+    assert "ValueError: the reward function broke (a test fault)" in stopped and "at step 1" in stopped
+    assert "0 steps trained this run" in failed.stderr and not (out / "metrics.jsonl").exists()

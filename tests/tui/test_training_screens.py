@@ -165,3 +165,35 @@ async def test_without_online_evals_there_is_no_eval_card(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert "online eval" not in screen_text(app)
+
+
+ERRORED = {"rollouts_sampled": 32, "errored_rollouts": 12, "error_rate": 0.375,
+           "error_rate/reward:correct_answer": 10 / 32, "error_rate/ModelError": 2 / 32}
+
+
+async def test_a_run_with_errored_rollouts_shows_the_error_rate_per_step_and_the_kinds(tmp_path):
+    out = write_training_run(tmp_path / "outputs", steps=3, step_stats={2: ERRORED, 3: {"error_rate": 0.0}})
+    app = make_app(out)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        header = next(line for line in text.splitlines() if "entropy" in line)
+        assert header.split()[-1] == "errors"
+        rows: dict[str, list[str]] = {}
+        for words in (line.split() for line in text.splitlines()):
+            if words and words[0].isdigit():
+                rows.setdefault(words[0], words)
+        assert rows["2"][-1] == "38%" and rows["3"][-1] == "0%" and rows["1"][-1] == "–"
+        assert "step 2  38% of 32 rollouts  reward:correct_answer 10, ModelError 2" in text
+        assert "1 step with errors; errored rollouts are not trained on" in text
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, StepSamplesScreen) and app.screen.step == 2
+        assert "errors 38% (reward:correct_answer 10, ModelError 2): not trained on" in screen_text(app)
+
+
+async def test_a_run_without_errors_has_no_errors_column(tmp_path):
+    app = make_app(write_training_run(tmp_path / "outputs", steps=2, step_stats={1: {"error_rate": 0.0}}))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "errors" not in screen_text(app) and "errored rollouts" not in screen_text(app)

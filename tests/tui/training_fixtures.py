@@ -31,8 +31,9 @@ def sample(reward: float, advantage: float, policy_step: int) -> dict:
 
 
 def write_training_run(out: Path, steps: int = 4, max_steps: int = 6, tokenizer: bool = False,
-                       trained: int | None = None) -> Path:
-    """A run of `steps` sampled steps, the first `trained` (default all) of them trained."""
+                       trained: int | None = None, step_stats: dict[int, dict] | None = None) -> Path:
+    """A run of `steps` sampled steps, the first `trained` (default all) of them trained; `step_stats`
+    adds keys to a step's stats.json (and so to its metrics row), e.g. its error rates."""
     layout = TrainingRunLayout(out)
     out.mkdir(parents=True, exist_ok=True)
     if tokenizer:  # as for model "local": the saved adapter names the base model's folder
@@ -47,7 +48,8 @@ def write_training_run(out: Path, steps: int = 4, max_steps: int = 6, tokenizer:
         for step in range(1, steps + 1):
             reward = 0.1 + 0.2 * step
             stats = {"step": step, "policy_step": step - 1, "reward_mean": reward, "reward_std": 0.05 * step,
-                     "completion_len_mean": 10.0 + step, "generation_s": 2.5, "wait_weights_s": 0.0}
+                     "completion_len_mean": 10.0 + step, "generation_s": 2.5, "wait_weights_s": 0.0,
+                     **(step_stats or {}).get(step, {})}
             layout.rollouts_dir(step).mkdir(parents=True)
             layout.batch_stats_path(step).write_text(json.dumps(stats))
             rows = [sample(reward + 0.1, 0.1, step - 1), sample(reward - 0.1, -0.1, step - 1)]

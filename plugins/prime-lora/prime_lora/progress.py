@@ -74,6 +74,25 @@ def _num(row: dict[str, Any], key: str, fmt: str, default: str = "-") -> str:
     return format(value, fmt) if isinstance(value, (int, float)) else default
 
 
+def error_kinds(row: dict[str, Any]) -> list[tuple[str, float]]:
+    """(kind, errored rollouts) of a metrics row's error_rate/<kind> keys, most first; the count is a
+    fraction of the sampled rollouts where the row does not say how many were sampled (older runs)."""
+    sampled = row.get("rollouts_sampled")
+    kinds = [(key.split("/", 1)[1], value * sampled if isinstance(sampled, int) and sampled else value)
+             for key, value in row.items() if key.startswith("error_rate/") and isinstance(value, (int, float))]
+    return sorted((k for k in kinds if k[1] > 0), key=lambda kind: -kind[1])
+
+
+def errors_part(row: dict[str, Any]) -> str | None:
+    """`errors 40% (reward:correct_answer 12, ModelError 1)` when any sampled rollout errored."""
+    rate = row.get("error_rate")
+    if not isinstance(rate, (int, float)) or rate <= 0:
+        return None
+    counted = isinstance(row.get("rollouts_sampled"), int) and row.get("rollouts_sampled")
+    kinds = ", ".join(f"{kind} {count:.0f}" if counted else f"{kind} {count:.0%}" for kind, count in error_kinds(row))
+    return f"errors {rate:{'.0%' if rate >= 0.01 else '.1%'}}" + (f" ({kinds})" if kinds else "")
+
+
 def step_line(row: dict[str, Any], max_steps: int, orchestrator_log: str = "logs/orchestrator.log") -> str:
     """`step 3/30  reward 0.214 ± 0.081  batch 32 ...` for one metrics row."""
     parts = [f"step {row.get('step')}/{max_steps}",
@@ -82,14 +101,22 @@ def step_line(row: dict[str, Any], max_steps: int, orchestrator_log: str = "logs
     if len(per_env) > 1:
         parts.append(" ".join(f"{env} {_num(v, 'reward_mean', '.3f')}" for env, v in per_env.items()))
     parts.append(f"batch {row.get('effective_batch_size', '-')}")
+    errors = errors_part(row)
+    if errors:
+        parts.append(errors)
+    metric_rate = row.get("metric_error_rate")
+    if isinstance(metric_rate, (int, float)) and metric_rate > 0:
+        parts.append(f"metric errors {metric_rate:.0%} (not in the reward)")
     parts.append(f"kl {_num(row, 'mismatch_kl', '.2e')}")
     parts.append(f"masked {_num(row, 'masked_fraction', '.1%')}")
     parts.append(f"grad {_num(row, 'grad_norm', '.3f')}")
     timing = f"{_num(row, 'step_s', '.1f')} s (gen {_num(row, 'generation_s', '.1f')}, train {_num(row, 'train_s', '.1f')})"
     parts.append(timing)
     parts.append(f"{_num(row, 'tokens_per_s', '.0f')} tok/s")
-    if row.get("effective_batch_size") == 0 and row.get("dropped_rollouts"):
-        parts.append(f"all rollouts failed ({row['dropped_rollouts']} dropped): see {orchestrator_log}")
+    dropped, errored = row.get("dropped_rollouts"), row.get("errored_rollouts")
+    if row.get("effective_batch_size") == 0 and (dropped or errored):  # (the orchestrator now stops instead)
+        parts.append(f"all rollouts failed ({f'{dropped} dropped' if dropped else f'{errored} errored'}): "
+                     f"see {orchestrator_log}")
     elif row.get("skipped"):
         parts.append("SKIPPED (non-finite loss or gradient)")
     return "  ".join(parts)

@@ -5,8 +5,11 @@ Scoring is split in two steps so rubrics compose: `compute_scores(states)` retur
 them (`reward`, `metrics`, `metrics_errors`, `timing.scoring_ms`).
 
 A reward function that raises, or returns something that is not a finite number, scores 0.0 and
-the failure is recorded in the rollout's `metrics_errors` and logged: never silent. A RubricError
-(a programming mistake such as asking for an argument that does not exist) is raised to the caller.
+the failure is recorded in the rollout's `metrics_errors` ({func, type, message}) and logged: never
+silent. `metrics_error_details` holds the same failures with the function's weight and the traceback
+(for a trainer, which must tell a failed reward from a failed zero-weight metric, and for logs; results
+files keep `metrics_errors` only). A RubricError (a programming mistake such as asking for an argument
+that does not exist) is raised to the caller.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from prime_cli.envs.errors import RubricError, error_record
+from prime_cli.envs.errors import RubricError, error_record, traceback_text
 from prime_cli.envs.parsers import Parser
 from prime_cli.envs.types import State
 
@@ -30,6 +33,7 @@ from .injection import PLURAL_NAMES, FuncSignature, analyze, func_name
 logger = logging.getLogger("prime_cli.envs.rubric")
 
 RewardFunc = Callable[..., Any]
+DETAIL_KEYS = ("weight", "traceback")  # in metrics_error_details only, not in metrics_errors (nor results files)
 
 _DEFAULTS: dict[str, Callable[[], Any]] = {
     "prompt": list,
@@ -46,7 +50,7 @@ class RolloutScore:
 
     reward: float = 0.0
     metrics: dict[str, float] = field(default_factory=dict)
-    errors: list[dict[str, str]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)  # func, type, message (+ weight, traceback)
 
 
 class Rubric:
@@ -186,7 +190,7 @@ class Rubric:
         score.metrics[name] = value
         score.reward += self._weights[i] * value
         if error is not None:
-            score.errors.append(error)
+            score.errors.append({**error, "weight": self._weights[i]})
 
     async def _invoke(self, i: int, args: list[Any], kwargs: dict[str, Any]) -> Any:
         result = self._funcs[i](*args, **kwargs)
@@ -245,7 +249,8 @@ def write_scores(states: list[State], scores: list[RolloutScore], scoring_ms: fl
     for state, score in zip(states, scores, strict=True):
         state["reward"] = score.reward
         state["metrics"] = dict(score.metrics)
-        state["metrics_errors"] = [dict(e) for e in score.errors]
+        state["metrics_errors"] = [{k: v for k, v in e.items() if k not in DETAIL_KEYS} for e in score.errors]
+        state["metrics_error_details"] = [dict(e) for e in score.errors]
         timing = state.get("timing")
         if not isinstance(timing, dict):
             timing = state["timing"] = {}
@@ -282,4 +287,4 @@ def _failure(name: str, exc: Exception, states: list[State]) -> dict[str, str]:
         exc,
     )
     logger.debug("traceback of reward function %r", name, exc_info=exc)
-    return {"func": name, **error_record(exc)}
+    return {"func": name, **error_record(exc), "traceback": traceback_text(exc)}

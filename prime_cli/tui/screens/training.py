@@ -11,15 +11,24 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from prime_cli.runs.training_reader import TrainingRun, read_training_run, watch_key
+from prime_cli.runs.training_reader import (
+    TrainingRun,
+    rate_percent,
+    read_training_run,
+    step_error_kinds,
+    step_error_rate,
+    watch_key,
+)
 from prime_cli.tui.style import fmt, status_text
 
 HELP = """A `prime train` output folder. The curve is the mean reward of each step's batch (one column
 per step; many steps are averaged into a column). The table has one row per step: reward mean
 and std, mismatch KL (k3 estimate of KL(inference||train)), the fraction of tokens the ratio band
 masked, entropy, mean completion length, and seconds spent generating, training and waiting for
-the batch. With [orchestrator.eval], the eval card shows each eval environment's mean reward at the
-evaluated steps (the eval runs themselves are in evals/step_N/<env>/: prime eval tui OUT/evals).
+the batch; when rollouts errored, an errors column (the fraction of the step's sampled rollouts
+whose reward function or environment raised, or that came back without tokens: not trained on) and
+a card naming the kinds of the latest such steps (tracebacks: logs/orchestrator.log). With [orchestrator.eval], the eval card shows each eval environment's mean reward at the
+evaluated steps (the eval runs themselves are in online_evals/step_N/<env>/: prime eval tui OUT/online_evals).
 Enter opens the selected step's samples. A running run is followed as steps arrive."""
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -29,6 +38,8 @@ COLUMNS: list[tuple[str, str, int]] = [
     ("masked", "masked_fraction", 3), ("entropy", "entropy", 3), ("compl len", "completion_len_mean", 1),
     ("gen s", "generation_s", 1), ("train s", "train_s", 1), ("wait s", "wait_batch_s", 1),
 ]
+ERRORS_COLUMN = ("errors", "error_rate", 0)  # shown once a step had errored rollouts
+ERROR_STEPS_SHOWN = 5
 
 
 def reward_curve(points: list[tuple[int, float]], width: int = 80, height: int = 6) -> Text:
@@ -70,10 +81,27 @@ def eval_lines(curves: dict[str, list[tuple[int, float]]]) -> Text:
     return text
 
 
+def error_lines(run: TrainingRun) -> Text:
+    """The latest steps with errored rollouts: `step 3  38% of 32 rollouts  reward:correct_answer 10, ...`."""
+    text = Text()
+    steps = [s for s in run.steps if step_error_rate(s)]
+    for row in steps[-ERROR_STEPS_SHOWN:]:
+        sampled = row.get("rollouts_sampled")
+        text.append(f"step {row['step']}  ", style="bold")
+        text.append(rate_percent(step_error_rate(row)) + (f" of {sampled} rollouts" if isinstance(sampled, int) else ""),
+                    style="red")
+        text.append(f"  {step_error_kinds(row)}\n")
+    text.append(f"{len(steps)} step{'' if len(steps) == 1 else 's'} with errors; errored rollouts are not "
+                f"trained on; tracebacks in {run.path.name}/logs/orchestrator.log", style="dim")
+    return text
+
+
 def stat_cell(row: dict[str, Any], key: str, digits: int) -> str:
     value = row.get(key)
     if isinstance(value, float) and key == "mismatch_kl":
         return f"{value:.2e}"
+    if key == ERRORS_COLUMN[1]:
+        return rate_percent(step_error_rate(row)) if key in row else "–"
     return fmt(value, digits) if isinstance(value, (int, float)) else "–"
 
 
@@ -92,6 +120,7 @@ class TrainingScreen(Screen):
         yield Static(id="title", classes="title")
         yield Static(id="curve", classes="card")
         yield Static(id="evals", classes="card")
+        yield Static(id="errors", classes="card")
         yield DataTable(id="steps", cursor_type="row")
         yield Static("", id="status", classes="status")
         yield Footer()
@@ -99,11 +128,10 @@ class TrainingScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#curve", Static).border_title = "reward mean per step"
         self.query_one("#evals", Static).border_title = "online eval: mean reward at the evaluated steps"
-        table = self.query_one("#steps", DataTable)
-        for header, key, _ in COLUMNS:
-            table.add_column(header, key=key)
+        self.query_one("#errors", Static).border_title = "errored rollouts"
+        self.columns: list[tuple[str, str, int]] = []
         self.fill()
-        table.focus()
+        self.query_one("#steps", DataTable).focus()
         self.set_interval(self.app.live_interval, self.follow)
 
     def follow(self) -> None:
@@ -124,11 +152,20 @@ class TrainingScreen(Screen):
         evals = self.query_one("#evals", Static)
         evals.display = bool(curves)
         evals.update(eval_lines(curves))
+        errors = self.query_one("#errors", Static)
+        errors.display = run.has_errors
+        if run.has_errors:
+            errors.update(error_lines(run))
         table = self.query_one("#steps", DataTable)
         cursor = table.cursor_row
-        table.clear()
+        columns = [*COLUMNS, ERRORS_COLUMN] if run.has_errors else COLUMNS
+        table.clear(columns=columns != self.columns)
+        if columns != self.columns:  # the errors column appears once a step had errors
+            self.columns = columns
+            for header, key, _ in columns:
+                table.add_column(header, key=key)
         for row in run.steps:
-            table.add_row(*(stat_cell(row, key, digits) for _, key, digits in COLUMNS), key=str(row["step"]))
+            table.add_row(*(stat_cell(row, key, digits) for _, key, digits in columns), key=str(row["step"]))
         if run.steps:
             table.move_cursor(row=min(cursor, len(run.steps) - 1))
         self.query_one("#status", Static).update(
@@ -141,8 +178,8 @@ class TrainingScreen(Screen):
             return
         from prime_cli.tui.screens.training_step import StepSamplesScreen
 
-        step = self.run.steps[table.cursor_row]["step"]
-        self.app.push_screen(StepSamplesScreen(self.run_dir, step))
+        row = self.run.steps[table.cursor_row]
+        self.app.push_screen(StepSamplesScreen(self.run_dir, row["step"], row))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -5,6 +5,7 @@ trained tokens plain, masked (environment) tokens highlighted."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.console import Group
 from rich.table import Table
@@ -15,14 +16,23 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from prime_cli.runs.training_reader import StepSample, decoder_for, read_step_samples
+from prime_cli.runs.training_reader import (
+    StepSample,
+    decoder_for,
+    rate_percent,
+    read_step_samples,
+    step_error_kinds,
+    step_error_rate,
+)
 from prime_cli.tui.style import fmt, reward_style, signed
 
 HELP = """The samples one training step trained on, one row each: reward, advantage (reward minus its
 group's mean), the policy step whose weights sampled it, and its tokens: prompt, trained
 (loss_mask 1) and masked (loss_mask 0 after the prompt: environment or tool tokens). On the right
 the selected sample's text (when the model's tokenizer is on disk): prompt dim, trained tokens
-plain, masked tokens on a yellow background."""
+plain, masked tokens on a yellow background. When some of the step's rollouts errored, the title says
+how many and of which kinds: those rollouts are not among the samples (tracebacks in the run's
+logs/orchestrator.log)."""
 
 SEGMENT_STYLES = {"prompt": "dim", "trained": "", "masked": "black on yellow"}
 
@@ -55,10 +65,11 @@ class StepSamplesScreen(Screen):
     HELP_TITLE = "Training step samples"
     HELP_TEXT = HELP
 
-    def __init__(self, run_dir: Path, step: int) -> None:
+    def __init__(self, run_dir: Path, step: int, stats: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.run_dir = Path(run_dir)
         self.step = step
+        self.stats = stats or {}  # the step's row of metrics.jsonl / stats.json
         self.samples = read_step_samples(self.run_dir, step)
         self.decode = None
 
@@ -75,9 +86,12 @@ class StepSamplesScreen(Screen):
     def on_mount(self) -> None:
         rewards = [s.reward for s in self.samples if s.reward is not None]
         mean = sum(rewards) / len(rewards) if rewards else None
-        self.query_one("#title", Static).update(Text.assemble(
-            (f"step {self.step} · {self.run_dir.name}", "bold"),
-            f"  {len(self.samples)} samples  reward mean {fmt(mean)}"))
+        title = Text.assemble((f"step {self.step} · {self.run_dir.name}", "bold"),
+                              f"  {len(self.samples)} samples  reward mean {fmt(mean)}")
+        if rate := step_error_rate(self.stats):
+            kinds = step_error_kinds(self.stats)
+            title.append(f"  errors {rate_percent(rate)}" + (f" ({kinds})" if kinds else "") + ": not trained on", style="red")
+        self.query_one("#title", Static).update(title)
         table = self.query_one("#samples", DataTable)
         table.add_columns("#", "reward", "adv", "example", "policy", "prompt", "trained", "masked", "trunc")
         for s in self.samples:

@@ -1,4 +1,7 @@
-"""python -m prime_lora.orchestrator --config OUT/config.json --base-url URL [--resume-step K]"""
+"""python -m prime_lora.orchestrator --config OUT/config.json --base-url URL [--resume-step K]
+
+Exit codes: 0 every batch written; 1 the inference server failed; 3 a step failed past
+orchestrator.max_error_rate or left no trainable sample (the last stderr line: `fatal: <cause>`)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,8 @@ from pathlib import Path
 
 from prime_cli.train.plugin_api import RLConfig
 
-from .loop import EndpointDown, run
+from .loop import EndpointDown, StepFault, run
+from .rollout_errors import FAULT_EXIT_CODE
 from .weights import AdapterLoadError
 
 
@@ -25,6 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     except (EndpointDown, AdapterLoadError) as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 1
+    except StepFault as exc:  # the last line written: the launcher shows its cause
+        sys.stdout.flush()
+        print("fatal: " + " ".join(str(exc).split()), file=sys.stderr, flush=True)
+        return FAULT_EXIT_CODE
 
 
 if __name__ == "__main__":

@@ -17,10 +17,11 @@ class Group:
     samples: list[list[TrainingSample]]  # per rollout: its samples (usually one)
     completion_tokens: int = 0
     truncated: int = 0
-    dropped_rollouts: int = 0  # errored because of the infrastructure, or without token ids
+    dropped_rollouts: int = 0  # errored rollouts left out of the group (every error but the policy's)
     policy_errors: int = 0  # errored because of the policy: reward 0, no samples
     rollouts: int = 0  # sampled, errored ones included
-    errors: dict[str, int] = field(default_factory=dict)  # error type -> rollouts
+    errors: dict[str, int] = field(default_factory=dict)  # error kind -> errored rollouts (one kind each)
+    metric_errors: int = 0  # rollouts (trained on) where a zero-weight metric raised
     policy_step: int = 0  # the weights that sampled it
     scoring_s: float = 0.0  # the group's reward computation (inside generation_s)
 
@@ -78,14 +79,17 @@ def length_stats(samples: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def error_rates(groups: list[Group]) -> dict[str, float]:
-    """error_rate over every sampled rollout, and error_rate/<type> (flat keys, so W&B plots them)."""
-    rollouts = sum(g.rollouts for g in groups) or 1
-    by_type: dict[str, int] = {}
+    """error_rate over every sampled rollout, error_rate/<kind> (flat keys, so W&B plots them; they add up
+    to error_rate), the counts behind them, and metric_error_rate (zero-weight metrics that raised)."""
+    sampled = sum(g.rollouts for g in groups)
+    by_kind: dict[str, int] = {}
     for group in groups:
         for kind, count in group.errors.items():
-            by_type[kind] = by_type.get(kind, 0) + count
-    return {"error_rate": sum(by_type.values()) / rollouts,
-            **{f"error_rate/{kind}": count / rollouts for kind, count in sorted(by_type.items())}}
+            by_kind[kind] = by_kind.get(kind, 0) + count
+    return {"rollouts_sampled": sampled, "errored_rollouts": sum(by_kind.values()),
+            "error_rate": sum(by_kind.values()) / (sampled or 1),
+            **{f"error_rate/{kind}": count / (sampled or 1) for kind, count in sorted(by_kind.items())},
+            "metric_error_rate": sum(g.metric_errors for g in groups) / (sampled or 1)}
 
 
 @dataclass
@@ -97,6 +101,12 @@ class BatchStats:
     reused: int = 0  # kept groups taken from the surplus buffer
     stale_dropped: int = 0  # buffered groups too old for this step
     buffered: int = 0  # groups in the surplus buffer after this step
+    fault: str | None = None  # why sampling stopped: more than max_error_rate of the rollouts failed
+
+    def counts(self) -> tuple[int, int, int]:
+        """(rollouts sampled for this step, errored ones, of those the policy's errors)."""
+        return (sum(g.rollouts for g in self.all_groups), sum(sum(g.errors.values()) for g in self.all_groups),
+                sum(g.policy_errors for g in self.all_groups))
 
     def summary(self, step: int, policy_step: int, generation_s: float, wait_weights_s: float,
                 num_samples: int, load_weights_s: float = 0.0) -> dict[str, Any]:

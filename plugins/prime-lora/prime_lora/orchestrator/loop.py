@@ -26,6 +26,14 @@ from prime_cli.train.plugin_api import (
 from .batching import BatchStats, Group, difficulty, group_samples, has_signal, keep_group
 from .buffer import SurplusGroups
 from .online_eval import OnlineEval
+from .rollout_errors import (
+    ErrorLog,
+    empty_batch_fault,
+    no_tokens_error,
+    rate_fault,
+    scoring_errors,
+    state_error,
+)
 from .sampler import EnvRows, EnvSampler
 from .samples import NoTokens, policy_error_types, rollout_samples
 from .weights import PolicyWeights
@@ -36,6 +44,10 @@ MAX_ROUNDS = 10  # rounds of sampling per step before groups without signal are 
 
 class EndpointDown(Exception):
     """The inference server stopped answering: nothing later can succeed."""
+
+
+class StepFault(Exception):
+    """A step failed past the threshold, or left no trainable sample: the run stops (message: the cause)."""
 
 
 def write_batch(step_dir: Path, samples: list[TrainingSample], stats: dict[str, Any]) -> None:
@@ -72,57 +84,79 @@ def sampling_args(config: RLConfig) -> dict[str, Any]:
 
 
 async def sample_group(entry: EnvRows, row: dict[str, Any], client: Any, config: RLConfig,
-                       policy_step: int = 0) -> Group:
+                       policy_step: int = 0, errors: ErrorLog | None = None) -> Group:
+    """The example's group of rollouts: rewards and samples of the rollouts that count (see
+    rollout_errors for which leave the group), each error counted by kind and logged once."""
     states = await entry.env.run_group(client, config.policy_name, row, n=config.orchestrator.rollouts_per_example,
                                        sampling_args=sampling_args(config))
     group = Group(env=entry.name, example_id=row.get("example_id"), rewards=[], samples=[], policy_step=policy_step,
                   rollouts=len(states))
     policy_errors = policy_error_types(entry.env)
+    log = errors if errors is not None else ErrorLog()
     for state in states:
         error = state.get("error") or {}
         if error.get("type") in FATAL_ERROR_TYPES:
             raise EndpointDown(error.get("message", "the inference server failed"))
-        if error:
-            kind = str(error.get("type"))
-            group.errors[kind] = group.errors.get(kind, 0) + 1
         group.completion_tokens += int((state.get("usage") or {}).get("completion_tokens", 0))
         group.scoring_s = max(group.scoring_s, float((state.get("timing") or {}).get("scoring_ms", 0.0)) / 1000)
         group.truncated += int(bool(state.get("is_truncated")))
-        if error and error.get("type") in policy_errors:
+        failure = state_error(state, policy_errors)
+        samples: list[TrainingSample] = []
+        if failure is None:
+            try:
+                samples = rollout_samples(state, config.seq_len, config.orchestrator.trajectory_strategy)
+            except NoTokens as exc:
+                failure = no_tokens_error(state, str(exc))
+        if failure is None:
+            reward_failures, metric_failures = scoring_errors(state)
+            for each in [*reward_failures, *metric_failures]:
+                log.add(each)
+            group.metric_errors += int(bool(metric_failures))
+            failure = reward_failures[0] if reward_failures else None
+        else:
+            log.add(failure)
+        if failure is not None:
+            group.errors[failure.kind] = group.errors.get(failure.kind, 0) + 1
+        if failure is not None and failure.policy:  # reward 0 in the baseline, nothing to train
             group.policy_errors += 1
             group.rewards.append(0.0)
             group.samples.append([])
-            continue
-        try:
-            samples = rollout_samples(state, config.seq_len, config.orchestrator.trajectory_strategy)
-        except NoTokens:
+        elif failure is not None:
             group.dropped_rollouts += 1
-            continue
-        group.rewards.append(float(state.get("reward") or 0.0))
-        group.samples.append(samples)
+        else:
+            group.rewards.append(float(state.get("reward") or 0.0))
+            group.samples.append(samples)
     if len(group.rewards) < 2:  # a lone rollout has no baseline to compare with
         group.rewards, group.samples = [], []
     return group
 
 
 async def collect_batch(sampler: EnvSampler, client: Any, config: RLConfig, buffer: SurplusGroups | None = None,
-                        policy_step: int = 0, min_policy_step: int = 0) -> BatchStats:
+                        policy_step: int = 0, min_policy_step: int = 0, errors: ErrorLog | None = None,
+                        step: int = 0) -> BatchStats:
     """Groups from the surplus buffer (none sampled before min_policy_step), then rounds of (oversampled)
-    groups until batch_size rollouts in kept groups. Groups with signal beyond that go to the buffer."""
+    groups until batch_size rollouts in kept groups. Groups with signal beyond that go to the buffer.
+    Sampling stops early (stats.fault says why) once more than max_error_rate of the rollouts sampled for
+    the step so far failed (the first round samples the whole batch, so its rate is the step's), and after
+    a round in which every rollout errored: errors do not make the step sample round after round."""
     orch = config.orchestrator
     needed = orch.batch_size // orch.rollouts_per_example
+    log = errors if errors is not None else ErrorLog()
     stats = BatchStats()
     if buffer is not None:
         reused, stats.stale_dropped = buffer.take(needed, min_policy_step)
         stats.kept.extend(reused)
         stats.reused = len(reused)
     rejected: list[Group] = []
-    for _ in range(MAX_ROUNDS):
+    rounds = 0
+    while rounds < MAX_ROUNDS:
         missing = needed - len(stats.kept)
         if missing <= 0:
             break
+        rounds += 1
         draws = [sampler.next() for _ in range(math.ceil(orch.oversampling_factor * missing))]
-        groups = await asyncio.gather(*(sample_group(entry, row, client, config, policy_step) for entry, row in draws))
+        groups = await asyncio.gather(*(sample_group(entry, row, client, config, policy_step, log)
+                                        for entry, row in draws))
         stats.groups_sampled += len(groups)
         stats.all_groups.extend(groups)
         for group in groups:
@@ -135,12 +169,20 @@ async def collect_batch(sampler: EnvSampler, client: Any, config: RLConfig, buff
                 stats.kept.append(group)
             elif buffer is not None and has_signal(group):
                 buffer.add(group)
+        sampled, errored, policy = stats.counts()
+        stats.fault = rate_fault(step, errored - policy, sampled, policy, orch.max_error_rate, log.first_fault)
+        if stats.fault:
+            return stats
+        if all(sum(g.errors.values()) == g.rollouts for g in groups):
+            break  # every rollout of the round errored: more rounds would too
     if len(stats.kept) < needed:
         # Filtering found too few groups with signal: fill with the others rather than stall the run
         # (their advantages are ~0, so they add little gradient). Logged so the user sees it.
         fill = rejected[: needed - len(stats.kept)]
-        print(f"warning: only {len(stats.kept)} of {needed} groups passed filtering after {MAX_ROUNDS} rounds; "
-              f"filling with {len(fill)} unfiltered groups", file=sys.stderr, flush=True)
+        if fill:
+            print(f"warning: only {len(stats.kept)} of {needed} groups passed filtering after {rounds} "
+                  f"round{'' if rounds == 1 else 's'}; "
+                  f"filling with {len(fill)} unfiltered groups", file=sys.stderr, flush=True)
         stats.kept.extend(fill)
     stats.buffered = len(buffer.groups) if buffer is not None else 0
     return stats
@@ -153,21 +195,31 @@ def checkpoint_path(output_dir: Path, step: int) -> Path:
 async def run(config: RLConfig, output_dir: Path, base_url: str, resume_step: int | None) -> int:
     from prime_cli.train.plugin_api import EndpointSpec, OpenAIChatClient
 
+    spec = EndpointSpec("policy", config.policy_name, base_url, None)
+    client = OpenAIChatClient(spec, max_concurrent=config.orchestrator.max_concurrent, return_token_ids=True)
+    eval_client = None
+    if config.orchestrator.eval is not None:
+        eval_client = OpenAIChatClient(spec, max_concurrent=config.orchestrator.max_concurrent)
+    try:
+        await run_steps(config, output_dir, base_url, resume_step or 0, client, eval_client)
+    finally:  # closed here: left to the garbage collector, they log "Event loop is closed" after the last line
+        for each in (client, eval_client):
+            if each is not None:
+                await each.aclose()
+    return 0
+
+
+async def run_steps(config: RLConfig, output_dir: Path, base_url: str, start: int, client: Any,
+                    eval_client: Any) -> None:
     sampler = EnvSampler(load_env_rows(config), seed=config.orchestrator_seed)
     buffer = SurplusGroups()
-    start = resume_step or 0
     if start:
         saved = json.loads(checkpoint_path(output_dir, start).read_text())
         sampler.restore(saved["sampler"])
         buffer.restore(saved.get("surplus", []))
-    client = OpenAIChatClient(EndpointSpec("policy", config.policy_name, base_url, None),
-                              max_concurrent=config.orchestrator.max_concurrent, return_token_ids=True)
     weights = PolicyWeights(output_dir, base_url, config.policy_name)
-    online = None
-    if config.orchestrator.eval is not None:
-        eval_client = OpenAIChatClient(EndpointSpec("policy", config.policy_name, base_url, None),
-                                       max_concurrent=config.orchestrator.max_concurrent)
-        online = OnlineEval(config, output_dir, base_url, eval_client, start)
+    errors = ErrorLog()
+    online = OnlineEval(config, output_dir, base_url, eval_client, start) if eval_client is not None else None
     for step in range(start + 1, config.max_steps + 1):
         step_started = time.perf_counter()
         oldest_allowed = max(0, step - 1 - config.orchestrator.max_async_level)
@@ -177,9 +229,16 @@ async def run(config: RLConfig, output_dir: Path, base_url: str, resume_step: in
             wait_weights_s = await weights.ensure(oldest_allowed, cap=online.next_step, before_load=online.wait)
             online.start_if_due(weights.loaded)
         generation_started = time.perf_counter()
-        stats = await collect_batch(sampler, client, config, buffer, weights.loaded or 0, oldest_allowed)
+        errors.begin_step(step)
+        stats = await collect_batch(sampler, client, config, buffer, weights.loaded or 0, oldest_allowed, errors, step)
         generation_s = time.perf_counter() - generation_started
         samples = [s for group in stats.kept for s in group_samples(group)]
+        if stats.fault:
+            raise StepFault(stats.fault)
+        if not samples:  # never hand the trainer an empty batch: a run that trains on nothing must not "succeed"
+            sampled, errored, _ = stats.counts()
+            raise StepFault(empty_batch_fault(step, sampled, errored, errors.first_fault or errors.first,
+                                              config.orchestrator.rollouts_per_example, config.seq_len))
         summary = stats.summary(step, weights.loaded or 0, generation_s, wait_weights_s, len(samples),
                                 weights.last_load_s)
         if online is not None:
@@ -188,10 +247,11 @@ async def run(config: RLConfig, output_dir: Path, base_url: str, resume_step: in
         checkpoint_path(output_dir, step).parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(checkpoint_path(output_dir, step),
                           {"step": step, "sampler": sampler.state(), "surplus": buffer.state()})
+        errored = f", {summary['errored_rollouts']} of {summary['rollouts_sampled']} rollouts errored" \
+            if summary["errored_rollouts"] else ""
         print(f"step {step}: {len(samples)} samples, reward {summary['reward_mean']:.3f}, "
-              f"{stats.groups_sampled} groups sampled ({stats.reused} reused from the last steps), "
+              f"{stats.groups_sampled} groups sampled ({stats.reused} reused from the last steps){errored}, "
               f"generation {generation_s:.1f}s, waited {wait_weights_s:.1f}s for weights (policy step {weights.loaded}), "
               f"total {time.perf_counter() - step_started:.1f}s", flush=True)
     if online is not None:
         await online.finish(weights)
-    return 0
