@@ -39,16 +39,16 @@ def train(
             raise typer.Exit(0)
         if config_path is None:
             fail("give a config file: prime train CONFIG.toml (examples in configs/rl/; see prime train --help)")
+        if force and resume_step is not None:
+            fail("--force is for a fresh start; a resume (--resume-step) deletes only this run's later steps")
         config, plugin, notes = _prepare(config_path, trainer, overrides or [], output_dir, dry_run)
     except TrainConfigError as exc:
         fail(str(exc))
     if dry_run:
         from prime_cli.train.folder_notes import output_dir_notes
 
-        _print_dry_run(config, plugin, notes + output_dir_notes(config.output_dir, resume_step))
+        _print_dry_run(config, plugin, notes + output_dir_notes(config, resume_step))
         raise typer.Exit(0)
-    if force and resume_step is not None:
-        fail("--force is for a fresh start; a resume (--resume-step) deletes only this run's later steps")
     if force and not _accepts_force(plugin):
         fail(f"--force: the trainer plugin {getattr(plugin, 'name', '?')!r} does not support it; train elsewhere with -o DIR")
     kwargs = {"force": True} if force else {}

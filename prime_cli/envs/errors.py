@@ -75,6 +75,10 @@ def traceback_text(exc: BaseException, limit: int = TRACEBACK_CHARS) -> str:
     """The formatted traceback of `exc` (chained causes included, no local variables), its last `limit`
     characters, with bearer tokens and API-key-like words masked. For logs: a rollout's state keeps it
     beside the error record, and no saved result field holds it."""
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    text = _SECRETISH.sub(lambda m: (m.group(1) or "") + "***", text)
+    text = mask_secrets("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
     return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def mask_secrets(text: str) -> str:
+    """`text` with bearer tokens and API-key-like words (sk-..., rk-..., pk-...) masked, for logs."""
+    return _SECRETISH.sub(lambda m: (m.group(1) or "") + "***", text)

@@ -34,7 +34,7 @@ class FolderBusy(Exception):
 
     def __init__(self, output_dir: Path, holder: dict[str, Any]):
         self.output_dir, self.holder = output_dir, holder
-        pid = holder.get("pid", "?")
+        pid = holder.get("pid") or "?"  # a reader between the holder's truncate and write sees no pid
         since = holder.get("started_at")
         when = f", started {time.strftime('%H:%M:%S', time.localtime(since))}" if isinstance(since, (int, float)) else ""
         super().__init__(f"{output_dir} is in use by another prime train (PID {pid}{when}); wait for it to end, "
@@ -128,11 +128,20 @@ class FreshStart:
 def fresh_start(layout: TrainingRunLayout) -> FreshStart:
     """Read-only: which entries of the directory a fresh start would have to delete, and whose they are."""
     entries = [p for p in layout.owned_entries() if p.name != layout.LOCK]
+    ours = read_manifest(layout) is not None
     trained = [s for s in layout.weight_steps() if s > 0]
-    trained_up_to = max(trained) if trained else (0 if layout.metrics_path.exists() else None)
-    if entries and read_manifest(layout) is not None and trained_up_to is None:
+    trained_up_to = max(trained) if trained else (0 if ours and layout.metrics_path.exists() else None)
+    if entries and ours and trained_up_to is None:
         return FreshStart([], entries, None)
     return FreshStart(entries, [], trained_up_to)
+
+
+def _saved_max_steps(layout: TrainingRunLayout) -> int:
+    try:
+        value = json.loads(layout.config_path.read_text(encoding="utf-8")).get("max_steps")
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return value if isinstance(value, int) else 0
 
 
 def _listing(paths: list[Path], root: Path) -> str:
@@ -145,8 +154,12 @@ def fresh_start_refusal(layout: TrainingRunLayout, found: FreshStart, config_pat
     where, listed = layout.output_dir, _listing(found.in_the_way, layout.output_dir)
     if found.trained_up_to is not None:
         steps = layout.checkpoint_steps()
-        resume = (f"continue it with `prime train {config_path or layout.config_path} --resume-step {steps[-1]}`, "
-                  if steps else "")
+        resume = ""
+        if steps:
+            more = ""
+            if steps[-1] >= _saved_max_steps(layout):  # it finished: a resume needs more steps
+                more = f" --set max_steps={steps[-1] + 10}"
+            resume = f"continue it with `prime train {config_path or layout.config_path} --resume-step {steps[-1]}{more}`, "
         return (f"{where} already holds a training run (trained up to step {found.trained_up_to}); {resume}"
                 f"train elsewhere with -o DIR, or add --force to delete exactly: {listed}")
     return (f"{where} holds files this run would write that no prime training run wrote: {listed}; train "

@@ -214,8 +214,9 @@ class OrchestratorConfig(Section):
     # multi-turn rollouts: interleaved merges the turns into one sample while each prompt extends the
     # sequence (else splits, with a warning); branching makes one sample per model call
     trajectory_strategy: Literal["interleaved", "branching"] = "interleaved"
-    # a step where more than this fraction of the sampled rollouts failed (a reward function or the
-    # environment raised, no token ids; the policy's own errors not counted) stops the run; 0.1 like
+    # more than this fraction of the run's sampled rollouts failed (a reward function or the environment
+    # raised, no token ids; the policy's own errors not counted; judged from 64 rollouts on, or a step whose
+    # every rollout failed) stops the run; 0.1 like
     # `prime eval run --max-error-rate` (prime_cli.evals.config.DEFAULT_MAX_ERROR_RATE; a test keeps them equal)
     max_error_rate: float = Field(0.1, gt=0.0, le=1.0)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
@@ -225,6 +226,10 @@ class OrchestratorConfig(Section):
 
     @model_validator(mode="after")
     def _divisible(self) -> OrchestratorConfig:
+        if self.rollouts_per_example < 2:
+            raise ValueError(f"orchestrator.rollouts_per_example must be at least 2 (got {self.rollouts_per_example}): "
+                             "an advantage is a reward minus its group's mean, so a group of one rollout never "
+                             "learns anything; use 2 or more (8 is usual)")
         if self.batch_size % self.rollouts_per_example:
             raise ValueError(f"orchestrator.batch_size must be divisible by orchestrator.rollouts_per_example "
                              f"(got {self.batch_size} and {self.rollouts_per_example})")

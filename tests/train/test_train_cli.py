@@ -92,6 +92,9 @@ BAD = {
     "trainer.toml": (MINIMAL, ["--trainer", "nope"], "no trainer named 'nope'"),
     "wandb.toml": (MINIMAL + '[wandb]\nmode = "online"\noffline = true\n', [],
                    'wandb.offline = true contradicts wandb.mode = "online"'),
+    "group.toml": (MINIMAL, ["--set", "orchestrator.rollouts_per_example=1"],
+                   "orchestrator.rollouts_per_example must be at least 2 (got 1)"),
+    "force.toml": (MINIMAL, ["--force", "--resume-step", "2"], "--force is for a fresh start"),
     "gpus.toml": ("inference_gpu_ids = [0, 1, 2]\ntrainer_gpu_ids = [3]\n" + MINIMAL,
                   ["--set", "inference.tensor_parallel_size=2"], "must equal the number of inference_gpu_ids (got 3"),
 }

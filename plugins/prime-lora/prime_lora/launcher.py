@@ -243,18 +243,25 @@ class Run:
         for part in (self.orchestrator, self.trainer, self.inference):
             if part is not None:
                 part.stop(grace_s=10.0)
-        if self.config_path == self.layout.pending_config_path:  # never under way: config.json stays as it was
-            self.config_path.unlink(missing_ok=True)
+        if self.metrics.poll():  # a step trained while the parts stopped counts, and makes a resume under way
+            self.promote_config()
 
     def how_to_go_on(self) -> str:
-        """The exact command that continues the run, or why there is none yet."""
-        steps = self.layout.checkpoint_steps()
+        """The steps this run trained and the exact command that continues it (or why there is none)."""
         trained = len(self.metrics.rows)
         done = f"{trained} step{'s' if trained != 1 else ''} trained this run"
-        if not steps:
-            return (f"{done}; no checkpoint was written yet (every {self.config.trainer.ckpt.interval} steps): "
-                    "start it again with the same command")
-        return f"{done}; continue with: prime train {self.layout.config_path} --resume-step {steps[-1]}"
+        steps = self.layout.checkpoint_steps()
+        if steps:
+            # a resume that never trained a step keeps its changed config in config.pending.json
+            config = self.config_path if self.config_path.exists() else self.layout.config_path
+            return f"{done}; continue with: prime train {config} --resume-step {steps[-1]}"
+        every = f"no checkpoint was written yet (every {self.config.trainer.ckpt.interval} steps)"
+        trained_here = [step for step in self.layout.weight_steps() if step > 0]
+        if trained_here:
+            return (f"{done}; {every}: to start over, run the same command with --force (it deletes the "
+                    f"{len(trained_here)} trained step{'s' if len(trained_here) != 1 else ''} in "
+                    f"{self.output_dir}), or train elsewhere with -o DIR")
+        return f"{done}; {every}: start it again with the same command"
 
 
 def launch(config: RLConfig, output_dir: Path, resume_step: int | None = None, force: bool = False) -> int:

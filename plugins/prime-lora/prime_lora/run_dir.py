@@ -19,11 +19,9 @@ from prime_cli.train.plugin_api import (
     FolderLock,
     ResumeConfigError,
     TrainingRunLayout,
-    check_resume_config,
-    checkpoint_problem,
+    check_resume,
     fresh_start,
     fresh_start_refusal,
-    last_good_checkpoint,
     read_manifest,
     steps_in,
     write_manifest,
@@ -66,35 +64,12 @@ def _check_fresh(layout: TrainingRunLayout, force: bool) -> list[Path]:
     return found.in_the_way + found.leftovers
 
 
-def _saved_config(layout: TrainingRunLayout, model: type) -> dict[str, Any]:
-    """config.json as the current config model reads it (defaults of newer keys filled in)."""
-    try:
-        saved = json.loads(layout.config_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RunDirError(f"{layout.config_path} cannot be read ({exc}): this folder's run cannot be checked "
-                          "for a resume; start a new run with -o DIR") from None
-    try:
-        return model.model_validate(saved).model_dump(mode="json")
-    except ValueError:
-        return saved
-
-
 def _check_resume(layout: TrainingRunLayout, config: Any, step: int) -> list[str]:
     """Raise RunDirError unless `step` can be resumed with `config`; the notes on allowed config changes."""
-    available = layout.checkpoint_steps()
-    if step not in available:
-        listed = ", ".join(map(str, available)) or "none"
-        raise RunDirError(f"no checkpoint for step {step} in {layout.output_dir / layout.CHECKPOINTS} "
-                          f"(available: {listed})")
-    if problem := checkpoint_problem(layout, step):
-        good = last_good_checkpoint(layout, below=step)
-        way = (f"resume from the last whole one with --resume-step {good}" if good is not None
-               else "no earlier checkpoint is whole: start a new run with -o DIR")
-        raise RunDirError(f"the checkpoint of step {step} is damaged: {problem}; {way}")
     try:
-        return check_resume_config(_saved_config(layout, type(config)), config.model_dump(mode="json"), step)
+        return check_resume(layout, config, step)
     except ResumeConfigError as exc:
-        raise RunDirError(f"cannot resume {layout.output_dir} at step {step}: {exc}") from None
+        raise RunDirError(str(exc)) from None
 
 
 def _rewind(layout: TrainingRunLayout, step: int) -> None:
@@ -135,7 +110,9 @@ def prepare(config: Any, output_dir: Path, resume_step: int | None, force: bool 
         _check_resume(layout, config, resume_step)
     lock = _lock(layout)
     try:  # checked again under the lock: another run may have written in between
-        config_json = config.model_dump_json(indent=2)  # env_file names, never values
+        # env_file names, never values; the folder as an absolute path, so that the printed resume command
+        # `prime train OUT/config.json --resume-step N` works from any working folder
+        config_json = config.model_copy(update={"output_dir": str(output_dir)}).model_dump_json(indent=2)
         if resume_step is None:
             for path in _check_fresh(layout, force):
                 _remove(path)

@@ -71,7 +71,23 @@ def test_a_raising_reward_function_leaves_its_rollout_out_of_the_group_and_is_co
     assert (summary["errored_rollouts"], summary["rollouts_sampled"], summary["dropped_rollouts"]) == (1, 4, 1)
     assert summary["policy_error_rollouts"] == 0
     assert summary["metric_error_rate"] == 0.25  # the zero-weight metric failed on "half", which still trains
-    assert stats.fault.startswith("1 of 4 rollouts failed at step 0 (error_rate 0.25 > orchestrator.max_error_rate 0.1)")
+    assert stats.fault is None  # 1 of 4: too few rollouts to judge the rate on (and never trained on)
+
+
+def test_the_error_rate_is_judged_on_the_runs_rollouts_once_there_are_enough():
+    from prime_lora.orchestrator.rollout_errors import MIN_JUDGED_ROLLOUTS, ErrorLog, rate_fault
+
+    log = ErrorLog()
+    for step in range(1, 4):  # 16 rollouts a step, 2 failed (12.5%): not judged before 64 rollouts
+        log.begin_step(step)
+        assert rate_fault(step, 2, 16, 0, 0.1, None, log.before) is None
+        log.end_step(2, 16)
+    log.begin_step(4)
+    assert log.run_sampled + 16 >= MIN_JUDGED_ROLLOUTS
+    assert rate_fault(4, 2, 16, 0, 0.1, None, log.before) == (
+        "8 of 64 rollouts failed in steps 1-4 (error_rate 0.12 > orchestrator.max_error_rate 0.1)")
+    assert rate_fault(4, 0, 16, 0, 0.1, None, log.before) is None  # 6 of 64 is within it
+    assert rate_fault(4, 16, 16, 0, 0.5, None, log.before).startswith("16 of 16 rollouts failed at step 4")
 
 
 def test_the_policys_own_errors_are_counted_and_shown_but_keep_their_place_in_the_baseline(capsys):

@@ -135,3 +135,39 @@ def test_one_run_per_folder_and_a_dead_holder_blocks_nothing(tmp_path):
     holder.join()
     assert (out / "train.lock").exists()
     run_dir.prepare(rl_config(out), out, None).lock.release()
+
+
+def test_target_modules_in_another_order_are_the_same_lora(tmp_path):
+    out = tmp_path / "d"
+    write_run(out, 6, checkpoints=(5, 6))
+    modules = ["v_proj", "q_proj", "k_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    prepared = run_dir.prepare(rl_config(out, max_steps=6, **{"trainer.model.lora.target_modules": modules}), out, 5)
+    prepared.lock.release()
+    assert prepared.notes == []
+
+
+def test_the_refusal_of_a_finished_run_names_a_resume_that_works(tmp_path):
+    out = tmp_path / "d"
+    config = write_run(out, 6, checkpoints=(6,))
+    with pytest.raises(run_dir.RunDirError, match=r"--resume-step 6 --set max_steps=16`"):
+        run_dir.prepare(config, out, None)
+
+
+def test_a_users_own_metrics_file_is_not_called_a_training_run(tmp_path):
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "metrics.jsonl").write_text("mine\n")
+    with pytest.raises(run_dir.RunDirError) as refused:
+        run_dir.prepare(rl_config(out), out, None)
+    assert "no prime training run wrote: metrics.jsonl" in str(refused.value)
+    assert "already holds a training run" not in str(refused.value)
+
+
+def test_dry_run_warns_of_what_a_resume_would_refuse(tmp_path):
+    from prime_cli.train.folder_notes import output_dir_notes
+
+    out = tmp_path / "d"
+    write_run(out, 6, checkpoints=(5, 6))
+    (notes,) = output_dir_notes(rl_config(out, max_steps=8, **{"trainer.model.lora.rank": 16}), 5)
+    assert notes.startswith("warning: a real run would refuse to resume: ") and "trainer.model.lora.rank" in notes
+    assert output_dir_notes(rl_config(out, max_steps=8), 5) == ["note: resuming with max_steps changed: 6 -> 8"]

@@ -197,6 +197,20 @@ def test_resume_gives_the_same_weights_as_an_uninterrupted_run(model_path, tmp_p
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_a_resume_trains_with_the_new_configs_learning_rate_and_optimizer_settings(model_path, tmp_path):
+    out = tmp_path / "run"
+    for step in (1, 2, 3):
+        write_batch(out, step, make_samples(20 + step))
+    train(tiny_config(out, max_steps=1), out, model_path, None)  # lr 1e-2, constant
+    changed = {"trainer.optim.lr": 3e-3, "trainer.optim.weight_decay": 0.05, "trainer.optim.betas1": 0.8}
+    train(tiny_config(out, max_steps=3, **changed), out, model_path, 1)
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["lr"]) for r in rows] == [(1, 1e-2), (2, 3e-3), (3, 3e-3)]
+    saved = torch.load(out / "checkpoints" / "step_3" / "trainer" / "optimizer.pt", weights_only=False)
+    groups = saved["param_groups"] if "param_groups" in saved else next(iter(saved.values()))["param_groups"]
+    assert groups[0]["weight_decay"] == 0.05 and tuple(groups[0]["betas"])[0] == 0.8
+
+
 def test_a_non_finite_step_is_skipped_and_logged(model_path, tmp_path):
     out = tmp_path / "nan"
     samples = make_samples(3)

@@ -170,7 +170,8 @@ async def collect_batch(sampler: EnvSampler, client: Any, config: RLConfig, buff
             elif buffer is not None and has_signal(group):
                 buffer.add(group)
         sampled, errored, policy = stats.counts()
-        stats.fault = rate_fault(step, errored - policy, sampled, policy, orch.max_error_rate, log.first_fault)
+        stats.fault = rate_fault(step, errored - policy, sampled, policy, orch.max_error_rate, log.first_fault,
+                                 log.before)
         if stats.fault:
             return stats
         if all(sum(g.errors.values()) == g.rollouts for g in groups):
@@ -239,6 +240,8 @@ async def run_steps(config: RLConfig, output_dir: Path, base_url: str, start: in
             sampled, errored, _ = stats.counts()
             raise StepFault(empty_batch_fault(step, sampled, errored, errors.first_fault or errors.first,
                                               config.orchestrator.rollouts_per_example, config.seq_len))
+        sampled, errored, policy = stats.counts()
+        errors.end_step(errored - policy, sampled)
         summary = stats.summary(step, weights.loaded or 0, generation_s, wait_weights_s, len(samples),
                                 weights.last_load_s)
         if online is not None:

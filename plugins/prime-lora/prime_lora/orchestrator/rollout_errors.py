@@ -20,9 +20,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from prime_cli.envs.errors import mask_secrets
+
 FAULT_EXIT_CODE = 3  # the orchestrator stopped the run: its last stderr line is `fatal: <cause>`
 MESSAGES_PER_KIND = 10  # distinct messages logged per kind; later ones are only counted
 MAX_MESSAGE_CHARS = 500  # of an error's message in the one-line fatal cause
+MIN_JUDGED_ROLLOUTS = 64  # max_error_rate is judged on the run's rollouts once there are this many
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,7 @@ class RolloutError:
     policy: bool = False  # caused by the policy: reward 0 in the baseline, not a fault of the run
 
     def one_line(self) -> str:
-        text = " ".join(self.text.split())
+        text = " ".join(mask_secrets(self.text).split())
         return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
 
 
@@ -88,9 +91,20 @@ class ErrorLog:
         self.messages_per_kind: Counter[str] = Counter()
         self.first: RolloutError | None = None  # this step's first error of a rollout (a metric's is not)
         self.first_fault: RolloutError | None = None  # of those, the first the policy did not cause
+        self.run_failed, self.run_sampled, self.first_step = 0, 0, 0  # this run's finished steps
 
     def begin_step(self, step: int) -> None:
         self.step, self.first, self.first_fault = step, None, None
+        self.first_step = self.first_step or step
+
+    def end_step(self, failed: int, sampled: int) -> None:
+        """Count a finished step's failed (not the policy's) and sampled rollouts in the run's rate."""
+        self.run_failed += failed
+        self.run_sampled += sampled
+
+    @property
+    def before(self) -> tuple[int, int, int]:
+        return self.run_failed, self.run_sampled, self.first_step
 
     def add(self, error: RolloutError) -> None:
         if not error.kind.startswith("metric:"):  # a failed zero-weight metric errs no rollout
@@ -108,21 +122,31 @@ class ErrorLog:
                   "are counted, not logged", file=stream, flush=True)
             return
         where = f" at step {self.step}" if self.step else ""
-        print(f"rollout error{where} [{error.kind}] (each distinct error is logged once): {error.text}",
+        print(f"rollout error{where} [{error.kind}] (each distinct error is logged once): {mask_secrets(error.text)}",
               file=stream, flush=True)
         if error.traceback:
             print(error.traceback.rstrip("\n"), file=stream, flush=True)
 
 
 def rate_fault(step: int, failed: int, sampled: int, policy_errors: int, max_error_rate: float,
-               first: RolloutError | None) -> str | None:
-    """The fatal cause when more than max_error_rate of the step's sampled rollouts failed (errors the
-    policy caused are not failures of the run: they train as reward 0); else None."""
-    if not sampled or failed / sampled <= max_error_rate:
+               first: RolloutError | None, before: tuple[int, int, int] = (0, 0, 0)) -> str | None:
+    """The fatal cause when more than max_error_rate of the rollouts failed (errors the policy caused are
+    not failures of the run: they train as reward 0); else None. `before` is (failed, sampled, first step)
+    of this run's earlier steps. A step whose every rollout failed is judged at once; otherwise the rate
+    is the run's so far, judged from MIN_JUDGED_ROLLOUTS on: two unlucky rollouts of a 16-rollout step must
+    not stop a run (they are never trained on either way)."""
+    if sampled and failed == sampled:
+        judged_failed, judged_sampled, where = failed, sampled, f"at step {step}"
+    elif before[1] + sampled >= MIN_JUDGED_ROLLOUTS:
+        judged_failed, judged_sampled = before[0] + failed, before[1] + sampled
+        where = f"at step {step}" if not before[1] else f"in steps {before[2]}-{step}"
+    else:
         return None
-    rate = f"error_rate {failed / sampled:.2f}" + (
+    if judged_failed / judged_sampled <= max_error_rate:
+        return None
+    rate = f"error_rate {judged_failed / judged_sampled:.2f}" + (
         f" without {policy_errors} errors of the policy's own" if policy_errors else "")
-    cause = (f"{failed} of {sampled} rollouts failed at step {step} "
+    cause = (f"{judged_failed} of {judged_sampled} rollouts failed {where} "
              f"({rate} > orchestrator.max_error_rate {max_error_rate:g})")
     return cause + (f"; first error: {first.one_line()}" if first else "")
 

@@ -18,7 +18,7 @@ from .distributed import Dist
 from .fsdp import shard_model, shard_options
 from .logprobs import LossPositionLogprobs
 from .model import build_policy, pick_device, pick_dtype, trainable_parameters
-from .optim import build_optimizer, build_scheduler
+from .optim import apply_optim_config, build_optimizer, build_scheduler
 from .step import train_step
 
 POLL_S = 0.1
@@ -119,6 +119,7 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
     start = resume_step or 0
     if start:
         load_checkpoint(model, optimizer, scheduler, output_dir, start, dist.rank)
+        apply_optim_config(optimizer, scheduler, config)
         print(f"resumed from {TrainingRunLayout(output_dir).checkpoint_dir(start)}", flush=True)
     else:
         save_weights(model, output_dir, 0, dist=dist)

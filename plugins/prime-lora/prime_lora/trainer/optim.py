@@ -31,3 +31,15 @@ def lr_factor(step: int, config: RLConfig) -> float:
 
 def build_scheduler(optimizer: torch.optim.Optimizer, config: RLConfig) -> torch.optim.lr_scheduler.LambdaLR:
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, config))
+
+
+def apply_optim_config(optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LambdaLR,
+                       config: RLConfig) -> None:
+    """After a checkpoint is loaded: the config's lr, betas and weight decay replace the saved ones (a
+    resume may change them; loading restores the old values), the schedule continuing where it was."""
+    optim = config.trainer.optim
+    scheduler.base_lrs = [optim.lr] * len(optimizer.param_groups)
+    for group in optimizer.param_groups:
+        group.update(initial_lr=optim.lr, lr=optim.lr * lr_factor(scheduler.last_epoch, config),
+                     betas=(optim.betas1, optim.betas2), weight_decay=optim.weight_decay)
+    scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]
