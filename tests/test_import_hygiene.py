@@ -44,7 +44,7 @@ def test_train_core_imports_no_torch():
 # Every `--help` and `--version` stays a light process: typer 0.29+ coerces parameters through pydantic
 # TypeAdapters built at parse time (~0.2 s per command), so the supported typer range stops below it.
 HELP_COMMANDS = [
-    ["--help"], ["--version"], ["eval", "--help"], ["eval", "run", "--help"], ["eval", "tui", "--help"],
+    ["--help"], ["--version"], ["eval", "--help"], ["eval", "run", "--help"], ["eval", "tui", "--help"], ["eval", "view", "--help"],
     ["eval", "export", "--help"], ["gepa", "run", "--help"], ["env", "list", "--help"], ["env", "info", "--help"],
     ["lab", "setup", "--help"], ["serve", "--help"], ["train", "--help"],
 ]

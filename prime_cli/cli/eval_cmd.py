@@ -7,10 +7,11 @@ from typing import Any
 
 import typer
 
-from .errors import fail
+from .errors import fail, fail_config
 
 eval_app = typer.Typer(
-    help="Evaluate models on environments (`prime eval run`). `prime eval ENV` is short for `prime eval run ENV`.",
+    help="Evaluate models on environments (`prime eval run`), export saved runs, and browse them "
+    "(`prime eval view`, also named `prime eval tui`). `prime eval ENV` is short for `prime eval run ENV`.",
     no_args_is_help=True,
 )
 
@@ -41,6 +42,7 @@ def _headers(values: list[str] | None) -> dict[str, str] | None:
 
 @eval_app.command("run")
 def run(
+    ctx: typer.Context,
     target: str = typer.Argument(..., help="Environment id (e.g. reverse-text) or a TOML file with [[eval]] entries."),
     model: str | None = typer.Option(None, "-m", "--model", help="Endpoint id from the registry, a model id used with -b, or a LiteLLM provider name (anthropic/claude-sonnet-4). Default: local."),
     base_url: str | None = typer.Option(None, "-b", "--api-base-url", help="OpenAI-compatible base URL (e.g. http://localhost:8000/v1)."),
@@ -94,7 +96,7 @@ def run(
     if values.get("resume") or values.get("retry_errors"):
         values["save_results"] = True
     if weights_dir is not None:
-        _sweep(target, values, weights_dir, _steps(steps), not no_eval_base)
+        _sweep(ctx, target, values, weights_dir, _steps(steps), not no_eval_base)
     if steps is not None or no_eval_base:
         fail(f"{'--steps' if steps is not None else '--no-eval-base'} only applies to a checkpoint sweep; "
              "add --weights-dir OUT/weights")
@@ -105,7 +107,7 @@ def run(
     try:
         code = run_evals(target, values)
     except (EnvConfigError, ServeError) as exc:
-        fail(str(exc))
+        fail_config(exc, ctx, values)
     raise typer.Exit(code)
 
 
@@ -121,7 +123,8 @@ def _steps(text: str | None) -> list[int] | None:
     return steps
 
 
-def _sweep(target: str, values: dict[str, Any], weights_dir: str, steps: list[int] | None, eval_base: bool) -> None:
+def _sweep(ctx: typer.Context, target: str, values: dict[str, Any], weights_dir: str, steps: list[int] | None,
+           eval_base: bool) -> None:
     from prime_cli.envs.errors import EnvConfigError
     from prime_cli.evals.sweep import run_sweep
     from prime_cli.serve.errors import ServeError
@@ -129,7 +132,7 @@ def _sweep(target: str, values: dict[str, Any], weights_dir: str, steps: list[in
     try:
         code = run_sweep(target, values, weights_dir, steps, eval_base)
     except (EnvConfigError, ServeError) as exc:
-        fail(str(exc))
+        fail_config(exc, ctx, values)
     raise typer.Exit(code)
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from .errors import fail
+from .errors import fail, fail_config
 from .eval_cmd import _json_arg
 
 gepa_app = typer.Typer(help="Optimise an environment's system prompt with GEPA.", no_args_is_help=True)
@@ -20,6 +20,7 @@ def student_sampling(args: dict[str, Any] | None, max_tokens: int | None, temper
 
 @gepa_app.command("run")
 def run(
+    ctx: typer.Context,
     target: str | None = typer.Argument(None, help="Environment id (e.g. reverse-text) or a TOML config (configs/gepa/*.toml). May be left out with -R."),
     model: str | None = typer.Option(None, "-m", "--model", help="Student model: an endpoint id from the registry, a model id used with -b, or a LiteLLM provider name (anthropic/...). Default: local."),
     reflection_model: str | None = typer.Option(None, "-M", "--reflection-model", help="Model that rewrites the prompt from feedback (endpoint id or model id). Default: the student model."),
@@ -42,8 +43,8 @@ def run(
     run_dir: str | None = typer.Option(None, "-o", "--run-dir", help="Run directory: new or empty, or an existing GEPA run (with state.json), which is resumed as with -R; any other folder is refused. Default: outputs/gepa/<env>--<model>/<run_id>."),
     resume: str | None = typer.Option(None, "-R", "--resume", help="Resume the GEPA run in this directory. Its saved settings are the defaults; a flag that differs from them is refused, except a larger -B and the connection flags (-b, -k, -e, -c, --timeout, --max-retries, --speculate, --num-test)."),
     env_args: str | None = typer.Option(None, "-a", "--env-args", help="JSON of arguments for the environment's load_environment()."),
-    max_tokens: int | None = typer.Option(None, "-t", "--max-tokens", help="Max tokens per student reply. Default: the environment's (as `prime eval run`)."),
-    temperature: float | None = typer.Option(None, "-T", "--temperature", help="Student sampling temperature. Default: the environment's, else the server's."),
+    max_tokens: int | None = typer.Option(None, "-t", "--max-tokens", min=1, help="Max tokens per student reply. Default: the environment's (as `prime eval run`)."),
+    temperature: float | None = typer.Option(None, "-T", "--temperature", min=0.0, help="Student sampling temperature. Default: the environment's, else the server's."),
     sampling_args: str | None = typer.Option(None, "-S", "--sampling-args", help="JSON of sampling arguments for the student, e.g. '{\"top_p\": 0.9}'; the environment's max_tokens/temperature apply where not given, as in `prime eval run`."),
     reflection_sampling_args: str | None = typer.Option(None, "--reflection-sampling-args", help="JSON of sampling arguments for the reflection model. Default max_tokens 1024, e.g. '{\"max_tokens\": 2048}'."),
     max_reflection_failures: int | None = typer.Option(None, "--max-reflection-failures", help="Stop after this many reflections in a row that fail (errors, each already retried: the run fails) or, while no new rollout is paid for, give no new prompt to try (cut at max_tokens, no ``` block, a known prompt: the run ends early). Default 3."),
@@ -80,5 +81,5 @@ def run(
     try:
         code = run_gepa(target, values, resume=resume is not None)
     except (EnvConfigError, ServeError) as exc:
-        fail(str(exc))
+        fail_config(exc, ctx, values)
     raise typer.Exit(code)

@@ -6,8 +6,11 @@ import typer
 
 from prime_cli import __version__
 
+from .errors import PrimeGroup
+
 app = typer.Typer(
     name="prime",
+    cls=PrimeGroup,
     help="Write RL environments for language models, evaluate models on them, optimise their "
     "prompts with GEPA, browse results, and train with LoRA RL.",
     no_args_is_help=True,
@@ -39,6 +42,7 @@ from .train_cmd import EPILOG as TRAIN_EPILOG  # noqa: E402
 from .train_cmd import train  # noqa: E402
 from .tui_cmd import tui  # noqa: E402
 
+eval_app.command("view")(tui)  # the name newer prime CLIs give the results viewer
 eval_app.command("tui")(tui)
 app.add_typer(eval_app, name="eval")
 app.add_typer(gepa_app, name="gepa")
@@ -47,7 +51,8 @@ app.add_typer(lab_app, name="lab")
 app.command("serve")(serve)
 app.command("train", epilog=TRAIN_EPILOG)(train)
 
-EVAL_SUBCOMMANDS = {"run", "tui", "export", "--help", "-h"}
+EVAL_COMMANDS = ("run", "view", "tui", "export")
+EVAL_SUBCOMMANDS = {*EVAL_COMMANDS, "--help", "-h"}
 OPTIONAL_VALUE_FLAGS = {"-R", "--resume"}
 
 
@@ -64,13 +69,38 @@ def normalize_argv(argv: list[str]) -> list[str]:
     return out
 
 
+def unknown_eval_word(argv: list[str]) -> str | None:
+    """Why `prime eval WORD` is neither a subcommand nor an environment (nor a TOML file), else None."""
+    if len(argv) < 2 or argv[0] != "eval" or argv[1] in EVAL_SUBCOMMANDS or argv[1].startswith("-"):
+        return None
+    word = argv[1]
+    from pathlib import Path
+
+    if word.endswith(".toml") or Path(word).is_file():
+        return None
+    from prime_cli.envs.loader import environment_exists, module_name
+
+    if environment_exists(word):
+        return None
+    import difflib
+
+    close = difflib.get_close_matches(word, EVAL_COMMANDS, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else "; see prime eval --help"
+    return (f"{word!r} is not a `prime eval` command ({', '.join(EVAL_COMMANDS)}) nor an environment "
+            f"(no installed module {module_name(word)}, no ./environments/{module_name(word)}/, not a TOML file){hint}")
+
+
 def main(argv: list[str] | None = None) -> None:
     import sys
 
     from .errors import one_line_warnings
 
     one_line_warnings()
-    app(args=normalize_argv(sys.argv[1:] if argv is None else argv), prog_name="prime")
+    args = sys.argv[1:] if argv is None else list(argv)
+    if problem := unknown_eval_word(args):
+        typer.echo(f"error: {problem}", err=True)
+        sys.exit(2)
+    app(args=normalize_argv(args), prog_name="prime")
 
 
 if __name__ == "__main__":

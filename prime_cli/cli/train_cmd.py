@@ -51,6 +51,8 @@ def train(
         raise typer.Exit(0)
     if force and not _accepts_force(plugin):
         fail(f"--force: the trainer plugin {getattr(plugin, 'name', '?')!r} does not support it; train elsewhere with -o DIR")
+    for note in notes:  # what the dry-run plan would say about the config, once at the start
+        typer.echo(note, err=True)
     kwargs = {"force": True} if force else {}
     raise typer.Exit(plugin.run(config, Path(config.output_dir), resume_step, **kwargs))
 
@@ -68,13 +70,13 @@ def _prepare(config_path: Path, trainer: str | None, overrides: list[str], outpu
     from prime_cli.train.loading import (
         check_environments,
         config_notes,
-        load_train_config,
+        load_train_config_with_notes,
         validate_config,
     )
     from prime_cli.train.plugins import load_trainer
     from prime_cli.train.preflight import check_eval_max_tokens, check_model, check_output_dir
 
-    config = load_train_config(config_path, overrides, output_dir)
+    config, load_notes = load_train_config_with_notes(config_path, overrides, output_dir)
     check_output_dir(config.output_dir, from_flag=output_dir is not None)
     cuda = has_cuda()
     check_devices(config, cuda)
@@ -86,7 +88,7 @@ def _prepare(config_path: Path, trainer: str | None, overrides: list[str], outpu
     check_eval_max_tokens(config)
     plugin = load_trainer(trainer)
     config = validate_config(config.model_dump(), plugin.config_model, str(config_path))
-    return config, plugin, ([shortage] if shortage else []) + model_notes + config_notes(config)
+    return config, plugin, load_notes + ([shortage] if shortage else []) + model_notes + config_notes(config)
 
 
 def _print_trainers() -> None:

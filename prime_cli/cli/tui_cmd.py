@@ -1,4 +1,4 @@
-"""`prime eval tui`: browse evaluation, GEPA and training runs (Textual, imported only when run)."""
+"""`prime eval view` (also `prime eval tui`): browse evaluation, GEPA and training runs (Textual, imported only when run)."""
 
 from __future__ import annotations
 

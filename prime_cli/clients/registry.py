@@ -116,7 +116,7 @@ def load_registry(path: str | os.PathLike[str]) -> dict[str, list[EndpointSpec]]
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ClientConfigError(f"endpoint registry {path} does not exist") from None
+        raise ClientConfigError(f"endpoint registry {path} does not exist (-e/--endpoints-path names it)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ClientConfigError(f"cannot read endpoint registry {path}: {exc}") from None
     if path.suffix == ".py":
@@ -146,6 +146,12 @@ def default_registry_path() -> Path:
     return DEFAULT_REGISTRY_PATH
 
 
+def check_base_url(url: str | None, flag: str = "-b") -> None:
+    """`url` (given with `flag`) is an http(s) URL, or None."""
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise ClientConfigError(f"{flag} must be a URL starting with http:// or https:// (got '{url}')")
+
+
 def is_local_url(url: str) -> bool:
     try:
         host = urlsplit(url).hostname
@@ -166,8 +172,7 @@ def resolve_model(
     if key_var is not None and not _is_var_name(key_var):
         raise ClientConfigError("-k takes the NAME of an environment variable holding the key "
                                 "(e.g. -k OPENAI_API_KEY), not the key itself")
-    if base_url is not None and not base_url.startswith(("http://", "https://")):
-        raise ClientConfigError(f"-b must be a URL starting with http:// or https:// (got '{base_url}')")
+    check_base_url(base_url)
     extra = dict(headers or {})
     where = Path(registry_path) if registry_path is not None else default_registry_path()
     registry = load_registry(where) if registry_path is not None or where.is_file() else None

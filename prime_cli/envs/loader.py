@@ -27,6 +27,19 @@ def module_name(env_id: str) -> str:
     return env_id.strip().split("/")[-1].replace("-", "_")
 
 
+def environment_exists(env_id: str, root: Path | None = None) -> bool:
+    """`env_id` names ./environments/<module>/ or an installed module (found, not imported)."""
+    module = module_name(env_id)
+    if not module.isidentifier():
+        return False
+    if ((root or Path.cwd()) / "environments" / module).is_dir() or module in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def local_environment_dirs(root: Path | None = None) -> list[Path]:
     base = (root or Path.cwd()) / "environments"
     if not base.is_dir():

@@ -61,7 +61,9 @@ def run_evals(target: str, values: dict[str, Any], stream: Any = None) -> int:
 
 def _execute(checked: list[tuple[EvalConfig, Any]], stream: Any) -> int:
     outcomes = asyncio.run(_run_all(checked, stream or sys.stdout))
+    from prime_cli.runs.visible import visible
+
     for outcome in outcomes:
-        if outcome.error:
-            print(f"error: {outcome.error}", file=sys.stderr)
+        if outcome.error:  # may quote a server's or an environment's words
+            print(f"error: {visible(outcome.error, multiline=True)}", file=sys.stderr)
     return max(outcome.exit_code for outcome in outcomes)

@@ -12,6 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from prime_cli.clients.command_flags import LOCAL_MODEL
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.envs.eval_defaults import ENV_DEFAULT_KEYS, env_eval_defaults  # noqa: F401 - re-exported
+from prime_cli.runs.config_errors import ConfigValueError, value_problem
+
+from .schema import ROW_KEYS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -74,10 +77,10 @@ class EvalConfig(BaseModel):
     @classmethod
     def _check_n(cls, value: int | None) -> int | None:
         if value is not None and (value == 0 or value < -1):
-            raise ValueError("must be a positive number of examples, or -1 for all")
+            raise ValueError("must be a positive number, or -1 for all")
         return value
 
-    @field_validator("rollouts_per_example", "max_concurrent")
+    @field_validator("rollouts_per_example", "max_concurrent", "max_tokens")
     @classmethod
     def _positive(cls, value: int | None) -> int | None:
         if value is not None and value < 1:
@@ -89,6 +92,28 @@ class EvalConfig(BaseModel):
     def _non_negative(cls, value: int) -> int:
         if value < 0:
             raise ValueError("must be 0 or more")
+        return value
+
+    @field_validator("temperature")
+    @classmethod
+    def _temperature(cls, value: float | None) -> float | None:
+        if value is not None and not value >= 0:
+            raise ValueError("must be 0 or more")
+        return value
+
+    @field_validator("timeout")
+    @classmethod
+    def _seconds(cls, value: float) -> float:
+        if not value > 0:
+            raise ValueError("must be more than 0 seconds")
+        return value
+
+    @field_validator("state_columns")
+    @classmethod
+    def _extra_columns(cls, value: list[str]) -> list[str]:
+        taken = [name for name in value if name in ROW_KEYS]
+        if taken:
+            raise ValueError(f"must not name a column that results.jsonl already has: {', '.join(taken)}")
         return value
 
     @field_validator("max_error_rate")
@@ -114,28 +139,28 @@ def served_locally(config: EvalConfig, model: str, url: str) -> EvalConfig:
     return local
 
 
-def describe_validation_error(exc: ValidationError, where: str) -> str:
-    """One line per problem, naming the key, with a suggestion for unknown keys."""
+def validation_error(exc: ValidationError, where: str) -> ConfigValueError:
+    """Each problem naming its key (in `where`), with a suggestion for unknown keys."""
     known = list(EvalConfig.model_fields)
-    lines = []
+    problems, others = [], []
     for error in exc.errors():
         key = ".".join(str(p) for p in error["loc"]) or "(entry)"
         if error["type"] == "extra_forbidden":
             close = difflib.get_close_matches(str(error["loc"][-1]), known, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            lines.append(f"{where}: unknown key '{key}'{hint}")
+            others.append(f"{where}: unknown key '{key}'{hint}")
         elif error["type"] == "missing":
-            lines.append(f"{where}: missing required key '{key}'")
+            others.append(f"{where}: missing required key '{key}'")
         else:
-            lines.append(f"{where}: {key}: {error['msg']}")
-    return "; ".join(lines)
+            problems.append(value_problem(error))
+    return ConfigValueError(where, problems, others)
 
 
 def build_config(where: str, **values: Any) -> EvalConfig:
     try:
         return EvalConfig(**values)
     except ValidationError as exc:
-        raise EnvConfigError(describe_validation_error(exc, where)) from None
+        raise validation_error(exc, where) from None
 
 
 def load_toml_configs(path: Path, overrides: dict[str, Any] | None = None) -> list[EvalConfig]:

@@ -20,7 +20,9 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from .health import status_label
+from prime_cli.runs.visible import visible
+
+from .health import failed_before_any_rollout, health_rows, status_label
 from .rollout_view import rollout_event, rollout_renderable, rollout_text, rollout_view
 from .summary_view import _d, _dur, _num, _pct, render_summary, summary_text
 
@@ -157,15 +159,15 @@ class PlainDisplay(_LineDisplay):
 
     def progress(self, *, done: int, total: int, stats: dict) -> None:
         elapsed, rate, eta = self._timing(done, total)
-        metrics = "".join(f" {k}={_num(v)}" for k, v in _d(stats, "avg_metrics").items())
+        metrics = "".join(f" {visible(k)}={_num(v)}" for k, v in _d(stats, "avg_metrics").items())
         merr = f" reward_fn_errors={stats['metrics_errors']}" if stats.get("metrics_errors") else ""
         self._progress_line(done, total, (
             f"{self.env_id} [{done}/{total} {_pct(done / total if total else 1.0)}] "
             f"{f'{rate:.2f}' if rate else '-'} rollouts/s elapsed {_dur(elapsed)} ETA {_dur(eta)} "
             f"avg_reward={_num(stats.get('avg_reward'))} errors={stats.get('errors', 0)}{merr}{metrics}"))
 
-    def message(self, text: str, level: str = "info") -> None:
-        self._out(f"{self.env_id} [{level}] {text}".lstrip())
+    def message(self, text: str, level: str = "info") -> None:  # may quote a server's or an environment's words
+        self._out(f"{self.env_id} [{level}] {visible(text, multiline=True)}".lstrip())
 
     def rollout(self, row: dict) -> None:
         self._out(f"{self.env_id} {rollout_text(rollout_view(row, self.env_id))}".lstrip())
@@ -173,9 +175,13 @@ class PlainDisplay(_LineDisplay):
     def finish(self, *, status: str, summary: dict, run_dir: str | None,
                resume_command: str | None = None, retry_command: str | None = None) -> None:
         self._flush_pending()
-        self._out(f"Eval {status_label(status)}.\n{summary_text(summary)}")
-        if run_dir:
-            self._out(f"Results: {run_dir}")
+        if failed_before_any_rollout(status, summary):  # no empty summary: the error line says what failed
+            for label, value, _ in health_rows(summary):
+                self._out(f"{label}: {value}")
+        else:
+            self._out(f"Eval {status_label(status)}.\n{summary_text(summary)}")
+            if run_dir:
+                self._out(f"Results: {run_dir}")
         if resume_command:
             self._out(f"Resume with: {resume_command}")
         if retry_command:
@@ -240,14 +246,14 @@ class RichDisplay(EvalDisplay):
         if metrics := _d(stats, "avg_metrics"):
             table = Table.grid(padding=(0, 2))
             for name, value in list(metrics.items())[:12]:
-                table.add_row(Text(str(name), style="dim"), Text(_num(value)))
+                table.add_row(Text(visible(name), style="dim"), Text(_num(value)))
             parts.append(table)
         info = self._info
         return Panel(Group(*parts), title=Text(f"{info.get('env_id')} · {info.get('model')}"),
                      title_align="left", subtitle=Text(str(info["run_dir"])) if info.get("run_dir") else None)
 
     def message(self, text: str, level: str = "info") -> None:
-        self.console.print(Text(text, style=_STYLES.get(level, "")))
+        self.console.print(Text(visible(text, multiline=True), style=_STYLES.get(level, "")))
 
     def rollout(self, row: dict) -> None:  # printed above the live panel while it runs
         self.console.print(rollout_renderable(rollout_view(row, self.env_id)))
@@ -255,10 +261,14 @@ class RichDisplay(EvalDisplay):
     def finish(self, *, status: str, summary: dict, run_dir: str | None,
                resume_command: str | None = None, retry_command: str | None = None) -> None:
         self._stop()
-        self.console.print(Text(f"Eval {status_label(status)}", style=_STYLES.get(status, "bold")))
-        render_summary(summary, self.console)
-        if run_dir:
-            self.console.print(Text.assemble(("Results: ", "bold"), str(run_dir)))
+        if failed_before_any_rollout(status, summary):  # no empty summary: the error line says what failed
+            for label, value, style in health_rows(summary):
+                self.console.print(Text(f"{label}: {value}", style=style))
+        else:
+            self.console.print(Text(f"Eval {status_label(status)}", style=_STYLES.get(status, "bold")))
+            render_summary(summary, self.console)
+            if run_dir:
+                self.console.print(Text.assemble(("Results: ", "bold"), str(run_dir)))
         # soft_wrap: keep each command on one copy-pasteable line
         for label, command in (("Resume with: ", resume_command), ("Retry errors with: ", retry_command)):
             if command:

@@ -41,6 +41,12 @@ def final_status(status: str, budget: dict[str, Any]) -> str:
     return COMPLETED_WITH_ERRORS if status == COMPLETED and budget.get("exceeded") else status
 
 
+def failed_before_any_rollout(status: str, summary: Summary) -> bool:
+    """The run failed (an unreachable server, a bad key) before a rollout finished: its summary would be
+    all zeros, so the display shows only the retries, and the CLI the one error line."""
+    return status == "failed" and not summary.get("num_rollouts")
+
+
 def status_label(status: str) -> str:
     return status.replace("_", " ")
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prime_cli.envs.messages import content_text, messages_of
+from prime_cli.runs.visible import visible
 
 PROMPT_CHARS = 160
 MESSAGE_CHARS = 300
@@ -66,7 +67,7 @@ def _entry(message: dict[str, Any], tool_names: dict[str, str]) -> tuple[str, st
         role = f"tool {name}" if name else role
     parts = [content_text(message)] if message.get("content") else []
     parts += [f"→ {_tool_call(call)}" for call in message.get("tool_calls") or []]
-    return role, shorten(" ".join(parts), MESSAGE_CHARS) if parts else "(empty)"
+    return visible(role), shorten(visible(" ".join(parts), multiline=True), MESSAGE_CHARS) if parts else "(empty)"
 
 
 def _tool_names(messages: list[dict[str, Any]]) -> dict[str, str]:
@@ -83,8 +84,8 @@ def _error_text(error: Any) -> str | None:
     if not error:
         return None
     if isinstance(error, dict):
-        return shorten(f"{error.get('type') or 'Error'}: {error.get('message') or ''}".rstrip(": "), MESSAGE_CHARS)
-    return shorten(str(error), MESSAGE_CHARS)
+        error = f"{error.get('type') or 'Error'}: {error.get('message') or ''}".rstrip(": ")
+    return shorten(visible(error, multiline=True), MESSAGE_CHARS)
 
 
 @dataclass
@@ -110,7 +111,7 @@ class RolloutView:
             parts.append(f"stop={self.stop_condition}")
         if self.is_truncated:
             parts.append("truncated")
-        return "  ".join(parts)
+        return visible("  ".join(parts))  # an example id from the data set may hold anything
 
     def notes(self) -> list[tuple[str, str]]:
         """(label, text) lines after the messages: the error and failed reward functions."""
@@ -135,12 +136,16 @@ def rollout_view(row: dict[str, Any], env_id: str = "") -> RolloutView:
     metrics = row.get("metrics") if isinstance(row.get("metrics"), dict) else {}
     task = row.get("task")
     stop = row.get("stop_condition")
+    # every text below came from the data set, the model or the environment: control characters escaped
+    # (before shortening, so that a lone CR shows as \r rather than as a space)
     return RolloutView(
         example_id=row.get("example_id"), rollout_idx=row.get("rollout_idx"),
-        task=None if task is None or str(task) == env_id else str(task), reward=row.get("reward"), metrics=dict(metrics),
-        stop_condition=None if stop is None else str(stop), is_truncated=bool(row.get("is_truncated")),
-        error=_error_text(row.get("error")), failed_reward_funcs=failed,
-        prompt_tail=shorten(_prompt_tail(row.get("prompt")), PROMPT_CHARS), completion=shown, hidden_messages=hidden,
+        task=None if task is None or str(task) == env_id else visible(task), reward=row.get("reward"),
+        metrics={visible(name): value for name, value in metrics.items()},
+        stop_condition=None if stop is None else visible(stop), is_truncated=bool(row.get("is_truncated")),
+        error=_error_text(row.get("error")), failed_reward_funcs=[visible(name) for name in failed],
+        prompt_tail=shorten(visible(_prompt_tail(row.get("prompt")), multiline=True), PROMPT_CHARS),
+        completion=shown, hidden_messages=hidden,
     )
 
 

@@ -10,6 +10,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from prime_cli.runs.visible import visible_data
+
 from .health import health_rows
 from .reward_signal import reward_signal_lines
 
@@ -112,8 +114,8 @@ def _text_table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def summary_text(summary: dict) -> str:
-    """The summary as plain text (no ANSI codes)."""
-    s = summary if isinstance(summary, dict) else {}
+    """The summary as plain text (no ANSI codes; task, metric, error and stop names escaped)."""
+    s = visible_data(summary) if isinstance(summary, dict) else {}
     lines = [f"{label}: {value}" for label, value, _ in _overview(s)] or ["No results."]
     for title, (headers, rows) in (("Metrics", _metric_table(s)), ("Per task", _task_table(s))):
         if rows:
@@ -123,7 +125,7 @@ def summary_text(summary: dict) -> str:
 
 def render_summary(summary: dict, console: Console) -> None:
     """Print the summary: overview panel, metrics table and per-task table."""
-    s = summary if isinstance(summary, dict) else {}
+    s = visible_data(summary) if isinstance(summary, dict) else {}  # names from the data set and environment
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold cyan")
     grid.add_column()

@@ -15,6 +15,7 @@ from typing import IO, Any
 
 import prime_cli.envs as vf
 from prime_cli.envs.errors import EnvConfigError
+from prime_cli.runs.visible import json_visible, visible
 
 from .config import GepaConfig, build_config, config_for, load_toml
 from .display import make_display
@@ -126,7 +127,8 @@ def open_pools(config: GepaConfig) -> tuple[Any, Any, list[str]]:
 
 def eval_command(config: GepaConfig, prompt: str) -> str:
     """`prime eval run ENV -m MODEL [-b/-k/-e] -a '{"system_prompt": ...}'`, ready to paste."""
-    args = json.dumps({**config.env_args, "system_prompt": prompt}, ensure_ascii=False)
+    # JSON escapes C0 controls itself; json_visible escapes DEL and C1 too, so the command holds no raw control
+    args = json_visible(json.dumps({**config.env_args, "system_prompt": prompt}, ensure_ascii=False))
     return shlex.join(["prime", "eval", "run", config.env_id, *model_flags(config), "-a", args])
 
 
@@ -177,7 +179,7 @@ def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, str
             out.append("To let the reflection model try more often: "
                        + shlex.join([*shlex.split(resume_command(config, run_dir)), "--max-reflection-failures", more])
                        + " (or a stronger -M, or a larger max_tokens in --reflection-sampling-args, in a new run)")
-    stream.write("\n".join(out) + "\n")
+    stream.write(visible("\n".join(out), multiline=True) + "\n")  # the prompt and stop reason are models' words
     stream.flush()
 
 
@@ -203,7 +205,7 @@ def print_json_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None
              "seed_test_score": outcome.seed_test_score, "best_test_score": outcome.best_test_score,
              "stop_reason": outcome.stop_reason,
              "resume_command": resume_command(config, run_dir) if run_dir and outcome.status != "completed" else None}
-    stream.write(json.dumps(event, ensure_ascii=False) + "\n")
+    stream.write(json_visible(json.dumps(event, ensure_ascii=False)) + "\n")
     stream.flush()
 
 
@@ -316,7 +318,7 @@ def _finish(config: GepaConfig, resume: bool, stream: IO[str], inputs: SearchInp
     else:
         print_unscored(outcome, config, run_dir, stream)
     if outcome.error:
-        print(f"error: {outcome.error}", file=sys.stderr)
+        print(f"error: {visible(outcome.error, multiline=True)}", file=sys.stderr)
     return 0 if outcome.status == "completed" else 1
 
 

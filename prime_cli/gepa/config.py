@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from prime_cli.clients.command_flags import LOCAL_MODEL
 from prime_cli.envs.errors import EnvConfigError
+from prime_cli.runs.config_errors import ConfigValueError, value_problem
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -98,6 +99,13 @@ class GepaConfig(BaseModel):
             raise ValueError("must be 0 or more")
         return value
 
+    @field_validator("timeout")
+    @classmethod
+    def _seconds(cls, value: float | None) -> float | None:
+        if value is not None and not value > 0:
+            raise ValueError("must be more than 0 seconds")
+        return value
+
     def timeout_for(self, served_local: bool) -> float:
         """--timeout, or the default for the server: shorter for the embedded model."""
         if self.timeout is not None:
@@ -148,27 +156,27 @@ class GepaConfig(BaseModel):
                 f"or lower -N/--num-val")
 
 
-def describe_errors(exc: ValidationError, where: str) -> str:
+def validation_error(exc: ValidationError, where: str) -> ConfigValueError:
     import difflib
 
-    lines = []
+    problems, others = [], []
     for error in exc.errors():
         key = ".".join(str(p) for p in error["loc"]) or "(entry)"
         if error["type"] == "extra_forbidden":
             close = difflib.get_close_matches(str(error["loc"][-1]), list(GepaConfig.model_fields), n=1)
-            lines.append(f"{where}: unknown key '{key}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+            others.append(f"{where}: unknown key '{key}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
         elif error["type"] == "missing":
-            lines.append(f"{where}: missing required key '{key}'")
+            others.append(f"{where}: missing required key '{key}'")
         else:
-            lines.append(f"{where}: {key}: {error['msg']}")
-    return "; ".join(lines)
+            problems.append(value_problem(error))
+    return ConfigValueError(where, problems, others)
 
 
 def build_config(where: str, **values: Any) -> GepaConfig:
     try:
         return GepaConfig(**values)
     except ValidationError as exc:
-        raise EnvConfigError(describe_errors(exc, where)) from None
+        raise validation_error(exc, where) from None
 
 
 def load_toml(path: Path) -> dict[str, Any]:

@@ -8,6 +8,8 @@ import sys
 import time
 from typing import IO, TYPE_CHECKING, Any
 
+from prime_cli.runs.visible import visible
+
 if TYPE_CHECKING:  # rich is imported only when the live panel is used (--plain starts faster)
     from rich.console import Console
     from rich.panel import Panel
@@ -16,7 +18,7 @@ if TYPE_CHECKING:  # rich is imported only when the live panel is used (--plain 
 def _verdict(line: dict[str, Any]) -> str:
     if line["accepted"]:
         return f"accepted as candidate {line['child_idx']}"
-    return f"rejected: {line['reason']}"
+    return f"rejected: {visible(line['reason'])}"  # a failed reflection quotes the server's words
 
 
 def _duration(seconds: float | None) -> str:
@@ -134,7 +136,7 @@ class PlainDisplay(GepaDisplay):
                   f"seed {s['seed_score']:.4f}) | {s['candidates']} candidate(s) | ETA {_duration(eta)}")
 
     def message(self, text: str, level: str = "info") -> None:
-        self._out(f"[{level}] {text}")
+        self._out(f"[{level}] {visible(text, multiline=True)}")
 
 
 class JsonDisplay(PlainDisplay):
@@ -191,7 +193,7 @@ class RichDisplay(GepaDisplay):
         from rich.text import Text
 
         style = {"warning": "yellow", "error": "bold red"}.get(level, "dim")
-        self.console.print(Text(text, style=style))
+        self.console.print(Text(visible(text, multiline=True), style=style))
 
     def _render(self) -> Any:
         try:

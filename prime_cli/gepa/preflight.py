@@ -65,7 +65,9 @@ def reflection_url(config: GepaConfig) -> str | None:
 
 def check_endpoints(config: GepaConfig) -> None:
     from prime_cli.clients.endpoints import check_endpoints as check
+    from prime_cli.clients.registry import check_base_url
 
+    check_base_url(config.reflection_base_url, "--reflection-base-url")
     check(config.model, config.base_url, config.api_key_var, config.endpoints_path)
     check(config.reflector, reflection_url(config), config.api_key_var, config.endpoints_path,
           role="reflection model -M")

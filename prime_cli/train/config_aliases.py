@@ -125,26 +125,89 @@ def _move(data: dict[str, Any], source: str, target: str, taken: dict[str, str])
     return moved
 
 
-def _num_gpus(data: dict[str, Any]) -> None:
-    """num_gpus = N: GPU 0..N-2 serve vLLM and the last trains (one GPU: both share GPU 0)."""
-    if "num_gpus" not in data:
-        return
+def _size(inference: dict[str, Any], key: str) -> int | None:
+    """inference.<key> when the config sets it to a positive integer (anything else: the model reports it)."""
+    value = inference.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def _gpu_words(ids: list[int]) -> str:
+    if len(ids) > 2 and ids == list(range(ids[0], ids[-1] + 1)):
+        return f"GPUs {ids[0]}-{ids[-1]}"
+    return ("GPU " if len(ids) == 1 else "GPUs ") + ",".join(map(str, ids))
+
+
+def _num_gpus(data: dict[str, Any], inference: dict[str, Any], tp_key: str) -> list[str]:
+    """num_gpus = N, placed as prime-rl places its single-node deployment: inference takes the first GPUs,
+    in vLLM replicas of tensor_parallel_size GPUs each (data_parallel_size = the number of replicas), and
+    the trainer the rest. With no data_parallel_size: as many replicas as leave the trainer at least one GPU.
+    One GPU: vLLM and the trainer share GPU 0."""
     count = data.pop("num_gpus")
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         raise TrainConfigError(f"num_gpus must be a positive integer (got {count!r})")
     if "inference_gpu_ids" in data or "trainer_gpu_ids" in data:
         raise TrainConfigError("num_gpus and inference_gpu_ids/trainer_gpu_ids both set the GPUs: keep one of them")
-    data["inference_gpu_ids"] = list(range(max(count - 1, 1)))
-    data["trainer_gpu_ids"] = [count - 1]
+    tp = _size(inference, "tensor_parallel_size") or 1
+    dp = _size(inference, "data_parallel_size")
+    sizes = f"num_gpus = {count}" + (f", {tp_key} = {tp}" if "tensor_parallel_size" in inference else "") \
+        + (f", inference.data_parallel_size = {dp}" if dp is not None else "")
+    if count == 1:
+        if tp * (dp or 1) > 1:
+            raise TrainConfigError(f"{sizes}: one GPU holds no vLLM replica of {tp * (dp or 1)} GPUs; "
+                                   f"set num_gpus to at least {tp * (dp or 1) + 1}")
+        data["inference_gpu_ids"], data["trainer_gpu_ids"] = [0], [0]
+        return [f"note: {sizes}: vLLM and the trainer share GPU 0"]
+    replicas = dp if dp is not None else (count - 1) // tp
+    if replicas < 1 or replicas * tp >= count:
+        need = (replicas or 1) * tp
+        many = replicas or 1
+        raise TrainConfigError(f"{sizes} leaves no GPU for the trainer: vLLM takes {need} GPU"
+                               f"{'s' if need > 1 else ''} ({many} replica{'s' if many > 1 else ''} of {tp}) and "
+                               f"the trainer at least one, so set num_gpus to at least {need + 1}")
+    inference_ids, trainer_ids = list(range(replicas * tp)), list(range(replicas * tp, count))
+    data["inference_gpu_ids"], data["trainer_gpu_ids"] = inference_ids, trainer_ids
+    data.setdefault("inference", inference)["data_parallel_size"] = replicas
+    return [f"note: {sizes} placed as prime-rl does, inference first: vLLM on {_gpu_words(inference_ids)} "
+            f"({replicas} replica{'s' if replicas > 1 else ''} of {tp} GPU{'s' if tp > 1 else ''}: "
+            f"data_parallel_size {replicas}), the trainer on {_gpu_words(trainer_ids)}"]
 
 
-def derive_defaults(data: dict[str, Any]) -> None:
-    """inference_gpu_ids = [0, 1, 2] with no parallel sizes: one vLLM replica per GPU (data parallel 3)."""
-    ids = data.get("inference_gpu_ids")
-    inference = data.get("inference") if isinstance(data.get("inference"), dict) else {}
-    if isinstance(ids, list) and len(ids) > 1 and "tensor_parallel_size" not in inference \
-            and "data_parallel_size" not in inference:
-        data.setdefault("inference", {})["data_parallel_size"] = len(ids)
+def derive_defaults(data: dict[str, Any], renames: dict[str, str] | None = None) -> list[str]:
+    """The GPU layout the keys imply, as prime-rl derives it; returns notes on what was derived.
+
+    - num_gpus = N: see `_num_gpus`;
+    - inference_gpu_ids with no data_parallel_size: the GPUs are filled with replicas of tensor_parallel_size
+      GPUs (default 1: one replica per GPU), so data_parallel_size = len(inference_gpu_ids) / tensor_parallel_size.
+    A layout that cannot hold is refused naming the keys the file set, and our defaults as defaults.
+    """
+    renames = renames or {}
+    if not isinstance(data.get("inference", {}), dict):
+        return []  # `inference = 3`: the model reports it
+    inference = data.get("inference", {})
+    tp_key = renames.get("inference.tensor_parallel_size", "inference.tensor_parallel_size")
+    if "num_gpus" in data:
+        return _num_gpus(data, inference, tp_key)
+    ids, tp, dp = data.get("inference_gpu_ids"), _size(inference, "tensor_parallel_size"), \
+        _size(inference, "data_parallel_size")
+    tp_words = f"{tp_key} = {tp}" if tp is not None else f"{tp_key} (default 1)"
+    if not isinstance(ids, list):
+        if ids is None and (tp or 1) * (dp or 1) > 1:
+            dp_words = f", inference.data_parallel_size = {dp}" if dp is not None else ""
+            need = (tp or 1) * (dp or 1)
+            raise TrainConfigError(f"{tp_words}{dp_words} needs {need} inference GPUs, but inference_gpu_ids is not "
+                                   f"set (our default: [0]): list {need} GPUs in inference_gpu_ids, or set num_gpus")
+        return []
+    if dp is None and "data_parallel_size" not in inference and ids:
+        if len(ids) % (tp or 1):
+            raise TrainConfigError(f"inference_gpu_ids lists {len(ids)} GPUs, which {tp_words} does not divide "
+                                   f"(each vLLM replica takes {tp} GPUs): list a multiple of {tp} GPUs")
+        if len(ids) // (tp or 1) > 1:
+            data.setdefault("inference", inference)["data_parallel_size"] = len(ids) // (tp or 1)
+    elif dp is not None and (tp or 1) * dp != len(ids):
+        raise TrainConfigError(f"{tp_words} x inference.data_parallel_size = {dp} is {(tp or 1) * dp} GPUs, but "
+                               f"inference_gpu_ids lists {len(ids)} ({ids}): list {(tp or 1) * dp} GPUs or change "
+                               "the sizes")
+    return []
 
 
 def normalize(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -160,7 +223,6 @@ def normalize(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
         if key in out:
             if out.pop(key) != allowed:
                 raise TrainConfigError(message)
-    _num_gpus(out)
     taken: dict[str, str] = {}
     for source, target in ALIASES:
         if _move(out, source, target, taken):
@@ -170,6 +232,73 @@ def normalize(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
         if any(key in node for node, key in _parents(out, parts)):
             raise TrainConfigError(message)
     return out, renames
+
+
+def _top_level_names(model: type) -> dict[str, str]:
+    """{key: where it lands} for the keys that hold a value (not a table) only at the top level of a file:
+    the model's own top-level values, the top-level guide spellings, num_gpus, and the hosted `model = "..."`."""
+    from .messages import section_keys
+
+    names = {name: name for name in model.model_fields if section_keys(model, (name,)) is None}
+    for source, target in ALIASES:
+        if "." not in source and "[" not in source and section_keys(model, tuple(_split(target))) is None:
+            names.setdefault(source, target)
+    return {**names, **{key: key for key in FIXED}, "num_gpus": "num_gpus", "model": "model.name"}
+
+
+def _is_set(data: dict[str, Any], path: str) -> bool:
+    node: Any = data
+    for part in _split(path):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def hoist_top_level_keys(data: dict[str, Any], renames: dict[str, str], model: type) -> list[str]:
+    """A top-level key written after a table header (`[wandb]` then `env_file = [...]`, which TOML reads as
+    wandb.env_file) is moved to the top level when that table has no such key; one note per key says where
+    it belongs. Tables are walked as `model` describes them (each entry of an array of tables too)."""
+    from .messages import rename_paths, section_keys
+    from .overrides import format_path
+
+    names = _top_level_names(model)
+    found: list[tuple[tuple[Any, ...], str, Any]] = []
+
+    def visit(node: dict[str, Any], loc: tuple[Any, ...]) -> None:
+        fields = section_keys(model, loc)
+        if fields is None:  # not a section of ours (free-form args, an unknown table): validation speaks
+            return
+        for key in list(node):
+            value = node[key]
+            if isinstance(value, dict):
+                visit(value, (*loc, key))
+            elif isinstance(value, list):
+                for index, item in enumerate(value):
+                    if isinstance(item, dict):
+                        visit(item, (*loc, key, index))
+            if key not in fields and key in names and not isinstance(value, dict) \
+                    and (key != "model" or isinstance(value, str)):
+                found.append((loc, key, node.pop(key)))
+
+    for key, value in data.items():
+        if isinstance(value, dict):
+            visit(value, (key,))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                if isinstance(item, dict):
+                    visit(item, (key, index))
+    notes = []
+    for loc, key, value in found:
+        table = rename_paths(format_path(loc), renames)
+        header = f"[[{table.rsplit('[', 1)[0]}]]" if isinstance(loc[-1], int) else f"[{table}]"
+        if key in data or _is_set(data, names[key]):
+            raise TrainConfigError(f"{key} is set at the top level and again after the {header} header (TOML reads "
+                                   f"that line as {table}.{key}): keep one of them")
+        data[key] = value
+        notes.append(f"note: {key} is a top-level key, but it follows the {header} header, so TOML reads it as "
+                     f"{table}.{key}; it is taken as the top-level {key} (move it above the first [table] header)")
+    return notes
 
 
 def translate_override_key(key: str) -> str:

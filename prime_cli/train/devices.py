@@ -50,10 +50,15 @@ def check_devices(config: Any, cuda: bool) -> None:
             raise TrainConfigError(f"{key} lists a GPU twice ({values}): list each GPU once")
         if any(v < 0 for v in values):
             raise TrainConfigError(f"{key} has a negative GPU id ({values})")
-    if tp * dp != len(ids):
+    if tp * dp != len(ids):  # (loading derives sizes that fit; this guards configs built otherwise)
+        unset = [f"inference.{key}" for key in ("tensor_parallel_size", "data_parallel_size")
+                 if key not in inference.model_fields_set]
+        unset += ["inference_gpu_ids"] if "inference_gpu_ids" not in config.model_fields_set else []
+        defaults = f"; {', '.join(unset)}: our default{'s' if len(unset) > 1 else ''}" if unset else ""
         raise TrainConfigError(
             f"inference.tensor_parallel_size x inference.data_parallel_size ({tp} x {dp} = {tp * dp}) must equal "
-            f"the number of inference_gpu_ids (got {len(ids)}: {ids}): list {tp * dp} GPUs or change the sizes")
+            f"the number of inference_gpu_ids (got {len(ids)}: {ids}{defaults}): list {tp * dp} GPUs or change "
+            "the sizes")
 
 
 def gpu_shortage(config: Any, gpu_count: int | None) -> str | None:
@@ -65,4 +70,4 @@ def gpu_shortage(config: Any, gpu_count: int | None) -> str | None:
         return None
     plural = "s" if gpu_count != 1 else ""
     return (f"the config uses GPU {highest} but this machine shows {gpu_count} GPU{plural} "
-            f"(ids 0..{gpu_count - 1}): change inference_gpu_ids / trainer_gpu_ids")
+            f"(ids 0..{gpu_count - 1}): change inference_gpu_ids / trainer_gpu_ids (or num_gpus)")

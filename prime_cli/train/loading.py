@@ -9,7 +9,15 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config_aliases import alias_names, derive_defaults, normalize, translate_override_key
+from prime_cli.runs.visible import visible
+
+from .config_aliases import (
+    alias_names,
+    derive_defaults,
+    hoist_top_level_keys,
+    normalize,
+    translate_override_key,
+)
 from .env_file import resolve_env_files
 from .errors import TrainConfigError
 from .messages import describe_validation_error, rename_paths
@@ -40,15 +48,24 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise TrainConfigError(f"{path} is not valid TOML: {str(exc).splitlines()[0]}") from None
 
 
-def config_dict(path: Path, overrides: list[str] = ()) -> tuple[dict[str, Any], dict[str, str], set[str]]:
-    """The v0.4-shaped dict with overrides applied, the hosted renames, and the overridden keys."""
+def config_dict(path: Path, overrides: list[str] = ()
+                ) -> tuple[dict[str, Any], dict[str, str], set[str], list[str]]:
+    """The v0.4-shaped dict with overrides applied, the hosted renames, the overridden keys, and notes on
+    what was read other than as written (a top-level key after a table header, the GPUs num_gpus places)."""
+    from .config import RLConfig
+
     data, renames = normalize(read_toml(path))
+    notes = hoist_top_level_keys(data, renames, RLConfig)
+    if notes:  # a hoisted guide spelling (batch_size) lands on its key
+        data, again = normalize(data)
+        renames = {**renames, **again}
     keys = apply_overrides(data, list(overrides), translate_override_key)
     data, more = normalize(data)  # a key --set under its guide name inside a table (env[0].weight)
-    derive_defaults(data)
+    renames = {**renames, **more}
+    notes += derive_defaults(data, renames)
     if data.get("env_file"):
         data["env_file"] = resolve_env_files(data["env_file"], path.parent)
-    return data, {**renames, **more}, keys
+    return data, renames, keys, notes
 
 
 def validate_config(data: dict[str, Any], model: type | None = None, source: str = "the config",
@@ -63,20 +80,32 @@ def validate_config(data: dict[str, Any], model: type | None = None, source: str
     except ValidationError as exc:
         first = exc.errors()[0] if exc.errors() else {}
         where = source
-        if first.get("type") == "extra_forbidden" and format_path(tuple(first.get("loc", ()))) in overridden:
+        path = format_path(tuple(first.get("loc", ())))
+        from_set = path in overridden
+        if first.get("type") == "extra_forbidden" and from_set:
             where = "--set"
+            from_set = False  # "unknown key K in --set" says it already
         extra = alias_names()
         message = describe_validation_error(exc, model, where, extra)
+        if from_set:  # the value came from the flag: say so, as typed (`--set max_steps must be ...`)
+            message = f"--set {message}" if message.startswith(path) else f"--set {path}: {message}"
         raise TrainConfigError(rename_paths(message, renames or {})) from None
 
 
 def load_train_config(path: Path, overrides: list[str] = (), output_dir: str | None = None) -> RLConfig:
     """Read, map, override and validate a config file into an `RLConfig`."""
+    return load_train_config_with_notes(path, overrides, output_dir)[0]
+
+
+def load_train_config_with_notes(path: Path, overrides: list[str] = (), output_dir: str | None = None
+                                 ) -> tuple[RLConfig, list[str]]:
+    """`load_train_config`, and the `note:` lines on keys read other than as written (shown by --dry-run
+    and at the start of a run)."""
     path = Path(path)
-    data, renames, keys = config_dict(path, overrides)
+    data, renames, keys, notes = config_dict(path, overrides)
     if output_dir is not None:
         data["output_dir"] = str(output_dir)
-    return validate_config(data, None, str(path), renames, keys)
+    return validate_config(data, None, str(path), renames, keys), notes
 
 
 def check_environments(config: RLConfig) -> None:
@@ -95,7 +124,8 @@ def check_environments(config: RLConfig) -> None:
             reason = lines[0] if lines else type(exc).__name__
             if not isinstance(exc, vf.EnvConfigError):
                 reason = f"{type(exc).__name__}: {reason}"
-            raise TrainConfigError(f"{where}[{index}].id: cannot load environment {entry.id!r} ({reason})") from None
+            raise TrainConfigError(f"{where}[{index}].id: cannot load environment {entry.id!r} "
+                                   f"({visible(reason)})") from None  # the environment's words, escaped
 
 
 def config_notes(config: RLConfig) -> list[str]:

@@ -21,6 +21,8 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 - Online evals: `evaluate_policy(...)` runs an ordinary eval run of the served policy into a folder
   (the eval engine's `prime_cli.evals.in_training`, imported when first called) and returns a `PolicyEval`;
   `read_evals` reads evals.jsonl, `eval_summary_line` formats one of its lines.
+- Terminal output: `visible(text)` writes the control characters of a model's or an environment's words
+  (an error a part reports, an error kind) as escapes, as every prime command shows them.
 """
 
 from prime_cli.clients import EndpointSpec, OpenAIChatClient
@@ -36,6 +38,7 @@ from prime_cli.runs.training_folder import (
     read_manifest,
     write_manifest,
 )
+from prime_cli.runs.visible import visible
 from prime_cli.serve.errors import ServeError
 from prime_cli.serve.lora_runtime import AdapterLoadError, load_adapter, server_root
 from prime_cli.serve.process import ManagedProcess
@@ -63,5 +66,5 @@ __all__ = [
     "VllmServer", "check_resume", "check_resume_config", "checkpoint_problem", "env_file_values", "eval_summary_line",
     "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "last_good_checkpoint", "load_adapter",
     "port_in_use", "read_evals", "read_manifest", "server_root", "steps_in", "training_weights",
-    "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
+    "visible", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
 ]

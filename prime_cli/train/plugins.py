@@ -61,7 +61,7 @@ def _choose(name: str | None) -> Any:
     if not chosen:
         close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise TrainConfigError(f"no trainer named {name!r} (installed: {', '.join(names)}){hint}")
+        raise TrainConfigError(f"--trainer: no trainer named {name!r} (installed: {', '.join(names)}){hint}")
     if len(chosen) > 1:
         packages = ", ".join(_info(ep).package for ep in chosen)
         raise TrainConfigError(f"trainer {name!r} is provided by several packages ({packages}): uninstall all but one")

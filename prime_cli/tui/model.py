@@ -20,6 +20,7 @@ from prime_cli.evals.row_index import load_index, results_stamp, save_index
 from prime_cli.evals.schema import MetadataRecord, Rollout, Summary
 from prime_cli.evals.store import RunDirError, read_metadata
 from prime_cli.evals.summary import summarize
+from prime_cli.runs.visible import visible
 from prime_cli.tui.filters import RowFilter
 from prime_cli.tui.rows import metric_names, sort_value
 
@@ -54,7 +55,7 @@ class RunModel:
     @property
     def title(self) -> str:
         meta = self.metadata
-        return f"{meta.get('env_id', '?')} · {meta.get('model', '?')} · {self.run_dir.name}"
+        return visible(f"{meta.get('env_id', '?')} · {meta.get('model', '?')} · {self.run_dir.name}")
 
     def __len__(self) -> int:
         return len(self.index)

@@ -7,6 +7,8 @@ from typing import Any
 
 from rich.text import Text
 
+from prime_cli.runs.visible import visible
+
 STATUS_STYLES = {"running": "bold yellow", "completed": "green", "cancelled": "magenta", "failed": "bold red",
                  "completed_with_errors": "bold red"}
 STATUS_LABELS = {"completed_with_errors": "errors"}  # finished, above its error budget (fits the status column)
@@ -21,7 +23,7 @@ def fmt(value: Any, digits: int = 3) -> str:
         return str(value)
     if isinstance(value, float):
         return f"{value:.{digits}f}"
-    return str(value)
+    return visible(value)  # a value from a run's files: control characters escaped
 
 
 def delta_style(value: float | None) -> str:
@@ -38,11 +40,11 @@ def short_date(iso: str) -> str:
     try:
         return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M")
     except (TypeError, ValueError):
-        return str(iso or "")[:16]
+        return visible(str(iso or "")[:16])
 
 
 def status_text(status: str) -> Text:
-    return Text(STATUS_LABELS.get(status, status), style=STATUS_STYLES.get(status, ""))
+    return Text(visible(STATUS_LABELS.get(status, status)), style=STATUS_STYLES.get(status, ""))
 
 
 def reward_style(reward: float | None, high: float = 1.0) -> str:

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prime_cli.runs.visible import visible, visible_data
+
 from .names import check_env_name, dist_name, module_name
 
 if sys.version_info >= (3, 11):
@@ -152,7 +154,23 @@ def _eval_defaults(module: Any, env_id: str, root: Path | None) -> dict[str, Any
 
 
 def environment_info(env_id: str, env_args: dict[str, Any] | None = None, root: Path | None = None) -> EnvironmentInfo:
-    """Load the environment and describe it. Dataset problems (e.g. missing data) are reported, not raised."""
+    """Load the environment and describe it, its texts as shown (control characters escaped: they come from
+    the environment's code, its pyproject and its data). Dataset problems (e.g. missing data) are reported,
+    not raised."""
+    return _shown(_environment_info(env_id, env_args, root))
+
+
+def _shown(info: EnvironmentInfo) -> EnvironmentInfo:
+    return EnvironmentInfo(
+        visible(info.env_id), None if info.module_file is None else visible(info.module_file), visible(info.signature),
+        [(visible(name), visible(annotation), visible(default)) for name, annotation, default in info.arguments],
+        visible(info.doc, multiline=True), visible(info.env_class), info.dataset_size, info.eval_dataset_size,
+        None if info.dataset_problem is None else visible(info.dataset_problem, multiline=True),
+        [(visible(name), weight) for name, weight in info.reward_functions], [visible(t) for t in info.tools],
+        visible_data(info.eval_defaults))
+
+
+def _environment_info(env_id: str, env_args: dict[str, Any] | None, root: Path | None) -> EnvironmentInfo:
     from prime_cli.envs.errors import EnvConfigError
     from prime_cli.envs.loader import import_environment_module, load_environment
 

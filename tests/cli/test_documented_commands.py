@@ -63,10 +63,11 @@ def readme_command_lines() -> list[str]:
     return lines
 
 
-SUBCOMMANDS = {"eval": {"run", "tui", "export"}, "gepa": {"run"}, "env": {"init", "install", "list", "info"},
+SUBCOMMANDS = {"eval": {"run", "view", "tui", "export"}, "gepa": {"run"}, "env": {"init", "install", "list", "info"},
                "lab": {"setup"}, "serve": set(), "train": set()}
 # subcommands run through the real script by other tests of this folder
 RUN_ELSEWHERE = {"prime eval tui": "tests/cli/test_tui_command.py (a pseudo-terminal)",
+                 "prime eval view": "tests/cli/test_tui_command.py (a pseudo-terminal)",
                  "prime env install": "test_env_install_then_eval below",
                  "prime --help": "tests/test_cli.py, tests/test_import_hygiene.py",
                  "prime --version": "tests/test_cli.py"}

@@ -83,7 +83,7 @@ def test_max_error_rate_flag_and_toml_key(tmp_path):
     assert strict.returncode == 1 and "above --max-error-rate 20.0%" in strict.stdout
     bad = run_prime(["eval", "run", "reverse-text", "-m", "m", "-b", "http://127.0.0.1:9/v1", "--max-error-rate", "2"],
                     tmp_path)
-    assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "max_error_rate" in bad.stderr
+    assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "--max-error-rate" in bad.stderr
 
 
 def test_resume_without_a_value_skips_runs_completed_with_errors(tmp_path):

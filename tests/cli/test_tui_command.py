@@ -27,6 +27,10 @@ def test_tui_without_argument_lists_saved_runs(saved_eval):
     _open_and_quit(["eval", "tui"], saved_eval, "scripted-model", "reverse-text", "completed")
 
 
+def test_view_is_the_same_browser(saved_eval):
+    _open_and_quit(["eval", "view"], saved_eval, "scripted-model", "reverse-text", "completed")
+
+
 def test_tui_opens_a_run_folder_directly(saved_eval):
     run_dir = run_dirs(saved_eval)[0]
     _open_and_quit(["eval", "tui", str(run_dir)], saved_eval, "lcs_reward", "reverse-text", presses=2)

@@ -24,9 +24,9 @@ def write(tmp_path: Path, text: str, name: str = "config.toml") -> Path:
     return path
 
 
-def run_train(args: list[str], cwd: Path = REPO):
+def run_train(args: list[str], cwd: Path = REPO, extra_env: dict[str, str] | None = None):
     """`prime train ARGS` in a fresh interpreter, with test data for the data-backed environments."""
-    return run_prime(["train", *args], cwd, {"PRIME_DATA_DIR": str(data_root())})
+    return run_prime(["train", *args], cwd, {"PRIME_DATA_DIR": str(data_root()), **(extra_env or {})})
 
 
 def assert_one_error_line(result, *fragments: str) -> str:

@@ -35,7 +35,7 @@ def error(tmp_path, text: str, overrides=()) -> str:
     ("lr = 3e-6", "trainer.optim.lr", 3e-6),
     ("lora_rank = 8", "trainer.model.lora.rank", 8),
     ("lora_alpha = 64", "trainer.model.lora.alpha", 64),
-    ("tensor_parallel_size = 2", "inference.tensor_parallel_size", 2),
+    ("inference_gpu_ids = [0, 1]\ntensor_parallel_size = 2", "inference.tensor_parallel_size", 2),
     ("use_difficulty_filtering = true", "orchestrator.buffer.online_difficulty_filtering", True),
     ("difficulty_threshold = 0.05", "orchestrator.buffer.min_reward_variance", 0.05),
     ("use_lora = true", "trainer.model.lora.rank", 16),
@@ -154,3 +154,24 @@ def test_env_file_is_checked_and_its_values_are_never_shown(tmp_path):
     config = load(tmp_path, 'env_file = ["secrets.env"]' + ENV)
     assert config.env_file == [str((tmp_path / "secrets.env").resolve())]
     assert "abc123secret" not in config.model_dump_json()
+
+
+def test_a_top_level_key_after_a_table_header_is_taken_for_the_top_level_key(tmp_path):
+    from prime_cli.train.loading import load_train_config_with_notes
+
+    config, notes = load_train_config_with_notes(write(tmp_path, 'model = "local"\n[[env]]\nid = "reverse-text"\n'
+                                                                  "max_steps = 3\nbatch_size = 16\n"))
+    assert config.max_steps == 3 and config.orchestrator.batch_size == 16  # a guide spelling lands on its key
+    assert notes[0] == ("note: max_steps is a top-level key, but it follows the [[env]] header, so TOML reads it as "
+                        "env[0].max_steps; it is taken as the top-level max_steps (move it above the first [table] "
+                        "header)")
+    # a key the table has is that table's (orchestrator.seed), and free-form args are the environment's
+    config, notes = load_train_config_with_notes(write(tmp_path, "seed = 1\n[orchestrator]\nbatch_size = 8\n"
+                                                                  "rollouts_per_example = 4\nseed = 2" + ENV))
+    assert (config.seed, config.orchestrator.seed, notes) == (1, 2, [])
+    config, notes = load_train_config_with_notes(write(tmp_path, '[[env]]\nid = "reverse-text"\n[env.args]\n'
+                                                                  "max_steps = 3\n"))
+    assert (config.orchestrator.env[0].args, config.max_steps, notes) == ({"max_steps": 3}, 20, [])
+    assert error(tmp_path, 'max_steps = 2\n[wandb]\nmax_steps = 3' + ENV) == (
+        "max_steps is set at the top level and again after the [wandb] header (TOML reads that line as "
+        "wandb.max_steps): keep one of them")

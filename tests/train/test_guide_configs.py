@@ -237,3 +237,131 @@ def test_resume_step_has_the_prime_rl_spelling(tmp_path):
     result = run_train([str(path), "--trainer.ckpt.resume-step", "50", "-o", str(tmp_path / "out")], cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert "no checkpoint for step 50" in result.stderr
+
+
+# the hosted-training guide's example with its secrets line where the guide prints it: after [wandb], so TOML
+# reads it as wandb.env_file
+HOSTED_ENV_FILE_AFTER_WANDB = VERIFIERS_REFERENCE.replace("primeintellect/alphabet-sort", "alphabet-sort") + """
+env_file = ["secrets.env"]
+"""
+
+# the verifiers guide's prime-rl example, as printed (no GPU ids: num_gpus with tensor_parallel_size)
+VERIFIERS_PRIME_RL = """
+# Model and infrastructure
+model_name = "Qwen/Qwen3-30B-A3B-Instruct-2507"
+num_gpus = 8
+tensor_parallel_size = 4
+
+# Training parameters
+max_steps = 1000
+batch_size = 512
+rollouts_per_example = 16
+learning_rate = 1e-5
+
+# Environment
+[env]
+id = "wiki-search"
+args = { max_turns = 10, judge_model = "gpt-4.1-mini" }
+
+# Sampling
+[sampling]
+max_tokens = 1024
+temperature = 1.0
+
+# W&B
+[wandb]
+project = "wiki-search"
+name = "qwen3-30b-wiki"
+"""
+
+JUDGE_ENDPOINT = """
+[[endpoint]]
+endpoint_id = "gpt-4.1-mini"
+model = "gpt-4.1-mini"
+url = "https://api.openai.com/v1"
+key = "OPENAI_API_KEY"
+"""
+
+
+def test_hosted_env_file_after_the_wandb_table(tmp_path):
+    (tmp_path / "secrets.env").write_text("JUDGE_KEY=not-a-real-key\n")
+    out = dry_run(tmp_path, HOSTED_ENV_FILE_AFTER_WANDB)
+    notes = [line.strip() for line in out.splitlines() if "env_file" in line and "note:" in line]
+    assert notes == ["note: env_file is a top-level key, but it follows the [wandb] header, so TOML reads it as "
+                     "wandb.env_file; it is taken as the top-level env_file (move it above the first [table] header)"]
+    assert f'env_file = ["{tmp_path / "secrets.env"}"]' in out  # the top-level key, resolved next to the config
+    wandb = out[out.index("  [wandb]"):out.index("Plan:")]
+    assert "env_file" not in wandb and "not-a-real-key" not in out
+
+
+def test_verifiers_prime_rl_example_places_num_gpus_with_tensor_parallel(tmp_path):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "endpoints.toml").write_text(JUDGE_ENDPOINT)  # the judge the example names
+    path = write(tmp_path, VERIFIERS_PRIME_RL)
+    result = run_train([str(path), "--dry-run"], cwd=tmp_path, extra_env={"OPENAI_API_KEY": "not-a-real-key"})
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "inference     vLLM on GPUs 0,1,2,3" in out
+    assert "tensor_parallel_size 4, data_parallel_size 1" in out
+    assert "torchrun --nproc_per_node 4 on GPUs 4,5,6,7" in out
+    assert ("note: num_gpus = 8, tensor_parallel_size = 4 placed as prime-rl does, inference first: vLLM on GPUs 0-3 "
+            "(1 replica of 4 GPUs: data_parallel_size 1), the trainer on GPUs 4-7") in out
+    assert "batch_size 512 = 32 examples x 16 rollouts" in out and "lr 1e-05" in out
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # more replicas where they fit: 2 of 3 GPUs, the trainer on the 2 left
+    ("num_gpus = 8\ntensor_parallel_size = 3", "vLLM on GPUs 0-5 (2 replicas of 3 GPUs: data_parallel_size 2), "
+                                               "the trainer on GPUs 6,7"),
+    ("num_gpus = 4\n[inference]\ntensor_parallel_size = 2", "vLLM on GPUs 0,1 (1 replica of 2 GPUs: "
+                                                            "data_parallel_size 1), the trainer on GPUs 2,3"),
+])
+def test_num_gpus_placements(tmp_path, text, expected):
+    out = dry_run(tmp_path, f'model = "local"\nbatch_size = 8\nrollouts_per_example = 4\n{text}\n'
+                            '[[env]]\nid = "reverse-text"\n')
+    assert expected in out
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("num_gpus = 4\ntensor_parallel_size = 4", "error: num_gpus = 4, tensor_parallel_size = 4 leaves no GPU for the "
+                                              "trainer: vLLM takes 4 GPUs (1 replica of 4) and the trainer at least "
+                                              "one, so set num_gpus to at least 5"),
+    ("tensor_parallel_size = 2", "error: tensor_parallel_size = 2 needs 2 inference GPUs, but inference_gpu_ids is not "
+                                 "set (our default: [0])"),
+    ("inference_gpu_ids = [0, 1, 2]\ntrainer_gpu_ids = [3]\ntensor_parallel_size = 2",
+     "error: inference_gpu_ids lists 3 GPUs, which tensor_parallel_size = 2 does not divide"),
+])
+def test_gpu_layout_errors_name_what_the_user_wrote(tmp_path, text, expected):
+    path = write(tmp_path, f'model = "local"\nbatch_size = 8\nrollouts_per_example = 4\n{text}\n'
+                           '[[env]]\nid = "reverse-text"\n')
+    result = run_train([str(path), "--dry-run"], cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.strip() == result.stderr.strip().splitlines()[0]
+    assert result.stderr.startswith(expected), result.stderr
+    assert "data_parallel_size" not in result.stderr  # a key the user did not write
+
+
+def test_a_real_run_starts_with_the_notes(tmp_path, monkeypatch):
+    """The note is printed once at the start of a real run too, before the plugin starts (a stub plugin here)."""
+    from typer.testing import CliRunner
+
+    import prime_cli.train.plugins as plugins
+    from prime_cli.cli.main import app
+    from prime_cli.train.config import RLConfig
+
+    started = []
+
+    class Stub:
+        name, version, api_version, config_model = "stub", "0", 1, RLConfig
+
+        def run(self, config, output_dir, resume_step=None):
+            started.append(config.env_file)
+            return 0
+
+    monkeypatch.setattr(plugins, "load_trainer", lambda name=None: Stub())
+    (tmp_path / "secrets.env").write_text("JUDGE_KEY=x\n")
+    path = write(tmp_path, 'model = "local"\nbatch_size = 8\nrollouts_per_example = 4\n[[env]]\nid = "reverse-text"\n'
+                           '[wandb]\nproject = "p"\nenv_file = ["secrets.env"]\n')
+    result = CliRunner().invoke(app, ["train", str(path), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert started == [[str(tmp_path / "secrets.env")]]
+    assert result.stderr.splitlines()[0].startswith("note: env_file is a top-level key, but it follows the [wandb]")

@@ -96,7 +96,8 @@ BAD = {
                    "orchestrator.rollouts_per_example must be at least 2 (got 1)"),
     "force.toml": (MINIMAL, ["--force", "--resume-step", "2"], "--force is for a fresh start"),
     "gpus.toml": ("inference_gpu_ids = [0, 1, 2]\ntrainer_gpu_ids = [3]\n" + MINIMAL,
-                  ["--set", "inference.tensor_parallel_size=2"], "must equal the number of inference_gpu_ids (got 3"),
+                  ["--set", "inference.tensor_parallel_size=2"],
+                  "inference_gpu_ids lists 3 GPUs, which inference.tensor_parallel_size = 2 does not divide"),
 }
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from prime_cli.train.plugin_api import (
     ManagedProcess,
@@ -28,6 +29,7 @@ from prime_cli.train.plugin_api import (
     eval_summary_line,
     free_port,
     port_in_use,
+    visible,
 )
 
 from . import run_dir
@@ -208,7 +210,8 @@ class Run:
             self.promote_config()
         for row in rows:
             self.print_notices(before_step=row.get("step", 0))
-            self.console.print(step_line(row, max_steps, str(self.orchestrator.log_path)), highlight=False)
+            self.console.print(visible(step_line(row, max_steps, str(self.orchestrator.log_path))), highlight=False,
+                               markup=False)  # error kinds name reward functions and environment errors
             status.update(f"step {min(row.get('step', 0) + 1, max_steps)}/{max_steps}")
             self.shown_step = row.get("step", 0)
         self.print_notices(before_step=self.shown_step + 1)
@@ -218,7 +221,7 @@ class Run:
         due = [line for after, line in self.pending_notices if after < before_step]
         self.pending_notices = [(after, line) for after, line in self.pending_notices if after >= before_step]
         for line in due:
-            self.console.print(line, highlight=False, markup=False)
+            self.console.print(visible(line), highlight=False, markup=False)
 
     def watch(self) -> None:
         with self.console.status("waiting for the first batch") as status:
@@ -232,7 +235,7 @@ class Run:
 
     def print_evals(self) -> None:
         for line in self.evals.poll():
-            self.console.print(eval_summary_line(line), highlight=False)
+            self.console.print(visible(eval_summary_line(line)), highlight=False, markup=False)
 
     def promote_config(self) -> None:
         """A resume's changed config becomes config.json once the resumed run has trained a step."""
@@ -287,12 +290,12 @@ def _run(run: Run, console: Console) -> int:
         run.watch()
     except PartFailure as failure:
         run.stop()
-        console.print(f"[bold red]{failure.part} failed:[/] {failure.message}")
+        console.print(f"[bold red]{failure.part} failed:[/] {escape(visible(failure.message, multiline=True))}")
         console.print(run.how_to_go_on(), highlight=False)
         return 1
     except RunStopped as stopped:
         run.stop()
-        console.print(f"[bold red]training stopped:[/] {stopped.cause}", highlight=False)
+        console.print(f"[bold red]training stopped:[/] {escape(visible(stopped.cause, multiline=True))}", highlight=False)
         console.print(f"(details: {run.orchestrator.log_path}) {run.how_to_go_on()}", highlight=False)
         return 1
     except ServeError as exc:  # vLLM missing, bad model folder

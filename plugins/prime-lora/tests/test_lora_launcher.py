@@ -193,3 +193,28 @@ def test_notice_tail_keeps_the_step_each_notice_followed_and_skips_older_lines(t
     with log.open("a") as handle:
         handle.write(" line\n")
     assert tail.poll() == [(2, "W&B: partial line")]
+
+
+# a step whose errors name a reward function holding an OSC, then a trainer dying with control characters and
+# Rich markup in its last words
+TRAINER_EVIL = """
+import json, sys, time, pathlib
+out = pathlib.Path(sys.argv[1])
+(out / "weights" / "step_1").mkdir(parents=True)
+with open(out / "metrics.jsonl", "a") as f:
+    f.write(json.dumps({"step": 1, "reward_mean": 0.1, "reward_std": 0.01, "error_rate": 0.5, "rollouts_sampled": 4,
+                        "error_rate/reward:score\\x1b]0;pwned\\x07": 0.5}) + "\\n")
+time.sleep(1.5)
+print("boom \\x1b[2J\\x1b]0;pwned\\x07\\x9b31m [/] done", flush=True)
+sys.exit(3)
+"""
+
+
+def test_a_parts_last_words_and_error_kinds_are_shown_escaped(tmp_path, monkeypatch, capsys):
+    fake_parts(monkeypatch, tmp_path, TRAINER_EVIL)
+    cfg = config(tmp_path)
+    assert launcher.launch(cfg, Path(cfg.output_dir)) == 1
+    err = capsys.readouterr().err
+    assert "boom \\x1b[2J\\x1b]0;pwned\\x07\\x9b31m [/] done" in err  # escaped, and not read as markup
+    assert "errors 50% (reward:score\\x1b]0;pwned\\x07 2)" in err
+    assert not any(c in err for c in "\x1b\x07\x9b\r")

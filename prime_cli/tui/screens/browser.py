@@ -11,6 +11,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from prime_cli.evals.reader import RunEntry
+from prime_cli.runs.visible import visible
 from prime_cli.tui.style import fmt, short_date, status_text
 
 HELP = """Runs found on disk, grouped by environment and model, newest first.
@@ -57,23 +58,23 @@ class BrowserScreen(Screen):
             same_env = entry.env_id == previous[0]
             same_model = same_env and entry.model == previous[1]
             previous = (entry.env_id, entry.model)
-            table.add_row(
+            table.add_row(  # names from the runs' files and folders: control characters escaped
                 "●" if entry.path in self.marked else "",
-                "" if same_env else entry.env_id,
-                "" if same_model else entry.model,
-                "rl" if entry.kind == "training" else entry.kind,  # fits the 4-wide column
-                entry.run_id,
+                "" if same_env else visible(entry.env_id),
+                "" if same_model else visible(entry.model),
+                "rl" if entry.kind == "training" else visible(entry.kind),  # fits the 4-wide column
+                visible(entry.run_id),
                 status_text(entry.status),
                 short_date(entry.date),
                 Text(fmt(entry.avg_reward), justify="right"),
-                entry.size_text,
+                visible(entry.size_text),
             )
         if self.entries:
             table.move_cursor(row=min(cursor, len(self.entries) - 1))
         self._show_status()
 
     def _show_status(self, note: str = "") -> None:
-        marks = f"  marked: {', '.join(p.name for p in self.marked)}" if self.marked else ""
+        marks = f"  marked: {', '.join(visible(p.name) for p in self.marked)}" if self.marked else ""
         text = note or f"{len(self.entries)} runs{marks}"
         self.query_one("#status", Static).update(text)
 

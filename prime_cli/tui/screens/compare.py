@@ -13,6 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from prime_cli.runs.visible import visible
 from prime_cli.tui.model import RunModel
 from prime_cli.tui.rows import Comparison, PairedExample, compare
 from prime_cli.tui.style import delta_style, fmt, reward_style, signed
@@ -174,7 +175,8 @@ class SideBySideScreen(Screen):
                 continue
             row = model.row(group.indices[self.rollout])
             reward = row.get("reward")
-            head.update(Text.assemble((f"{side.upper()} ", "bold"), f"{model.metadata.get('model', '?')} · {model.run_dir.name}", "  reward ",
+            head.update(Text.assemble((f"{side.upper()} ", "bold"),
+                                      visible(f"{model.metadata.get('model', '?')} · {model.run_dir.name}"), "  reward ",
                                       (fmt(reward), reward_style(reward if isinstance(reward, (int, float)) else None))))
             transcript.show(row.get("prompt"), row.get("completion"))
 

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from prime_cli.evals.reader import metadata_mtime
 from prime_cli.gepa.reader import GepaRun, read_gepa_run
+from prime_cli.runs.visible import visible
 from prime_cli.tui.style import fmt, short_date, signed, status_text
 
 HELP = """Candidates in creation order (0 is the seed). ★ marks the best; 'front' counts the validation
@@ -25,7 +26,8 @@ the selected candidate's lineage, scores, and its prompt as a diff against its p
 
 
 def prompt_diff(parent: str, child: str) -> Text:
-    """A line diff of two prompts, additions green and removals red."""
+    """A line diff of two prompts, additions green and removals red (control characters escaped)."""
+    parent, child = visible(parent, multiline=True), visible(child, multiline=True)
     text = Text()
     for line in difflib.unified_diff(parent.splitlines(), child.splitlines(), "parent", "candidate", lineterm="", n=3):
         style = "green" if line.startswith("+") else "red" if line.startswith("-") else "cyan" if line.startswith("@@") else ""
@@ -93,10 +95,10 @@ class GepaScreen(Screen):
     def fill(self) -> None:
         run, meta = self.run, self.run.metadata
         self.query_one("#title", Static).update(Text.assemble(
-            (f"GEPA · {meta.get('env_id', '?')} · {meta.get('model', '?')} · {self.run_dir.name}", "bold"), "  ",
-            status_text(run.status),
-            f"  {short_date(str(meta.get('created_at', '')))}  reflection {meta.get('reflection_model', '?')}"
-            f"  best #{fmt(run.best_idx)} val {fmt(meta.get('best_score'))} (seed {fmt(meta.get('seed_val_score'))})"
+            (visible(f"GEPA · {meta.get('env_id', '?')} · {meta.get('model', '?')} · {self.run_dir.name}"), "bold"),
+            "  ", status_text(run.status),
+            visible(f"  {short_date(str(meta.get('created_at', '')))}  reflection {meta.get('reflection_model', '?')}")
+            + f"  best #{fmt(run.best_idx)} val {fmt(meta.get('best_score'))} (seed {fmt(meta.get('seed_val_score'))})"
             f"  test {fmt(meta.get('seed_test_score'))} → {fmt(meta.get('best_test_score'))}"
             f"  calls {fmt(meta.get('total_metric_calls'))}/{fmt(meta.get('max_calls'))}", *self._ending()))
         front = run.frontier_counts()
@@ -112,16 +114,17 @@ class GepaScreen(Screen):
             table.move_cursor(row=min(self.selected, len(run.candidates) - 1))
         self._fill_frontier()
         self._fill_iterations()
-        self.query_one("#best-text", Static).update(Text(run.best_prompt_text() or "(no best prompt yet)"))
+        self.query_one("#best-text", Static).update(Text(visible(run.best_prompt_text() or "(no best prompt yet)",
+                                                                 multiline=True)))
         self.show_candidate(min(self.selected, max(len(run.candidates) - 1, 0)))
 
     def _ending(self) -> tuple[tuple[str, str], ...]:
         """Why the run ended other than by its budget: an early stop, or the error that failed it."""
         meta = self.run.metadata
         if meta.get("error") and self.run.status != "running":
-            return (("\nerror: " + str(meta["error"]), "red"),)
+            return (("\nerror: " + visible(meta["error"], multiline=True), "red"),)
         if meta.get("stop_reason") and self.run.status == "completed":
-            return (("\nstopped before the budget: " + str(meta["stop_reason"]), "yellow"),)
+            return (("\nstopped before the budget: " + visible(meta["stop_reason"], multiline=True), "yellow"),)
         return ()
 
     def _fill_frontier(self) -> None:
@@ -144,7 +147,7 @@ class GepaScreen(Screen):
                           ",".join(str(r) for r in it.get("minibatch_rows") or []),
                           mean(it.get("parent_minibatch_scores")), mean(it.get("child_minibatch_scores")),
                           Text("yes", style="green") if accepted else Text("no", style="red"),
-                          str(it.get("reason") or ""), fmt(it.get("child_idx")), fmt(it.get("metric_calls")),
+                          visible(it.get("reason") or ""), fmt(it.get("child_idx")), fmt(it.get("metric_calls")),
                           fmt(it.get("time_s"), 1))
 
     def show_candidate(self, position: int) -> None:
@@ -156,7 +159,8 @@ class GepaScreen(Screen):
         lineage = " → ".join(f"#{i}" for i in self.run.lineage(cand.idx))
         scores = " ".join(fmt(s, 2) for s in cand.val_scores)
         parent = self.run.candidate(cand.parent_idx) if cand.parent_idx is not None else None
-        body = prompt_diff(parent.system_prompt, cand.system_prompt) if parent else Text(cand.system_prompt)
+        body = prompt_diff(parent.system_prompt, cand.system_prompt) if parent else \
+            Text(visible(cand.system_prompt, multiline=True))
         self.query_one("#cand-text", Static).update(Group(
             Text.assemble(("candidate ", "bold"), f"#{cand.idx}", ("  lineage ", "bold"), lineage),
             Text.assemble(("validation ", "bold"), f"mean {fmt(cand.val_mean)}  per row: {scores}"),

@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from prime_cli.evals.schema import MetadataRecord, Summary
+from prime_cli.runs.visible import json_visible, visible, visible_data
 from prime_cli.tui.model import RunModel
 from prime_cli.tui.rows import histogram, reward_of
 from prime_cli.tui.style import fmt, short_date, status_text
@@ -97,7 +98,8 @@ def config_view(metadata: MetadataRecord) -> Table:
     for key in CONFIG_KEYS:
         if key in metadata:
             value = metadata[key]
-            table.add_row(key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+            table.add_row(key, visible(value, multiline=True) if isinstance(value, str)
+                          else json_visible(json.dumps(value, ensure_ascii=False)))  # JSON escapes C0 itself
     return table
 
 
@@ -128,7 +130,7 @@ class OverviewScreen(Screen):
         n, r = meta.get("num_examples"), meta.get("rollouts_per_example")
         return Text.assemble(
             (self.model.title, "bold"), "  ", status_text(self.model.status),
-            f"  {short_date(str(meta.get('date', '')))}  {n}x{r}  {len(self.model)} rows saved",
+            visible(f"  {short_date(str(meta.get('date', '')))}  {n}x{r}  {len(self.model)} rows saved"),
         )
 
     def on_mount(self) -> None:
@@ -175,6 +177,7 @@ class OverviewScreen(Screen):
             for card in ("metrics", "passk", "errors", "usage"):
                 self.query_one(f"#{card}", Static).update(Text("loading…", style="dim"))
         else:
+            summary = visible_data(summary)  # task, metric, error and stop names from the run
             self.query_one("#metrics", Static).update(metric_table(summary))
             self.query_one("#passk", Static).update(pass_table(summary))
             self.query_one("#errors", Static).update(errors_view(summary))

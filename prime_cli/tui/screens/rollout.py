@@ -17,6 +17,7 @@ from textual.widgets import Footer, Input, Static
 
 from prime_cli.evals.schema import Rollout
 from prime_cli.evals.store import to_json
+from prime_cli.runs.visible import json_visible, visible_data
 from prime_cli.tui.model import RunModel
 from prime_cli.tui.rows import number
 from prime_cli.tui.style import fmt, reward_style
@@ -30,7 +31,10 @@ terminals). ] and [ step to the next and previous rollout of the table you came 
 
 
 def details_view(row: Rollout) -> Group:
-    """Reward, every metric, answer, info, error, stop, timing and tokens of a row."""
+    """Reward, every metric, answer, info, error, stop, timing and tokens of a row (its texts with control
+    characters escaped: they come from the data set, the model and the environment)."""
+    info = row.get("info")  # shown as JSON, which escapes C0 controls itself (json_visible: DEL and C1)
+    row = visible_data(row, multiline=True)
     table = Table(box=None, show_header=False, padding=(0, 1, 0, 0))
     table.add_column(style="bold")
     table.add_column()
@@ -58,9 +62,9 @@ def details_view(row: Rollout) -> Group:
     for failure in row.get("metrics_errors") or []:
         parts.append(Text(f"reward function failed: {failure}", style="yellow"))
     parts += [Text("\nanswer", style="bold"), Text(message_text(row.get("answer")) if not isinstance(row.get("answer"), str) else row["answer"])]
-    info = row.get("info")
     if info:
-        parts += [Text("\ninfo", style="bold"), Text(json.dumps(info, indent=2, ensure_ascii=False, default=str))]
+        parts += [Text("\ninfo", style="bold"),
+                  Text(json_visible(json.dumps(info, indent=2, ensure_ascii=False, default=str)))]
     return Group(*parts)
 
 

@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from prime_cli.evals.summary import error_kind
+from prime_cli.runs.visible import visible
 from prime_cli.tui.filters import FilterError, RowFilter, parse_filter
 from prime_cli.tui.model import RunModel
 from prime_cli.tui.rows import ExampleGroup, group_examples, number, sort_keys
@@ -112,9 +113,9 @@ class RolloutsScreen(Screen):
         unit = "examples" if self.view_grouped else "rollouts"
         parts = [Text(f"{shown:,} {unit}")]
         if self.row_filter is not None:
-            parts.append(Text(f"  filter: {self.row_filter.expression}", style="cyan"))
+            parts.append(Text(visible(f"  filter: {self.row_filter.expression}"), style="cyan"))
         if self.sort_key != "row":
-            parts.append(Text(f"  sorted by {self.sort_key} {'↓' if self.descending else '↑'}"))
+            parts.append(Text(visible(f"  sorted by {self.sort_key} {'↓' if self.descending else '↑'}")))
         parts += [Text("  "), status_text(self.model.status)]
         if note:
             parts.append(Text(f"  {note}", style="yellow"))

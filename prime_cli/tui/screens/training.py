@@ -19,6 +19,7 @@ from prime_cli.runs.training_reader import (
     step_error_rate,
     watch_key,
 )
+from prime_cli.runs.visible import visible
 from prime_cli.tui.style import fmt, status_text
 
 HELP = """A `prime train` output folder. The curve is the mean reward of each step's batch (one column
@@ -75,7 +76,7 @@ def eval_lines(curves: dict[str, list[tuple[int, float]]]) -> Text:
     for env, points in curves.items():
         values = [v for _, v in points]
         low, span = min(values), (max(values) - min(values)) or 1.0
-        text.append(f"{env:<{width}}  ", style="bold")
+        text.append(visible(f"{env:<{width}}  "), style="bold")
         text.append("".join(BLOCKS[1 + round((v - low) / span * 7)] for v in values), style="magenta")
         text.append("  " + " · ".join(f"{step}: {value:.3f}" for step, value in points) + "\n")
     return text
@@ -90,9 +91,9 @@ def error_lines(run: TrainingRun) -> Text:
         text.append(f"step {row['step']}  ", style="bold")
         text.append(rate_percent(step_error_rate(row)) + (f" of {sampled} rollouts" if isinstance(sampled, int) else ""),
                     style="red")
-        text.append(f"  {step_error_kinds(row)}\n")
+        text.append(f"  {visible(step_error_kinds(row))}\n")
     text.append(f"{len(steps)} step{'' if len(steps) == 1 else 's'} with errors; errored rollouts are not "
-                f"trained on; tracebacks in {run.path.name}/logs/orchestrator.log", style="dim")
+                f"trained on; tracebacks in {visible(run.path.name)}/logs/orchestrator.log", style="dim")
     return text
 
 
@@ -145,7 +146,7 @@ class TrainingScreen(Screen):
         run = self.run
         total = f"/{run.max_steps}" if run.max_steps is not None else ""
         self.query_one("#title", Static).update(Text.assemble(
-            (f"training · {', '.join(run.env_ids) or '?'} · {run.model} · {self.run_dir.name}", "bold"), "  ",
+            (visible(f"training · {', '.join(run.env_ids) or '?'} · {run.model} · {self.run_dir.name}"), "bold"), "  ",
             status_text(run.status), f"  step {run.trained_steps}{total} trained"))
         self.query_one("#curve", Static).update(reward_curve(run.rewards(), width=max(20, self.size.width - 14)))
         curves = run.eval_curves()

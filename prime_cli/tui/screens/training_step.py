@@ -24,6 +24,7 @@ from prime_cli.runs.training_reader import (
     step_error_kinds,
     step_error_rate,
 )
+from prime_cli.runs.visible import visible
 from prime_cli.tui.style import fmt, reward_style, signed
 
 HELP = """The samples one training step trained on, one row each: reward, advantage (reward minus its
@@ -43,7 +44,7 @@ def sample_details(sample: StepSample) -> Table:
     table.add_column()
     table.add_row("reward", Text(fmt(sample.reward), style=reward_style(sample.reward)))
     table.add_row("advantage", signed(sample.advantage))
-    table.add_row("env", sample.env)
+    table.add_row("env", visible(sample.env))
     table.add_row("example", fmt(sample.example_id))
     table.add_row("policy step", fmt(sample.policy_step))
     table.add_row("tokens", f"{sample.count('prompt')} prompt, {sample.count('trained')} trained, "
@@ -57,7 +58,7 @@ def sample_text(sample: StepSample, decode) -> Text:  # noqa: ANN001 (ids -> str
         return Text("(no tokenizer on disk: token counts only)", style="dim")
     text = Text()
     for kind, ids in sample.segments:
-        text.append(decode(ids), style=SEGMENT_STYLES[kind])
+        text.append(visible(decode(ids), multiline=True), style=SEGMENT_STYLES[kind])  # the model's words
     return text
 
 
@@ -86,10 +87,10 @@ class StepSamplesScreen(Screen):
     def on_mount(self) -> None:
         rewards = [s.reward for s in self.samples if s.reward is not None]
         mean = sum(rewards) / len(rewards) if rewards else None
-        title = Text.assemble((f"step {self.step} · {self.run_dir.name}", "bold"),
+        title = Text.assemble((visible(f"step {self.step} · {self.run_dir.name}"), "bold"),
                               f"  {len(self.samples)} samples  reward mean {fmt(mean)}")
         if rate := step_error_rate(self.stats):
-            kinds = step_error_kinds(self.stats)
+            kinds = visible(step_error_kinds(self.stats))
             title.append(f"  errors {rate_percent(rate)}" + (f" ({kinds})" if kinds else "") + ": not trained on", style="red")
         self.query_one("#title", Static).update(title)
         table = self.query_one("#samples", DataTable)

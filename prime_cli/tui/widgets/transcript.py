@@ -7,8 +7,10 @@ from typing import Any
 
 from rich.text import Text
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.widgets import Static
 
+from prime_cli.runs.visible import json_visible, visible
 from prime_cli.tui.text import content_text, messages_of, tool_call_parts
 
 
@@ -18,13 +20,13 @@ class MessageBlock(Static):
     def __init__(self, message: dict[str, Any], label: str = "") -> None:
         self.message = message
         role = str(message.get("role") or "?")
-        self.plain = self._plain(message)
+        self.plain = visible(self._plain(message), multiline=True)  # what is shown and searched
         super().__init__(classes=f"message role-{role if role in ('system', 'user', 'assistant', 'tool') else 'other'}")
         title = label or role
         if role == "tool":
             title = f"tool result{' · ' + str(message['name']) if message.get('name') else ''}" \
                     f"{' · ' + str(message['tool_call_id']) if message.get('tool_call_id') else ''}"
-        self.border_title = title
+        self.border_title = Content(visible(title))  # plain text: a tool's name is not markup
         self.update(self.render_text(None))
 
     @staticmethod
@@ -34,7 +36,7 @@ class MessageBlock(Static):
         lines = [text] if text or not calls else []
         for call in calls:
             call_id, name, args = tool_call_parts(call)
-            lines.append(f"→ tool call {name}{' [' + call_id + ']' if call_id else ''}\n{args}")
+            lines.append(f"→ tool call {name}{' [' + call_id + ']' if call_id else ''}\n{json_visible(args)}")
         return "\n".join(lines) if lines else "(empty)"
 
     def render_text(self, pattern: re.Pattern[str] | None) -> Text:

@@ -19,6 +19,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from prime_cli.runs.visible import visible
+
 Cell = tuple[str, str]  # (text, rich style string)
 
 
@@ -85,7 +87,7 @@ class VirtualTable(ScrollView, can_focus=True):
     def _line(self, cells: list[Cell], base: Style) -> Strip:
         segments: list[Segment] = []
         for i, ((text, style), column, width) in enumerate(zip(cells, self.columns, self._widths(), strict=False)):
-            text = text.replace("\n", " ")
+            text = visible(text.replace("\n", " "))  # cells hold models' and environments' words
             if cell_len(text) > width and width > 1:
                 text = set_cell_size(text, width - 1) + "…"
             fitted = text.rjust(width) if column.align == "right" else set_cell_size(text, width)
