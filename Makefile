@@ -30,7 +30,9 @@ $(STAMP): pyproject.toml constraints.txt $(ENV_PACKAGES) $(PLUGIN_PACKAGES)
 	touch $(STAMP)
 
 demo: setup
-	$(BIN)/prime eval run reverse-text -n 10 -r 2 -s
+# answer_without_tags: reverse-text scores the reversal itself (LCS partial credit) rather than asking a
+# 135M model for <reversed_text> tags it never writes, so the summary shows a mean and a spread, not zeros
+	$(BIN)/prime eval run reverse-text -n 10 -r 2 -a '{"answer_without_tags": true}' -s
 
 # the layer contracts of pyproject.toml [tool.importlinter] first: a broken layer fails in a second
 test: setup
