@@ -30,6 +30,11 @@ def tiny_config(output_dir: Path, **overrides: Any) -> RLConfig:
             "trainer": {"micro_batch_size": 3, "optim": {"lr": 1e-2}, "ckpt": {"interval": 1},
                         "model": {"lora": {"rank": 4, "alpha": 8, "dropout": 0.1}}},
             "orchestrator": {"batch_size": 4, "rollouts_per_example": 2, "env": [{"id": "reverse-text"}]}}
+    return config_with(data, overrides)
+
+
+def config_with(data: dict[str, Any], overrides: dict[str, Any]) -> RLConfig:
+    """`data` with each dotted key of `overrides` set (tables made as needed), validated as an RLConfig."""
     for key, value in overrides.items():
         node = data
         *path, last = key.split(".")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from lora_tiny import config_with
+
 from prime_cli.train.config import RLConfig
 from prime_cli.train.plugin_api import TrainingRunLayout, write_manifest
 
@@ -15,13 +17,7 @@ def rl_config(output_dir: Path, **overrides) -> RLConfig:
     data = {"max_steps": 6, "output_dir": str(output_dir),
             "trainer": {"model": {"lora": {"rank": 8, "alpha": 16}}},
             "orchestrator": {"batch_size": 4, "rollouts_per_example": 2, "env": [{"id": "reverse-text"}]}}
-    for key, value in overrides.items():
-        node = data
-        *path, last = key.split(".")
-        for part in path:
-            node = node.setdefault(part, {})
-        node[last] = value
-    return RLConfig.model_validate(data)
+    return config_with(data, overrides)
 
 
 def write_adapter(folder: Path) -> None:
