@@ -34,6 +34,7 @@ from prime_cli.train.plugin_api import (
 
 from . import run_dir
 from .devices import cpu_split, has_cuda, part_env
+from .orchestrator.rollout_errors import FATAL_PREFIX, FAULT_EXIT_CODE
 from .progress import WANDB_NOTICE, MetricsTail, NoticeTail, reward_curve, step_line
 
 VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
@@ -53,8 +54,6 @@ class RunStopped(Exception):
     cause: str
 
 
-ORCHESTRATOR_FATAL_EXIT = 3  # the orchestrator's exit code when it stops the run (prime_lora/orchestrator)
-FATAL_PREFIX = "fatal: "
 
 
 def fatal_line(log_path: Path) -> str | None:
@@ -190,7 +189,7 @@ class Run:
                 continue
             if name == "orchestrator" and code == 0:
                 continue  # it finishes its last batch before the trainer finishes its last step
-            if name == "orchestrator" and code == ORCHESTRATOR_FATAL_EXIT and (cause := fatal_line(part.log_path)):
+            if name == "orchestrator" and code == FAULT_EXIT_CODE and (cause := fatal_line(part.log_path)):
                 raise RunStopped(cause)
             raise PartFailure(name, f"the {name} {'exited' if code >= 0 else 'was killed'} (code {code})"
                                     f"{' before training ended' if code == 0 else ''}. "

@@ -13,7 +13,7 @@ from pathlib import Path
 from prime_cli.train.plugin_api import RLConfig
 
 from .loop import EndpointDown, StepFault, run
-from .rollout_errors import FAULT_EXIT_CODE
+from .rollout_errors import FATAL_PREFIX, FAULT_EXIT_CODE
 from .weights import AdapterLoadError
 
 
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except StepFault as exc:  # the last line written: the launcher shows its cause
         sys.stdout.flush()
-        print("fatal: " + " ".join(str(exc).split()), file=sys.stderr, flush=True)
+        print(FATAL_PREFIX + " ".join(str(exc).split()), file=sys.stderr, flush=True)
         return FAULT_EXIT_CODE
 
 

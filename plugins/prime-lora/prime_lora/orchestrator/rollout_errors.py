@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from prime_cli.envs.errors import mask_secrets
 
 FAULT_EXIT_CODE = 3  # the orchestrator stopped the run: its last stderr line is `fatal: <cause>`
+FATAL_PREFIX = "fatal: "  # of that last line, which the launcher reads back
 MESSAGES_PER_KIND = 10  # distinct messages logged per kind; later ones are only counted
 MAX_MESSAGE_CHARS = 500  # of an error's message in the one-line fatal cause
 MIN_JUDGED_ROLLOUTS = 64  # max_error_rate is judged on the run's rollouts once there are this many
