@@ -82,6 +82,13 @@ class TerminalSession:
         self.raw += data
         self.stream.feed(data)
 
+    def _drain(self) -> None:
+        for _ in range(50):
+            before = len(self.raw)
+            self._pump(0.1)
+            if len(self.raw) == before:
+                return
+
     def text(self) -> str:
         return "\n".join(line.rstrip() for line in self.screen.display)
 
@@ -93,7 +100,9 @@ class TerminalSession:
             if all(needle in self.text() for needle in needles):
                 return self.text()
             if not self.child.isalive():
-                self._pump(0.2)
+                self._drain()  # output written just before exit may still be in the pty
+                if all(needle in self.text() for needle in needles):
+                    return self.text()
                 break
         raise AssertionError(f"{needles!r} never all appeared on screen; screen was:\n{self.text()}\n"
                              f"raw tail: {self.raw[-2000:].decode(errors='replace')}")
