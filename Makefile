@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 ENV_PACKAGES := $(wildcard environments/*/pyproject.toml)
 PLUGIN_PACKAGES := $(wildcard plugins/*/pyproject.toml)
 
-.PHONY: setup demo test lint clean
+.PHONY: setup demo test lint clean docs
 
 setup: $(STAMP)
 
@@ -38,6 +38,10 @@ demo: setup
 test: setup
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest -q
+
+# docs/cli.md: the flag tables of every command, from --help (tests/cli/test_cli_reference.py checks it)
+docs: setup
+	$(BIN)/python scripts/cli_reference.py
 
 lint: setup
 	$(BIN)/ruff check prime_cli tests environments plugins

@@ -116,7 +116,7 @@ def materialise(gguf: Path, target: Path) -> None:
 
 def _missing_package_hint(stderr: str) -> str:
     if "No module named" in stderr or "is required" in stderr:
-        return "; install the local extra: pip install -e '.[local]' (see README)"
+        return "; install the local extra: pip install -e '.[local]' (see docs/eval.md)"
     return ""
 
 

@@ -1,4 +1,5 @@
-"""Every `prime` command line in the README, run as a user types it: the installed script in a subprocess.
+"""Every `prime` command line of the README and the guides in docs/, run as a user types it: the installed
+script in a subprocess.
 
 The workspace is what a clean clone gives (configs/ and environments/), with configs/endpoints.toml's
 URLs pointed at a scripted OpenAI-compatible server on loopback and a `prime serve` record for it, so
@@ -25,6 +26,8 @@ from tests.support.cli import REPO, run_prime
 from tests.support.scripted_server import ScriptedOpenAIServer
 
 README = REPO / "README.md"
+# the README and the guides it sends users to (docs/cli.md is generated; test_cli_reference checks it)
+DOCUMENTED = [README, *(REPO / "docs" / name for name in ("eval.md", "gepa.md", "training.md", "environments.md"))]
 DATA_DIR = REPO / "tests" / "data"
 KEYS = {"OPENAI_API_KEY": "sk-test-not-a-secret", "OPENROUTER_API_KEY": "or-test-not-a-secret"}
 
@@ -51,16 +54,16 @@ LITELLM_BASE_URL_VAR = "OPENAI_BASE_URL"
 
 
 def readme_command_lines() -> list[str]:
-    """`prime ...` lines of the README's fenced code blocks, without their trailing comments."""
+    """`prime ...` lines of the documents' fenced code blocks, without their trailing comments, each once."""
     lines, in_block = [], False
-    for line in README.read_text(encoding="utf-8").splitlines():
+    for line in "\n".join(doc.read_text(encoding="utf-8") for doc in DOCUMENTED).splitlines():
         if line.startswith("```"):
             in_block = not in_block
             continue
         if in_block and line.startswith("prime "):
             command = re.split(r"\s+#\s", line, maxsplit=1)[0].strip()
             lines.append(" ".join(command.split()))
-    return lines
+    return list(dict.fromkeys(lines))
 
 
 SUBCOMMANDS = {"eval": {"run", "view", "tui", "export"}, "gepa": {"run"}, "env": {"init", "install", "list", "info"},
@@ -81,8 +84,8 @@ def subcommand(line: str) -> str:
 
 
 def readme_subcommands() -> set[str]:
-    """Every `prime X [Y]` the README names, in code blocks or inline."""
-    text = README.read_text(encoding="utf-8")
+    """Every `prime X [Y]` the documents name, in code blocks or inline."""
+    text = "\n".join(doc.read_text(encoding="utf-8") for doc in DOCUMENTED)
     inline = re.findall(r"`(prime [^`]+)`", text)
     return {subcommand(line) for line in [*inline, *readme_command_lines()]}
 
