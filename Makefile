@@ -50,6 +50,9 @@ clean:
 	rm -rf $(VENV) .pytest_cache
 
 .PHONY: bench
+# prime eval run vs vf-eval from verifiers 0.3.1 and 0.4.0 (an in-process harness, and its null harness at
+# a smaller -n), same reverse-text workload and scripted server, one table; peers in cached venvs under
+# benchmarks/ (.venv-verifiers, .venv-verifiers-040), made on first use
 bench: setup
 	$(BIN)/python benchmarks/eval_throughput.py
 

@@ -8,7 +8,8 @@ keep-alive) from a background thread. Like vLLM with runtime LoRA loading, POST 
 and /v1/unload_lora_adapter add and remove adapters (`server.adapters`: name -> path; the files are not
 read), which /v1/models then lists (with `parent`) and chat requests may name; `lora_loads` limits
 how many loads succeed (later ones get vLLM's 404 of a server without runtime loading). Every request is recorded in `server.requests` as
-{"method", "path", "headers" (lower-case names), "json"}. Standalone, for benchmarks:
+{"method", "path", "headers" (lower-case names), "json"}. A generation request with `"stream": true`
+gets the same reply as server-sent events (`sse_events`). Standalone, for benchmarks:
 
     python -m tests.support.scripted_server --port 8765 [--fault-rate 0.1 --seed 0 --token-ids]
 """
@@ -20,6 +21,7 @@ import contextlib
 import itertools
 import json
 import random
+import re
 import socket
 import threading
 import time
@@ -74,6 +76,30 @@ def _shutdown(conn: socket.socket) -> None:
 
 def error_body(message: str, kind: str, code: Any = None, param: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def sse_events(response: dict[str, Any], chat: bool, usage_too: bool) -> bytes:
+    """A whole response as OpenAI's server-sent chunks: a role chunk, one chunk per word of text, tool
+    calls in one chunk, the finish reason, usage when asked for (`stream_options.include_usage`), [DONE].
+    Logprobs and token ids are not streamed."""
+    head = {k: response[k] for k in ("id", "created", "model")}
+    head["object"] = "chat.completion.chunk" if chat else "text_completion"
+    choice = response["choices"][0]
+
+    def chunk(part: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        key = "delta" if chat else "text"
+        piece = part if chat else part.get("content", "")
+        return {**head, "choices": [{"index": 0, key: piece, "finish_reason": finish, "logprobs": None}]}
+
+    message = choice["message"] if chat else {"content": choice["text"]}
+    events = [chunk({"role": "assistant", "content": ""})] if chat else []
+    events += [chunk({"content": word}) for word in re.findall(r"\s*\S+\s*", message.get("content") or "")]
+    if message.get("tool_calls"):
+        events.append(chunk({"tool_calls": [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]}))
+    events.append(chunk({} if chat else {"content": ""}, choice["finish_reason"]))
+    if usage_too:
+        events.append({**head, "choices": [], "usage": response["usage"]})
+    return b"".join(b"data: " + json.dumps(e).encode("utf-8") + b"\n\n" for e in events) + b"data: [DONE]\n\n"
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -196,11 +222,11 @@ class ScriptedOpenAIServer:
 
     def _send(self, h: _Handler, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
+        headers = {"Content-Type": "application/json", **(headers or {})}
         try:
             h.send_response(status)
-            h.send_header("Content-Type", "application/json")
             h.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
+            for name, value in headers.items():
                 h.send_header(name, value)
             h.end_headers()
             h.wfile.write(data)
@@ -289,7 +315,12 @@ class ScriptedOpenAIServer:
             h.close_connection = True
             return None
         chat = path.endswith("/chat/completions")
-        return self._send(h, 200, self._chat_body(body) if chat else self._completion_body(body))
+        response = self._chat_body(body) if chat else self._completion_body(body)
+        if body.get("stream") is True:
+            options = body.get("stream_options")
+            usage_too = isinstance(options, dict) and options.get("include_usage") is True
+            return self._send(h, 200, sse_events(response, chat, usage_too), {"Content-Type": "text/event-stream"})
+        return self._send(h, 200, response)
 
     def _generate(self, body: dict[str, Any]) -> tuple[dict[str, Any], list[str], list[str], str]:
         reply = self.reply(body)
