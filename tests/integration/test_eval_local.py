@@ -38,22 +38,22 @@ def test_reverse_text_with_token_ids_and_logprobs(local_server, prime_cache, tmp
 
 
 def test_alphabet_sort_multi_turn(local_server, prime_cache, tmp_path):
-    done = run_eval(["alphabet-sort", "-n", "3", "-r", "2", "-t", "96", "-s", "-o", str(tmp_path)], prime_cache)
-    _, rows = check_run(done, local_server, tmp_path, 6)  # -m local is the default
+    done = run_eval(["alphabet-sort", "-n", "2", "-r", "2", "-t", "96", "-s", "-o", str(tmp_path)], prime_cache)
+    _, rows = check_run(done, local_server, tmp_path, 4)  # -m local is the default
     assert {r["stop_condition"] for r in rows} <= {"all_turns_answered", "max_turns_reached", "prompt_too_long"}
     assert all(0.0 <= r["reward"] <= 1.0 for r in rows)
 
 
 def test_gsm8k_end_to_end(local_server, prime_cache, tmp_path):
-    done = run_eval(["gsm8k", "-m", "local", "-n", "6", "-r", "2", "-t", "192", "-s", "-o", str(tmp_path)],
+    done = run_eval(["gsm8k", "-m", "local", "-n", "4", "-r", "2", "-t", "192", "-s", "-o", str(tmp_path)],
                     prime_cache, {"PRIME_DATA_DIR": str(shared_data_dir())})
-    metadata, rows = check_run(done, local_server, tmp_path, 12)
+    metadata, rows = check_run(done, local_server, tmp_path, 8)
     assert set(metadata["avg_metrics"]) == {"correct_answer", "boxed_format"}
     assert all(r["answer"] for r in rows)
 
 
 def test_wordle_end_to_end(local_server, prime_cache, tmp_path):
-    done = run_eval(["wordle", "-m", "local", "-n", "4", "-r", "2", "-t", "48", "-s", "-o", str(tmp_path)],
+    done = run_eval(["wordle", "-m", "local", "-n", "2", "-r", "2", "-t", "48", "-s", "-o", str(tmp_path)],
                     prime_cache)
-    _, rows = check_run(done, local_server, tmp_path, 8)
+    _, rows = check_run(done, local_server, tmp_path, 4)
     assert all(len([m for m in r["completion"] if m["role"] == "assistant"]) >= 1 for r in rows)
