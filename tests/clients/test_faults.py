@@ -23,8 +23,8 @@ CHAT = "/v1/chat/completions"
      ("garbage", "malformed response")],
 )
 async def test_each_fault_is_retried_then_succeeds(make_client, retry_log, fault, reason):
-    with ScriptedOpenAIServer(faults=[fault, "ok"], timeout_delay=1.0) as server:
-        client = make_client(server.url, timeout=0.3)
+    with ScriptedOpenAIServer(faults=[fault, "ok"], timeout_delay=4.0) as server:
+        client = make_client(server.url, timeout=1.0)  # a loaded machine may take over 0.3 s to answer the retry
         response = await client.chat(USER, model="m")
     assert response.message["content"].startswith("<reversed_text>")
     assert len(server.requests_to(CHAT)) == 2
@@ -122,8 +122,8 @@ async def test_sentinel_key_never_reaches_logs_or_errors(make_client, caplog, mo
     monkeypatch.setenv("SCRIPTED_KEY", SENTINEL)
     errors: list[BaseException] = []
     with ScriptedOpenAIServer(faults=["429", "500", "drop", "ok", "garbage", "timeout", "500", "500"],
-                              timeout_delay=1.0, retry_after=0) as server:
-        client = make_client(server.url, key_var="SCRIPTED_KEY", timeout=0.3)
+                              timeout_delay=4.0, retry_after=0) as server:
+        client = make_client(server.url, key_var="SCRIPTED_KEY", timeout=1.0)
         await client.chat(USER, model="m")
         with pytest.raises(ModelError) as info:
             await client.chat(USER, model="m")
