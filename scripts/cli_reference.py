@@ -42,8 +42,7 @@ def flag_names(param) -> str:
 def value_of(param, ctx) -> str:
     if is_option(param) and param.is_flag:
         return ""
-    metavar = param.make_metavar(ctx) if "ctx" in param.make_metavar.__code__.co_varnames else param.make_metavar()
-    return f"`{metavar}`"
+    return f"`{param.make_metavar(ctx)}`"
 
 
 def default_of(param) -> str:
