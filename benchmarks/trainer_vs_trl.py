@@ -14,7 +14,7 @@ which go to `prime train --set` and into TRL's settings alike):
     order; TRL gets them unshuffled, 2 per step (checked against prime's rollouts afterwards);
   - batch: 16 completions per step = 2 prompts x 8 generations, one optimizer step per batch;
   - sampling: temperature 1.0, top_p 1.0, no top_k, at most 48 new tokens;
-  - optimisation: AdamW (betas 0.9/0.999, weight decay 0), lr 1e-3 constant, grad-norm clip 1.0,
+  - optimisation: AdamW (betas 0.9/0.999, weight decay 0), the config's lr (5e-4) constant, grad-norm clip 1.0,
     no KL term (TRL beta=0), raw group-mean-centred advantages (TRL scale_rewards="none"), the loss
     summed over completion tokens and divided by the number of completion tokens in the batch
     (TRL loss_type="dapo", which is prime's normalisation), no activation checkpointing.
