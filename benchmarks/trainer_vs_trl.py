@@ -8,13 +8,13 @@ which go to `prime train --set` and into TRL's settings alike):
   - model: the embedded SmolLM2-135M-Instruct folder, fp32, a fresh LoRA adapter (r8, alpha16, dropout 0,
     q/k/v/o/gate/up/down projections) built with the same seed and call order, so both start from the
     same adapter;
-  - environment and reward: reverse-text with answer_without_tags=True; TRL scores completions with the
-    environment's own rubric (lcs_reward + 0.2 x format_reward), the function prime's orchestrator calls;
+  - environment and reward: reverse-text with the config's args (plain_text: reversal_reward); TRL scores
+    completions with the environment's own rubric, the function prime's orchestrator calls;
   - prompts: the rows prime's orchestrator draws (its EnvSampler with the config's seed), in the same
     order; TRL gets them unshuffled, 2 per step (checked against prime's rollouts afterwards);
   - batch: 16 completions per step = 2 prompts x 8 generations, one optimizer step per batch;
   - sampling: temperature 1.0, top_p 1.0, no top_k, at most 48 new tokens;
-  - optimisation: AdamW (betas 0.9/0.999, weight decay 0), lr 1e-3 constant, grad-norm clip 1.0,
+  - optimisation: AdamW (betas 0.9/0.999, weight decay 0), the config's lr (5e-4) constant, grad-norm clip 1.0,
     no KL term (TRL beta=0), raw group-mean-centred advantages (TRL scale_rewards="none"), the loss
     summed over completion tokens and divided by the number of completion tokens in the batch
     (TRL loss_type="dapo", which is prime's normalisation), no activation checkpointing.
@@ -219,7 +219,7 @@ def main() -> None:
     for name in runs:
         results[name]["summary"] = summarise(results[name])
 
-    print(f"\nreverse-text (answer_without_tags), SmolLM2-135M-Instruct fp32, LoRA r{t.model.lora.rank} "
+    print(f"\nreverse-text ({o.env[0].args}), SmolLM2-135M-Instruct fp32, LoRA r{t.model.lora.rank} "
           f"alpha{t.model.lora.alpha:g}, {o.batch_size} rollouts/step ({prompts_per_step} prompts x "
           f"{o.rollouts_per_example}), max_tokens {o.sampling.max_tokens}, lr {t.optim.lr:g}, {config.max_steps} steps\n")
     header = "| step |" + "".join(f" {n} reward | {n} step s | {n} gen s |" for n in runs)

@@ -21,7 +21,7 @@ from typing import Any
 
 
 def reward_function(spec: dict[str, Any]):
-    """The reverse-text environment's own rubric (lcs_reward + 0.2 x format_reward), as a TRL reward function."""
+    """The environment's own rubric (the config's env args; reversal_reward with plain_text), as a TRL reward function."""
     from prime_cli.envs import load_environment
 
     env = load_environment(spec["env_id"], **spec["env_args"])

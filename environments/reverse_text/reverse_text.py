@@ -2,8 +2,10 @@
 
 Single turn. The model answers inside <reversed_text> tags; the reward is the longest-common-
 subsequence ratio between its answer and the true reversal (partial credit), plus a small format
-reward. Sentences are generated offline with Faker from a seed; `dataset_name` loads a Hugging Face
-dataset with a `prompt` or `text` column instead (needs `datasets`).
+reward. With `plain_text` it answers with the reversed text alone (after two worked examples) and
+the whole reply is scored by LCS over the longer of reply and reversal, so neither a short fragment
+nor rambling scores well. Sentences are generated offline with Faker from a seed; `dataset_name`
+loads a Hugging Face dataset with a `prompt` or `text` column instead (needs `datasets`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,19 @@ SYSTEM_PROMPT = (
     "Reverse the text you are given character by character, so the last character comes first. "
     "Reply with only the reversed text inside <reversed_text> and </reversed_text> tags."
 )
+PLAIN_SYSTEM_PROMPT = (
+    "Reverse the text you are given character by character, so the last character comes first. "
+    "Reply with only the reversed text: no tags, no quotes, no explanation."
+)
+# two worked examples as earlier chat turns: with them SmolLM2-135M answers in reversal-like text
+# (2-3 characters a token; the true reversal ~2) rather than in English prose (~4.5), so a policy
+# that learns the answer's length in characters keeps most of its tokens (no collapse to a few)
+PLAIN_FEW_SHOT = [
+    {"role": "user", "content": "Big cats sleep all day."},
+    {"role": "assistant", "content": ".yad lla peels stac giB"},
+    {"role": "user", "content": "Open the window please."},
+    {"role": "assistant", "content": ".esaelp wodniw eht nepO"},
+]
 
 
 def lcs_length(a: str, b: str) -> int:
@@ -36,6 +51,15 @@ def lcs_ratio(a: str, b: str) -> float:
     if not a and not b:
         return 1.0
     return 2.0 * lcs_length(a, b) / (len(a) + len(b))
+
+
+def length_aware_lcs(reply: str, answer: str) -> float:
+    """LCS / max(len(reply), len(answer)): 1.0 only for the exact answer, and at most
+    len(reply) / len(answer) for a shorter reply (a fragment of the answer earns its share only),
+    at most len(answer) / len(reply) for a longer one."""
+    if not reply and not answer:
+        return 1.0
+    return lcs_length(reply, answer) / max(len(reply), len(answer))
 
 
 def generated_sentences(count: int, seed: int, min_words: int, max_words: int) -> list[str]:
@@ -72,6 +96,17 @@ def completion_text(completion: vf.Messages) -> str:
     return str(replies[-1].get("content") or "") if replies else ""
 
 
+def tagged_rubric(parser: vf.XMLParser, format_weight: float, answer_without_tags: bool) -> vf.Rubric:
+    def lcs_reward(completion, answer, parser) -> float:
+        """Similarity of the parsed answer to the true reversal."""
+        parsed = parser.parse_answer(completion)
+        if parsed is None and answer_without_tags:
+            parsed = completion_text(completion).strip()
+        return lcs_ratio(parsed or "", answer)
+
+    return vf.Rubric(funcs=[lcs_reward, parser.get_format_reward_func()], weights=[1.0, format_weight], parser=parser)
+
+
 def rows_for(texts: list[str]) -> list[dict[str, Any]]:
     return [{"question": text, "answer": text[::-1]} for text in texts]
 
@@ -82,10 +117,11 @@ def load_environment(
     seed: int = 0,
     min_words: int = 2,
     max_words: int = 5,
-    system_prompt: str = SYSTEM_PROMPT,
+    system_prompt: str | None = None,
     dataset_name: str | None = None,
     format_weight: float = 0.2,
     answer_without_tags: bool = False,
+    plain_text: bool = False,
 ) -> vf.Environment:
     """Reverse-text environment.
 
@@ -94,25 +130,40 @@ def load_environment(
         num_eval_examples: generated evaluation sentences (from a different seed than training).
         seed: seed of the sentence generator.
         min_words / max_words: sentence length range in words.
-        system_prompt: the instruction given to the model (GEPA optimises it).
+        system_prompt: the instruction given to the model (GEPA optimises it). Default: one that asks
+            for the tags, or with `plain_text` for the reversed text alone.
         dataset_name: a Hugging Face dataset to use instead of generated text (train and test splits).
         format_weight: weight of the <reversed_text> format reward.
         answer_without_tags: score the whole reply when it has no <reversed_text> tags (instead of
             0). Small models rarely use the tags; this gives them partial credit to learn from
             (SmolLM2-135M: mean 0.15, within-group std 0.07 at temperature 1).
+        plain_text: ask for the reversed text alone (no tags; the prompt shows two worked examples
+            as earlier turns) and score the whole reply with `length_aware_lcs`,
+            LCS / max(len(reply), len(answer)); no format reward (format_weight and
+            answer_without_tags do not apply). The default score,
+            2 * LCS / (len(reply) + len(answer)), pays a short fragment of the answer well (its
+            first half scores 0.67) and RL finds that: the policy learns to answer short. Here that
+            half scores 0.5 and a fragment of k characters at most k / len(answer); a reply longer
+            than the reversal loses in the same proportion. For RL on small models
+            (configs/rl/reverse-text-cpu.toml; SmolLM2-135M, 8-12 words, 48 tokens: mean 0.26,
+            within-group std 0.04 at temperature 1).
     """
     if min_words < 1 or max_words < min_words:
         raise vf.EnvConfigError(f"need 1 <= min_words <= max_words (got {min_words} and {max_words})")
-    parser = vf.XMLParser(["reversed_text"], answer_field="reversed_text")
+    if plain_text:
+        def reversal_reward(completion, answer) -> float:
+            """LCS of the whole reply and the true reversal, over the longer of the two."""
+            return length_aware_lcs(completion_text(completion).strip(), answer)
 
-    def lcs_reward(completion, answer, parser) -> float:
-        """Similarity of the parsed answer to the true reversal."""
-        parsed = parser.parse_answer(completion)
-        if parsed is None and answer_without_tags:
-            parsed = completion_text(completion).strip()
-        return lcs_ratio(parsed or "", answer)
-
-    rubric = vf.Rubric(funcs=[lcs_reward, parser.get_format_reward_func()], weights=[1.0, format_weight], parser=parser)
+        rubric = vf.Rubric(funcs=[reversal_reward], weights=[1.0])
+        system_prompt = PLAIN_SYSTEM_PROMPT if system_prompt is None else system_prompt
+        parser: vf.Parser = vf.Parser()
+        few_shot = PLAIN_FEW_SHOT
+    else:
+        parser = vf.XMLParser(["reversed_text"], answer_field="reversed_text")
+        rubric = tagged_rubric(parser, format_weight, answer_without_tags)
+        system_prompt = SYSTEM_PROMPT if system_prompt is None else system_prompt
+        few_shot = None
 
     if dataset_name:
         train = lambda: rows_for(hub_texts(dataset_name, "train")[:num_train_examples])  # noqa: E731
@@ -121,5 +172,6 @@ def load_environment(
         train = lambda: rows_for(generated_sentences(num_train_examples, seed, min_words, max_words))  # noqa: E731
         evaluation = lambda: rows_for(generated_sentences(num_eval_examples, seed + 1_000_003, min_words, max_words))  # noqa: E731
     return vf.SingleTurnEnv(
-        dataset=train, eval_dataset=evaluation, system_prompt=system_prompt, parser=parser, rubric=rubric
+        dataset=train, eval_dataset=evaluation, system_prompt=system_prompt, few_shot=few_shot, parser=parser,
+        rubric=rubric
     )

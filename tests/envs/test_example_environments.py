@@ -49,9 +49,44 @@ async def test_reverse_text_can_score_replies_without_tags():
     assert tagged["metrics"]["lcs_reward"] < 0.5, "the tags still win when present"
 
 
+async def test_reverse_text_plain_text_pays_for_the_reversal_not_for_brevity():
+    env = vf.load_environment("reverse-text", num_train_examples=5, min_words=6, max_words=10, plain_text=True)
+    row = env.get_dataset()[0]
+    forward = row["prompt"][-1]["content"]
+    answer = forward[::-1]
+    assert "<reversed_text>" not in row["prompt"][0]["content"]  # the prompt asks for what is scored
+
+    async def score(reply: str) -> dict:
+        [result] = await env.run_group(ScriptedClient([reply]), "m", row)
+        assert set(result["metrics"]) == {"reversal_reward"}  # no format reward
+        return result
+
+    assert (await score(f" {answer}\n"))["reward"] == 1.0
+    half, three = (await score(answer[: len(answer) // 2]))["reward"], (await score(answer[:3]))["reward"]
+    assert half <= 0.5 and three <= 3 / len(answer)
+    # the default (tagged) scoring pays the same fragments far more: what a policy learned to exploit
+    from reverse_text import lcs_ratio
+
+    assert lcs_ratio(answer[: len(answer) // 2], answer) > 0.66 and lcs_ratio(answer[:3], answer) > 1.5 * three
+    rambling = (await score(f"{answer} Here is the reversed text, as you asked: I hope it helps you."))["reward"]
+    assert rambling < 0.6
+    tagged = (await score(f"<reversed_text>{answer}</reversed_text>"))["reward"]
+    assert 0.6 < tagged < 1.0  # the tags are not part of the answer
+
+
+def test_length_aware_lcs_values():
+    from reverse_text import length_aware_lcs
+
+    assert length_aware_lcs("abcd", "abcd") == 1.0 and length_aware_lcs("", "") == 1.0
+    assert length_aware_lcs("ab", "abcd") == 0.5 and length_aware_lcs("abcdabcd", "abcd") == 0.5
+    assert length_aware_lcs("", "abcd") == 0.0 and length_aware_lcs("xyz", "abc") == 0.0
+
+
 def test_reverse_text_accepts_system_prompt_and_rejects_bad_ranges():
     env = vf.load_environment("reverse-text", system_prompt="Mirror it.", num_train_examples=2)
     assert env.get_dataset()[0]["prompt"][0]["content"] == "Mirror it."
+    plain = vf.load_environment("reverse-text", system_prompt="Mirror it.", num_train_examples=2, plain_text=True)
+    assert plain.get_dataset()[0]["prompt"][0]["content"] == "Mirror it."
     with pytest.raises(vf.EnvConfigError, match="min_words"):
         vf.load_environment("reverse-text", min_words=5, max_words=2)
 

