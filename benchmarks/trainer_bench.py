@@ -1,21 +1,28 @@
 """Trainer-only throughput of the prime-lora trainer on synthetic batches (no vLLM, no environment).
 
-    .venv/bin/python benchmarks/trainer_bench.py [--model qwen3-0.6b|qwen3-4b|smollm2-135m] [--seq-len 16384]
-                                                 [--steps 5] [--rank 16] [--ac | --no-ac] [--json out.json]
+    .venv/bin/python benchmarks/trainer_bench.py [--model qwen3-0.6b|qwen3-4b|smollm2-135m] [--shape single|rl]
+        [--seq-len 16384] [--samples 32 --min-len 256 --max-len 4096 --prompt-len 200]
+        [--steps 5] [--rank 16] [--ac | --no-ac] [--set trainer.key=value ...] [--json out.json]
 
 The model is built from its architecture config with random weights (nothing is downloaded), wrapped
 with a LoRA adapter on every linear projection, and trained with the real training step
-(prime_lora.trainer.step.train_step: chunked loss-position log-probs, the importance-ratio loss,
-clipping, AdamW) on one sample of seq_len tokens per step, every token after the first a loss token
-(as prime-rl's trainer benchmark). Reported: tokens/s (every token of the sequence), MFU and peak
-reserved memory (torch.cuda.max_memory_reserved, what the allocator holds from the GPU). MFU counts
-prime-rl's LoRA FLOPs per token (prime_lora.trainer.flops: 4 x frozen matmul parameters + 6 x LoRA
-parameters + 12 x layers x heads x head_dim x seq_len for attention) against the GPU's dense bf16 peak
-(--peak-tflops, default H100 SXM 989); on CPU it is not reported. prime-rl's counter takes
-hidden_size / heads as the attention head size (64 on Qwen3-0.6B, whose head_dim is 128), so
-`mfu_prime_rl_heads` repeats the MFU with that convention, the one its published numbers use.
-Reference (prime-rl's published trainer-only numbers, one H100, LoRA r16, seq_len 16k): Qwen3-0.6B
-13.3k tokens/s, MFU 10.9%, 5.1 GiB; Qwen3-4B 6.2k tokens/s, MFU 21.7%.
+(prime_lora.trainer.step.train_step: packing, chunked loss-position log-probs, the importance-ratio
+loss, clipping, AdamW). Shapes:
+- `single`: one sample of seq_len tokens per step, every token after the first a loss token (as
+  prime-rl's trainer benchmark);
+- `rl`: --samples samples per step, lengths drawn uniformly from [--min-len, --max-len], each starting
+  with a prompt of --prompt-len tokens (at most half the sample) without loss, as RL batches are.
+
+In one run it times, on the same batches: ours at the default settings; for `rl`, ours without
+packing (`trainer.pack = false`: micro_batch_size samples padded to the longest, the step before
+packing); and a plain transformers + peft step (the full logits in the model's dtype, log_softmax,
+the same loss; HF gradient checkpointing when --ac), the same-run peer. tokens/s counts real tokens
+(no padding). MFU counts prime-rl's LoRA FLOPs per token (prime_lora.trainer.flops) against the GPU's
+dense bf16 peak (--peak-tflops, default H100 SXM 989); prime-rl takes hidden_size / heads as the
+attention head size (64 on Qwen3-0.6B, whose head_dim is 128), so `mfu_prime_rl_heads` repeats the
+MFU with that convention, the one its published numbers use. Memory: torch.cuda.max_memory_reserved
+on CUDA, not reported on CPU. Reference (prime-rl's published trainer-only numbers, one H100, LoRA r16,
+seq_len 16k, FA3): Qwen3-0.6B 13.3k tokens/s, MFU 10.9%, 5.1 GiB; Qwen3-4B 6.2k tokens/s, MFU 21.7%, 23.3 GiB.
 """
 
 from __future__ import annotations
@@ -44,7 +51,8 @@ SHAPES = {  # architecture configs of the public checkpoints (config.json), used
                          num_attention_heads=9, num_key_value_heads=3, vocab_size=49152,
                          tie_word_embeddings=True, max_position_embeddings=8192, rope_theta=100000.0),
 }
-REFERENCE = {"qwen3-0.6b": "prime-rl: 13.3k tok/s, MFU 10.9%, 5.1 GiB", "qwen3-4b": "prime-rl: 6.2k tok/s, MFU 21.7%"}
+REFERENCE = {"qwen3-0.6b": "prime-rl (published, one 16k sequence): 13.3k tok/s, MFU 10.9%, 5.1 GiB",
+             "qwen3-4b": "prime-rl (published, one 16k sequence): 6.2k tok/s, MFU 21.7%, 23.3 GiB"}
 
 
 def build_model_folder(name: str, folder: Path) -> Path:
@@ -62,84 +70,206 @@ def build_model_folder(name: str, folder: Path) -> Path:
     return folder
 
 
-def synthetic_sample(seq_len: int, vocab: int, generator: Any) -> dict:
-    """Random tokens, all of them loss tokens (the first one has no prediction)."""
+def synthetic_sample(seq_len: int, vocab: int, generator: Any, prompt_len: int = 0) -> dict:
+    """Random tokens; every token after the prompt is a loss token (the first one has no prediction)."""
     import torch
 
     ids = torch.randint(0, vocab, (seq_len,), generator=generator).tolist()
-    return {"input_ids": ids, "loss_mask": [1] * seq_len, "inference_logprobs": [0.0] + [-11.9] * (seq_len - 1),
-            "advantage": 1.0}
+    mask = [0] * prompt_len + [1] * (seq_len - prompt_len)
+    return {"input_ids": ids, "loss_mask": mask,
+            "inference_logprobs": [0.0 if not m or i == 0 else -11.9 for i, m in enumerate(mask)], "advantage": 1.0}
+
+
+def make_batches(args: argparse.Namespace, vocab: int) -> list[list[dict]]:
+    """One batch per step (the warm-up included), the same for every variant."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    if args.shape == "single":
+        return [[synthetic_sample(args.seq_len, vocab, generator)] for _ in range(args.steps + 1)]
+    batches = []
+    for _ in range(args.steps + 1):
+        lengths = torch.randint(args.min_len, args.max_len + 1, (args.samples,), generator=generator).tolist()
+        batches.append([synthetic_sample(n, vocab, generator, min(args.prompt_len, n // 2)) for n in lengths])
+    return batches
+
+
+def bench_config(args: argparse.Namespace, overrides: dict[str, Any]) -> Any:
+    from prime_cli.train.config import RLConfig
+    from prime_cli.train.overrides import apply_overrides
+
+    data = {"seq_len": args.seq_len, "max_steps": args.steps + 1,
+            "inference": {"model": {"max_model_len": args.seq_len}},
+            "trainer": {"model": {"lora": {"rank": args.rank, "alpha": 2 * args.rank},
+                                  "ac": {"freq": 1} if args.ac else None}},
+            "orchestrator": {"batch_size": 8, "env": [{"id": "bench"}]}}
+    apply_overrides(data, [f"{k}={v}" for k, v in {**args.set, **overrides}.items()])
+    return RLConfig.model_validate(data)
+
+
+def time_steps(step: Any, batches: list[list[dict]], device: Any) -> float:
+    """Median seconds of the timed steps (the first warms up kernels and allocators)."""
+    import torch
+
+    times = []
+    for index, batch in enumerate(batches):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        started = time.perf_counter()
+        step(batch)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        if index:
+            times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def ours(args: argparse.Namespace, folder: Path, overrides: dict[str, Any], device: Any) -> Any:
+    """The prime-lora training step, as `prime train` runs it."""
+    from prime_lora.trainer.model import build_policy, pick_dtype, trainable_parameters
+    from prime_lora.trainer.optim import build_optimizer, build_scheduler
+    from prime_lora.trainer.step import train_step
+
+    config = bench_config(args, overrides)
+    model = build_policy(config, str(folder), device, pick_dtype(config, device))
+    params = trainable_parameters(model)
+    optimizer = build_optimizer(params, config)
+    scheduler = build_scheduler(optimizer, config)
+    return model, lambda batch: train_step(model, optimizer, scheduler, params, batch, config, device, pad_id=0)
+
+
+def hf_peft(args: argparse.Namespace, folder: Path, device: Any) -> Any:
+    """A plain transformers + peft step on the same batches: padded micro-batches, full logits."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from prime_lora.trainer.batches import loss_token_count, padded_batches
+    from prime_lora.trainer.loss import policy_loss
+    from prime_lora.trainer.model import pick_dtype
+
+    config = bench_config(args, {})
+    base = AutoModelForCausalLM.from_pretrained(folder, dtype=pick_dtype(config, device), attn_implementation="sdpa")
+    lora = config.trainer.model.lora
+    model = get_peft_model(base, LoraConfig(r=lora.rank, lora_alpha=lora.alpha, target_modules=list(lora.target_modules),
+                                            task_type="CAUSAL_LM")).to(device)
+    if args.ac:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.enable_input_require_grads()
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=config.trainer.optim.lr)
+
+    def step(batch: list[dict]) -> None:
+        total = loss_token_count(batch)
+        for mb in padded_batches(batch, config.trainer.micro_batch_size, 0, device):
+            logits = model(input_ids=mb.input_ids, attention_mask=mb.attention_mask).logits[:, :-1]
+            logp = torch.log_softmax(logits.float(), -1).gather(-1, mb.input_ids[:, 1:, None]).squeeze(-1)
+            logp = logp.flatten()[mb.loss_index]
+            policy_loss(logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, total).loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return model, step
+
+
+def measure(name: str, build: Any, args: argparse.Namespace, batches: list[list[dict]], device: Any) -> dict:
+    import gc
+
+    import torch
+
+    from prime_lora.trainer.flops import lora_flops_per_token, lora_parameter_count
+
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    model, step = build()
+    seconds = time_steps(step, batches, device)
+    real_tokens = statistics.fmean(sum(len(s["input_ids"]) for s in batch) for batch in batches[1:])
+    result = {"variant": name, "step_s": seconds, "tokens_per_s": real_tokens / seconds, "tokens_per_step": real_tokens}
+    if device.type == "cuda":
+        shape = SimpleNamespace(**SHAPES[args.model])
+        lora_params, other = lora_parameter_count(model)
+        for key, head_dim in (("mfu", None), ("mfu_prime_rl_heads", shape.hidden_size // shape.num_attention_heads)):
+            flops = statistics.fmean(sum(len(s["input_ids"]) * lora_flops_per_token(
+                shape, lora_params, len(s["input_ids"]), other, attention_head_dim=head_dim) for s in batch)
+                for batch in batches[1:])
+            result[key] = flops / seconds / (args.peak_tflops * 1e12)
+        result["peak_memory_gib"] = torch.cuda.max_memory_reserved() / 2**30
+    del model, step
+    gc.collect()
+    print(f"  {name}: {result['tokens_per_s']:,.0f} tokens/s, {seconds:.2f} s/step", file=sys.stderr, flush=True)
+    return result
+
+
+def parse_sets(values: list[str]) -> dict[str, str]:
+    pairs = [v.split("=", 1) for v in values]
+    if any(len(p) != 2 for p in pairs):
+        raise SystemExit("--set takes key=value")
+    return dict(pairs)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=sorted(SHAPES), default="qwen3-0.6b")
-    parser.add_argument("--seq-len", type=int, default=16384)
+    parser.add_argument("--shape", choices=["single", "rl"], default="single")
+    parser.add_argument("--seq-len", type=int, default=16384, help="single: the sample's length; rl: the trainer's seq_len")
+    parser.add_argument("--samples", type=int, default=32, help="rl: samples per step")
+    parser.add_argument("--min-len", type=int, default=256, help="rl: shortest sample")
+    parser.add_argument("--max-len", type=int, default=4096, help="rl: longest sample")
+    parser.add_argument("--prompt-len", type=int, default=200, help="rl: prompt tokens without loss (at most half a sample)")
     parser.add_argument("--steps", type=int, default=5, help="timed steps (after one warm-up step)")
     parser.add_argument("--rank", type=int, default=16)
     parser.add_argument("--ac", action=argparse.BooleanOptionalAction, default=True, help="activation checkpointing")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override for our step, e.g. --set trainer.micro_batch_size=4")
+    parser.add_argument("--peer", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time the plain transformers + peft step")
     parser.add_argument("--peak-tflops", type=float, default=989.0)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    args.set = parse_sets(args.set)
+    if args.shape == "rl" and not 2 <= args.min_len <= args.max_len <= args.seq_len:
+        parser.error(f"--shape rl needs 2 <= --min-len <= --max-len <= --seq-len (got {args.min_len}, "
+                     f"{args.max_len}, {args.seq_len})")
 
     import torch
 
-    from prime_cli.train.config import RLConfig
-    from prime_lora.trainer.flops import lora_flops_per_token, lora_parameter_count
-    from prime_lora.trainer.model import build_policy, pick_device, pick_dtype, trainable_parameters
-    from prime_lora.trainer.optim import build_optimizer, build_scheduler
-    from prime_lora.trainer.step import train_step
+    from prime_lora.trainer.model import pick_device
 
     device = pick_device()
-    config = RLConfig.model_validate({
-        "seq_len": args.seq_len, "max_steps": args.steps + 1, "inference": {"model": {"max_model_len": args.seq_len}},
-        "trainer": {"micro_batch_size": 1, "model": {"lora": {"rank": args.rank, "alpha": 2 * args.rank},
-                                                     "ac": {"freq": 1} if args.ac else None}},
-        "orchestrator": {"batch_size": 8, "env": [{"id": "bench"}]}})
+    batches = make_batches(args, SHAPES[args.model]["vocab_size"])
     with tempfile.TemporaryDirectory() as tmp:
         folder = build_model_folder(args.model, Path(tmp) / args.model)
-        dtype = pick_dtype(config, device)
-        model = build_policy(config, str(folder), device, dtype)
-    params = trainable_parameters(model)
-    total_params = sum(p.numel() for p in model.parameters())
-    optimizer = build_optimizer(params, config)
-    scheduler = build_scheduler(optimizer, config)
-    lora_params, other_trained = lora_parameter_count(model)
-    generator = torch.Generator().manual_seed(0)
-    vocab = SHAPES[args.model]["vocab_size"]
-
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-    times = []
-    for step in range(args.steps + 1):
-        batch = [synthetic_sample(args.seq_len, vocab, generator)]
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        started = time.perf_counter()
-        train_step(model, optimizer, scheduler, params, batch, config, device, pad_id=0)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        if step:  # step 0 warms up kernels and allocators
-            times.append(time.perf_counter() - started)
-        print(f"step {step}: {time.perf_counter() - started:.2f} s", file=sys.stderr, flush=True)
-    seconds = statistics.median(times)
-    tokens_per_s = args.seq_len / seconds
-    result = {"model": args.model, "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
-              "dtype": str(dtype), "seq_len": args.seq_len, "lora_rank": args.rank, "ac": args.ac,
-              "params": total_params, "lora_params": lora_params, "step_s": seconds, "tokens_per_s": tokens_per_s}
-    if device.type == "cuda":
-        shape = SimpleNamespace(**SHAPES[args.model])
-        for key, head_dim in (("mfu", None), ("mfu_prime_rl_heads", shape.hidden_size // shape.num_attention_heads)):
-            flops = lora_flops_per_token(shape, lora_params, args.seq_len, other_trained, attention_head_dim=head_dim)
-            result[key] = tokens_per_s * flops / (args.peak_tflops * 1e12)
-        result["peak_memory_gib"] = torch.cuda.max_memory_reserved() / 2**30
-    print(json.dumps(result))
-    mfu = (f"MFU {result['mfu'] * 100:.1f}% ({result['mfu_prime_rl_heads'] * 100:.1f}% counted as prime-rl does), "
-           f"peak reserved {result['peak_memory_gib']:.1f} GiB" if "mfu" in result else "(CPU: no MFU)")
-    print(f"{args.model} on {result['device']}, seq_len {args.seq_len}, LoRA r{args.rank}, AC {'on' if args.ac else 'off'}: "
-          f"{tokens_per_s:,.0f} tokens/s, {seconds:.2f} s/step, {mfu}   [{REFERENCE.get(args.model, 'no reference')}]")
+        variants = [("ours", lambda: ours(args, folder, {}, device))]
+        if args.shape == "rl":
+            variants.append(("ours, unpacked", lambda: ours(args, folder, {"trainer.pack": "false"}, device)))
+        if args.peer:
+            variants.append(("transformers + peft", lambda: hf_peft(args, folder, device)))
+        results = [measure(name, build, args, batches, device) for name, build in variants]
+    report = {"model": args.model, "shape": args.shape, "device": torch.cuda.get_device_name() if device.type == "cuda"
+              else "cpu", "seq_len": args.seq_len, "lora_rank": args.rank, "ac": args.ac, "overrides": args.set,
+              **({"samples": args.samples, "min_len": args.min_len, "max_len": args.max_len,
+                  "prompt_len": args.prompt_len} if args.shape == "rl" else {}),
+              **{k: v for k, v in results[0].items() if k != "variant"}, "variants": results}
+    print(json.dumps(report))
+    print_table(report)
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+def print_table(report: dict) -> None:
+    shape = (f"one {report['seq_len']}-token sequence" if report["shape"] == "single" else
+             f"{report['samples']} samples of {report['min_len']}-{report['max_len']} tokens")
+    print(f"{report['model']} on {report['device']}, {shape}, LoRA r{report['lora_rank']}, "
+          f"AC {'on' if report['ac'] else 'off'} (real tokens only)")
+    base = report["variants"][0]["tokens_per_s"]
+    for row in report["variants"]:
+        extra = (f"  MFU {row['mfu'] * 100:.1f}% ({row['mfu_prime_rl_heads'] * 100:.1f}% as prime-rl counts)"
+                 f"  peak {row['peak_memory_gib']:.1f} GiB" if "mfu" in row else "")
+        print(f"  {row['variant']:<22} {row['tokens_per_s']:>10,.0f} tokens/s  {row['step_s']:7.2f} s/step"
+              f"  ours / this = {base / row['tokens_per_s']:.2f}x{extra}")
+    print(f"  {REFERENCE.get(report['model'], 'prime-rl: no published figure for this model')}")
 
 
 if __name__ == "__main__":

@@ -49,6 +49,11 @@ class TrainerModelConfig(Section):
     reshard_after_forward: bool = True  # FSDP2: free gathered layer weights after forward (less memory)
     # the trainable (LoRA) weights and the optimizer state; the frozen base computes in model.dtype
     optimization_dtype: Literal["bfloat16", "float32"] = "float32"
+    # with a bf16 base model and fp32 adapter weights: the adapters compute in bf16 (autocast), their weights,
+    # gradients and optimizer state staying fp32, instead of fp32 casts around every adapted projection
+    mixed_precision: bool = True
+    # torch.compile each decoder layer (fused elementwise kernels between the matmuls); None: on CUDA only
+    compile: bool | None = None
     reduce_dtype: Literal["bfloat16", "float32"] = "float32"  # FSDP2 gradient reduction across ranks
     fsdp_cpu_offload: bool = False  # FSDP2: keep the sharded weights on the CPU between uses
 
@@ -97,6 +102,11 @@ class TrainerConfig(Section):
     loss: LossConfig = Field(default_factory=LossConfig)
     ckpt: CheckpointConfig = Field(default_factory=CheckpointConfig)
     tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
+    # packing: a step's samples end to end in rows of at most micro_batch_tokens tokens (default seq_len),
+    # one row per forward/backward pass, attention kept within each sample; no token is padding
+    pack: bool = True
+    micro_batch_tokens: int | None = Field(None, ge=16)
+    # samples per pass without packing (padded to the longest), and per pass of a prompt group on a shared KV cache
     micro_batch_size: int = Field(8, ge=1)
     save_merged: bool = False
 

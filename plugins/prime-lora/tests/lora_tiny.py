@@ -77,3 +77,20 @@ def make_group_samples(seed: int, groups: int = 2, per_group: int = 4) -> list[d
                             "advantage": rng.uniform(-1, 1), "reward": 0.5, "env": "tiny", "example_id": group,
                             "policy_step": 0, "truncated": False})
     return samples
+
+
+def multi_turn_samples(seed: int, count: int) -> list[dict]:
+    """prompt, reply, environment tokens, reply (and sometimes a third turn): loss tokens in several runs."""
+    rng = random.Random(seed)
+    samples = []
+    for _ in range(count):
+        ids, mask = [], []
+        for turn in range(rng.randint(2, 3)):
+            context = [rng.randrange(1, VOCAB) for _ in range(rng.randint(2, 6) if turn else rng.randint(4, 9))]
+            reply = [rng.randrange(1, VOCAB) for _ in range(rng.randint(1, 6))]
+            ids += context + reply
+            mask += [0] * len(context) + [1] * len(reply)
+        samples.append({"input_ids": ids, "loss_mask": mask,
+                        "inference_logprobs": [0.0 if not m else -4.6 + rng.uniform(-0.3, 0.3) for m in mask],
+                        "advantage": rng.uniform(-1, 1)})
+    return samples

@@ -125,17 +125,19 @@ def test_prune_checkpoints_keeps_the_newest_and_every_interval(tmp_path):
     assert kept == [3, 6, 9, 10]
 
 
-def test_merged_model_only_at_checkpoint_steps_and_equal_to_peft_merge(model_path, tmp_path, monkeypatch):
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])  # bfloat16: the training dtype on CUDA
+def test_merged_model_only_at_checkpoint_steps_and_equal_to_peft_merge(model_path, tmp_path, monkeypatch, dtype):
     import copy
 
     from peft import PeftModel
+    from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
 
     out = tmp_path / "merged"
     for step in (1, 2, 3):
         write_batch(out, step, make_samples(step))
     config = tiny_config(out, max_steps=3, **{"trainer.save_merged": True, "orchestrator.max_async_level": 5,
-                                              "trainer.ckpt": {"interval": 2}})
+                                              "trainer.ckpt": {"interval": 2}, "model.dtype": dtype})
 
     real_deepcopy = copy.deepcopy
 
@@ -149,10 +151,13 @@ def test_merged_model_only_at_checkpoint_steps_and_equal_to_peft_merge(model_pat
     monkeypatch.undo()
     has_merged = [s for s in (1, 2, 3) if (out / "weights" / f"step_{s}" / "merged").is_dir()]
     assert has_merged == [2, 3]  # checkpoint step 2 and the last step
-    merged = AutoModelForCausalLM.from_pretrained(out / "weights" / "step_3" / "merged")
+    folder = out / "weights" / "step_3" / "merged"
+    trained = getattr(torch, dtype)  # saved in the training (base) dtype, whatever the loader's default
+    assert {t.dtype for f in folder.glob("*.safetensors") for t in load_file(str(f)).values()} == {trained}
+    merged = AutoModelForCausalLM.from_pretrained(folder, dtype=trained)
     assert not any("lora" in name for name, _ in merged.named_parameters())
-    base = AutoModelForCausalLM.from_pretrained(model_path)
+    base = AutoModelForCausalLM.from_pretrained(model_path, dtype=trained)
     reference = PeftModel.from_pretrained(base, str(out / "weights" / "step_3")).merge_and_unload()
     ids = torch.tensor([[3, 14, 15, 9, 26]])
-    with torch.no_grad():
-        assert torch.allclose(merged(input_ids=ids).logits, reference(input_ids=ids).logits, atol=1e-5)
+    with torch.no_grad():  # the same weights, both run in fp32
+        assert torch.allclose(merged.float()(input_ids=ids).logits, reference.float()(input_ids=ids).logits, atol=1e-5)

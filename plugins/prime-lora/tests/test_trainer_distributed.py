@@ -40,7 +40,10 @@ TRUNCATED = {"orchestrator.sampling.top_k": 20, "orchestrator.sampling.top_p": 0
 
 @pytest.mark.parametrize(("fsdp", "sampling"), [(True, {}), (False, {}), (True, TRUNCATED)],
                          ids=["fsdp", "replicas", "fsdp-truncated-sampling"])
-def test_two_ranks_match_one_process(tmp_path, fsdp, sampling):
+def test_two_ranks_match_one_process(tmp_path, monkeypatch, fsdp, sampling):
+    # all on the CPU in fp32 (gloo), also where GPUs are present: CUDA hidden from the ranks, and the
+    # in-process runs (device and dtype from torch.cuda.is_available) told there is none
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     model_path = tiny_model(tmp_path / "tiny")
     single, ranks = tmp_path / "single", tmp_path / "ranks"
     # a group of 3 sharing a prompt (micro-batches of 2 and 1, on the prompt's KV cache) and 2 loners
@@ -52,7 +55,8 @@ def test_two_ranks_match_one_process(tmp_path, fsdp, sampling):
             write_batch(out, step, make_group_samples(20 + step, groups=1, per_group=3) + make_samples(30 + step, count=2))
     train(tiny_config(single, **overrides), single, model_path, None)
     (ranks / "config.json").write_text(tiny_config(ranks, **overrides).model_dump_json())
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1",
+           "CUDA_VISIBLE_DEVICES": ""}
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
                            "-m", "prime_lora.trainer", "--config", str(ranks / "config.json"), "--model-path", model_path],
                           env=env, capture_output=True, text=True, timeout=600)

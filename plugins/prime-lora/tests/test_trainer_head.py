@@ -12,7 +12,7 @@ from lora_tiny import make_samples, tiny_config, tiny_model  # noqa: E402
 
 from prime_lora.trainer.batches import micro_batches  # noqa: E402
 from prime_lora.trainer.logprobs import head_logprobs, inner_model_and_head, token_logprobs  # noqa: E402
-from prime_lora.trainer.model import build_policy  # noqa: E402
+from prime_lora.trainer.model import build_policy, compute_precision  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,8 @@ def test_bf16_model_gets_fp32_head_logits(model_path, tmp_path):
     decoder, head = inner_model_and_head(model)
     with torch.no_grad():
         logp, _ = token_logprobs(model, mb.input_ids, mb.attention_mask, mb.loss_mask, 1.0)
-        hidden = decoder(input_ids=mb.input_ids, attention_mask=mb.attention_mask).last_hidden_state
+        with compute_precision(model, "cpu"):  # the adapters compute in bf16 (mixed precision), as in training
+            hidden = decoder(input_ids=mb.input_ids, attention_mask=mb.attention_mask).last_hidden_state
         positions = hidden[:, :-1][mb.loss_mask[:, 1:].bool()]
         exact = torch.log_softmax(positions.float() @ head.weight.float().T, -1)
         targets = mb.input_ids[:, 1:][mb.loss_mask[:, 1:].bool()]

@@ -95,7 +95,7 @@ def test_training_time_waits_for_the_device(monkeypatch):
 
 
 def test_forward_tokens_count_padding_and_shared_prompts_once(model_path, tmp_path):
-    config = tiny_config(tmp_path, **{"trainer.micro_batch_size": 2})
+    config = tiny_config(tmp_path, **{"trainer.micro_batch_size": 2, "trainer.pack": False})
     model, params, optimizer, scheduler = _trainer(model_path, config)
     samples = make_samples(7, count=5)
     result = train_step(model, optimizer, scheduler, params, samples, config, torch.device("cpu"), 0)
@@ -106,6 +106,10 @@ def test_forward_tokens_count_padding_and_shared_prompts_once(model_path, tmp_pa
     metrics = result.as_metrics()
     assert metrics["forward_tokens_per_s"] == pytest.approx(run / result.train_s)
     assert metrics["tokens_per_s"] == pytest.approx(result.total_tokens / result.train_s)
+    packed = tiny_config(tmp_path, **{"trainer.micro_batch_size": 2})  # packing (the default) runs no padding
+    model, params, optimizer, scheduler = _trainer(model_path, packed)
+    result = train_step(model, optimizer, scheduler, params, samples, packed, torch.device("cpu"), 0)
+    assert result.forward_tokens == result.total_tokens
 
 
 def test_loss_splits_masking_and_mismatch_by_side():

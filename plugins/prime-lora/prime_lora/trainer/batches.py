@@ -1,6 +1,8 @@
-"""rollouts/step_N/batch.jsonl -> padded micro-batches of tensors.
+"""rollouts/step_N/batch.jsonl -> micro-batches of tensors.
 
-With `share_prefix`, the rollouts of one group (same prompt tokens up to the first loss token) go
+By default the samples are packed (packing.py): each micro-batch is one row of at most
+`micro_batch_tokens` tokens holding several samples end to end, so no token is padding. Without
+packing, `micro_batch_size` samples sorted by length are padded to the longest. With `share_prefix`, the rollouts of one group (same prompt tokens up to the first loss token) go
 into micro-batches of their own, marked with the prefix length: the trainer then runs the prompt
 once and the completions on top of its KV cache (logprobs.py), instead of the prompt once per
 rollout. With 8 rollouts of a 60-token prompt and short completions that is ~5x fewer tokens.
@@ -30,6 +32,10 @@ class MicroBatch:
     # any row is padded
     loss_index: torch.Tensor | None = None
     padded: bool = True
+    # a packed row (one row, several samples end to end): each sample's length, and position ids that
+    # restart at 0 at each sample
+    document_lengths: tuple[int, ...] | None = None
+    position_ids: torch.Tensor | None = None
 
     @property
     def loss_tokens(self) -> int:
@@ -50,21 +56,33 @@ def prefix_length(sample: TrainingSample) -> int:
     return next((i for i in range(1, len(mask)) if mask[i]), len(mask))
 
 
+def prefix_groups(samples: list[TrainingSample]) -> dict[tuple[int, ...], list[TrainingSample]]:
+    """Groups of more than one sample with the same prompt (tokens before the first loss token)."""
+    groups: dict[tuple[int, ...], list[TrainingSample]] = {}
+    for sample in samples:
+        groups.setdefault(tuple(sample["input_ids"][:prefix_length(sample)]), []).append(sample)
+    return {key: group for key, group in groups.items() if len(group) > 1 and len(key) > 1}
+
+
+def shared_prefix_batches(group: list[TrainingSample], prefix_len: int, size: int, pad_id: int,
+                          device: torch.device) -> list[MicroBatch]:
+    ordered = sorted(group, key=lambda s: len(s["input_ids"]))
+    return [_pack(ordered[i:i + size], pad_id, device, prefix_len) for i in range(0, len(ordered), size)]
+
+
+def padded_batches(samples: list[TrainingSample], size: int, pad_id: int, device: torch.device) -> list[MicroBatch]:
+    """Samples sorted by length so each micro-batch pads little; the order does not change the sum."""
+    ordered = sorted(samples, key=lambda s: len(s["input_ids"]))
+    return [_pack(ordered[i:i + size], pad_id, device, 0) for i in range(0, len(ordered), size)]
+
+
 def micro_batches(samples: list[TrainingSample], size: int, pad_id: int, device: torch.device,
                   share_prefix: bool = False) -> list[MicroBatch]:
-    """Samples sorted by length so each micro-batch pads little; the order does not change the sum."""
-    groups: dict[tuple[int, ...], list[TrainingSample]] = {}
-    if share_prefix:
-        for sample in samples:
-            groups.setdefault(tuple(sample["input_ids"][:prefix_length(sample)]), []).append(sample)
-    shared = {key: group for key, group in groups.items() if len(group) > 1 and len(key) > 1}
-    out = []
-    for key, group in shared.items():
-        ordered = sorted(group, key=lambda s: len(s["input_ids"]))
-        out += [_pack(ordered[i:i + size], pad_id, device, len(key)) for i in range(0, len(ordered), size)]
-    rest = [s for s in samples if not share_prefix or tuple(s["input_ids"][:prefix_length(s)]) not in shared]
-    ordered = sorted(rest, key=lambda s: len(s["input_ids"]))
-    return out + [_pack(ordered[i:i + size], pad_id, device, 0) for i in range(0, len(ordered), size)]
+    """Padded micro-batches of `size` samples; with `share_prefix`, each prompt group's on its prompt's cache."""
+    shared = prefix_groups(samples) if share_prefix else {}
+    out = [mb for key, group in shared.items() for mb in shared_prefix_batches(group, len(key), size, pad_id, device)]
+    rest = [s for s in samples if not shared or tuple(s["input_ids"][:prefix_length(s)]) not in shared]
+    return out + padded_batches(rest, size, pad_id, device)
 
 
 def _pack(chunk: list[TrainingSample], pad_id: int, device: torch.device, prefix_len: int) -> MicroBatch:

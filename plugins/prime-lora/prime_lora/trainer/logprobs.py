@@ -1,8 +1,10 @@
 """Per-token log-probabilities of the sampled tokens, computed only where the loss needs them.
 
 The LM head runs on the hidden states of loss positions only, in chunks, so a long prompt or a big
-vocabulary does not materialise a (batch, seq, vocab) tensor. The head's matmul runs in fp32 (hidden
-states and weight cast before it, as the sampler's fp32 logits), and backward recomputes each chunk's
+vocabulary does not materialise a (batch, seq, vocab) tensor. The head's logits are fp32: on CUDA with
+a bf16 model its matmuls take the bf16 hidden states and weight on tensor cores with an fp32 result
+(the same products as casting first); elsewhere both are cast to fp32 before it. The log-sum-exp,
+log-probs, entropies and the gradient of the logits are fp32 everywhere. Backward recomputes each chunk's
 logits from the saved hidden states instead of keeping every chunk's (tokens, vocab) fp32 log-softmax:
 saved memory is tokens x hidden, not tokens x vocab x 4 bytes (~5 GB at 8k tokens of Qwen3).
 With top_k / top_p / min_p / repetition_penalty set, each chunk's logits go through the sampler's
@@ -15,7 +17,14 @@ from typing import Any
 
 import torch
 
-from .sampling import SamplingTransform, SeenTokens, first_occurrences, processed_log_probs
+from .model import compute_precision
+from .sampling import (
+    SamplingTransform,
+    SeenTokens,
+    first_occurrences,
+    processed_log_probs,
+    sample_index,
+)
 
 CHUNK_TOKENS = 1024
 
@@ -29,6 +38,7 @@ def inner_model_and_head(model: Any) -> tuple[Any, Any]:
 def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor,
                    temperature: float = 1.0, prefix_len: int = 0, loss_index: torch.Tensor | None = None,
                    padded: bool | None = None, sampling: SamplingTransform | None = None,
+                   position_ids: torch.Tensor | None = None, document_lengths: tuple[int, ...] | None = None,
                    ) -> tuple[torch.Tensor, torch.Tensor]:
     """Log-probs and entropies of the tokens where loss_mask is 1, as flat tensors in row-major order.
 
@@ -39,6 +49,8 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     row starts with the same prefix_len tokens and has no loss token among them: the prefix runs once
     (batch 1) and the rest of the rows run on its KV cache; gradients flow back through the cache.
     `loss_index` and `padded` (MicroBatch's, known on the host) spare two device-to-host syncs.
+    With `document_lengths`, the one row holds samples end to end (packing.py) with `position_ids`
+    restarting at each; attention stays within each sample (packed_attention.py).
     """
     decoder, head = inner_model_and_head(model)
     if padded is None:
@@ -48,17 +60,22 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     start = max(prefix_len, 1)  # the first token a position in `predicting` predicts
     if loss_index is None:
         loss_index = loss_mask[:, start:].flatten().nonzero().squeeze(1)
-    if prefix_len > 0:
-        prefix = decoder(input_ids=input_ids[:1, :prefix_len], use_cache=True)
-        cache = prefix.past_key_values
-        cache.batch_repeat_interleave(input_ids.shape[0])
-        rest = decoder(input_ids=input_ids[:, prefix_len:], attention_mask=attention_mask, past_key_values=cache,
-                       use_cache=True).last_hidden_state
-        last = prefix.last_hidden_state[:, -1:].expand(input_ids.shape[0], 1, -1)
-        predicting = torch.cat([last, rest[:, :-1]], dim=1)  # hidden states predicting tokens prefix_len..
-    else:
-        hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        predicting = hidden[:, :-1]  # predicting tokens 1..
+    with compute_precision(model, input_ids.device.type):  # (the head runs outside: fp32 logits)
+        if prefix_len > 0:
+            prefix = decoder(input_ids=input_ids[:1, :prefix_len], use_cache=True)
+            cache = prefix.past_key_values
+            cache.batch_repeat_interleave(input_ids.shape[0])
+            rest = decoder(input_ids=input_ids[:, prefix_len:], attention_mask=attention_mask, past_key_values=cache,
+                           use_cache=True).last_hidden_state
+            last = prefix.last_hidden_state[:, -1:].expand(input_ids.shape[0], 1, -1)
+            predicting = torch.cat([last, rest[:, :-1]], dim=1)  # hidden states predicting tokens prefix_len..
+        elif document_lengths is not None:
+            lengths = torch.tensor(document_lengths, dtype=torch.long)  # on the host: read there by the attention
+            hidden = decoder(input_ids=input_ids, position_ids=position_ids, packed_lengths=lengths).last_hidden_state
+            predicting = hidden[:, :-1]
+        else:
+            hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            predicting = hidden[:, :-1]  # predicting tokens 1..
     rows, columns = loss_index // predicting.shape[1], loss_index % predicting.shape[1]
     positions = predicting[rows, columns]  # (n, hidden)
     targets = input_ids[:, start:][rows, columns]  # (n,)
@@ -66,7 +83,12 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     seen = None
     if sampling.penalises:
         vocab = head.weight.shape[0] if hasattr(head, "weight") else head.out_features
-        seen = SeenTokens(first_occurrences(input_ids, vocab), rows, columns + start)
+        if document_lengths is None:
+            seen = SeenTokens(first_occurrences(input_ids, vocab), rows, columns + start)
+        else:  # a token was seen when it came earlier in the same sample: one table row per sample
+            samples = sample_index(document_lengths, input_ids.device)
+            seen = SeenTokens(first_occurrences(input_ids, vocab, samples, len(document_lengths)),
+                              samples[columns + start], columns + start)
     return head_logprobs(positions, head, targets, sampling, seen=seen)
 
 
@@ -77,7 +99,7 @@ class _ChunkedHeadLogprobs(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, hidden, weight, bias, targets, sampling, seen, chunk_tokens):
-        weight32 = _fp32(weight)
+        weight32 = _head_weight(hidden, weight)
         bias32 = _fp32(bias) if bias is not None else None
         logps, entropies = [], []
         for start in range(0, hidden.shape[0], chunk_tokens):
@@ -103,10 +125,10 @@ class _ChunkedHeadLogprobs(torch.autograd.Function):
     def backward(ctx, grad_logp, _grad_entropy):
         hidden, weight, bias, targets = ctx.saved_tensors
         need_hidden, need_weight, need_bias = ctx.needs_input_grad[:3]
-        weight32 = _fp32(weight)
+        weight32 = _head_weight(hidden, weight)
         bias32 = _fp32(bias) if bias is not None else None
         grad_hidden = torch.empty_like(hidden) if need_hidden else None
-        grad_weight = torch.zeros_like(weight32) if need_weight else None
+        grad_weight = torch.zeros_like(weight32, dtype=_fp32(weight32).dtype) if need_weight else None
         grad_bias = torch.zeros_like(bias32) if need_bias else None
         for start in range(0, hidden.shape[0], ctx.chunk_tokens):
             chunk = slice(start, start + ctx.chunk_tokens)
@@ -118,7 +140,7 @@ class _ChunkedHeadLogprobs(torch.autograd.Function):
                 grad_logits = _processed_grad_logits(hidden[chunk], weight32, bias32, targets[chunk],
                                                      grad_logp[chunk], ctx.sampling, seen)
             if need_hidden:
-                grad_hidden[chunk] = (grad_logits @ weight32).to(hidden.dtype)
+                grad_hidden[chunk] = _fp32_matmul(grad_logits, weight32).to(hidden.dtype)
             if need_weight:
                 grad_weight.addmm_(grad_logits.T, _fp32(hidden[chunk]))
             if need_bias:
@@ -148,9 +170,28 @@ def _fp32(tensor: torch.Tensor) -> torch.Tensor:
     return tensor if tensor.dtype == torch.float64 else tensor.float()
 
 
+def _tensor_core_head(hidden: torch.Tensor, weight: torch.Tensor) -> bool:
+    """bf16 / fp16 hidden states and head on CUDA: the head's matmuls take those inputs with an fp32 result
+    (tensor cores; the same products as casting both to fp32 first, summed in another order)."""
+    return (hidden.is_cuda and hidden.dtype in (torch.bfloat16, torch.float16) and weight.dtype == hidden.dtype
+            and hasattr(torch.ops.aten.mm, "dtype"))
+
+
+def _head_weight(hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """The head weight as the chunk matmuls take it: as is for tensor cores, else an fp32 copy."""
+    return weight if _tensor_core_head(hidden, weight) else _fp32(weight)
+
+
+def _fp32_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b with an fp32 (or fp64) result; a low-precision `b` takes `a` in its dtype on tensor cores."""
+    if b.dtype in (torch.bfloat16, torch.float16):
+        return torch.mm(a.to(b.dtype), b, out_dtype=torch.float32)
+    return _fp32(a) @ b
+
+
 def _chunk_logits(hidden: torch.Tensor, weight32: torch.Tensor, bias32: torch.Tensor | None,
                   temperature: float) -> torch.Tensor:
-    logits = _fp32(hidden) @ weight32.T
+    logits = _fp32_matmul(hidden, weight32.T)
     if bias32 is not None:
         logits += bias32
     return logits / temperature
@@ -205,6 +246,7 @@ class LossPositionLogprobs(torch.nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, loss_mask: torch.Tensor,
                 temperature: float = 1.0, prefix_len: int = 0, loss_index: torch.Tensor | None = None,
                 padded: bool | None = None, sampling: SamplingTransform | None = None,
+                position_ids: torch.Tensor | None = None, document_lengths: tuple[int, ...] | None = None,
                 ) -> tuple[torch.Tensor, torch.Tensor]:
         return token_logprobs(self.model, input_ids, attention_mask, loss_mask, temperature, prefix_len,
-                              loss_index, padded, sampling)
+                              loss_index, padded, sampling, position_ids, document_lengths)

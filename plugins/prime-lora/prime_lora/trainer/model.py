@@ -29,8 +29,11 @@ def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
+    from .packed_attention import PACKED_SDPA, register
+
+    register()
     torch.manual_seed(config.seed)
-    base = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype)
+    base = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, attn_implementation=PACKED_SDPA)
     base.config.use_cache = False
     lora = config.trainer.model.lora
     peft_config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
@@ -38,12 +41,72 @@ def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype:
     model = get_peft_model(base, peft_config)
     for param in trainable_parameters(model):  # the adapter and its optimizer state; the base stays in `dtype`
         param.data = param.data.to(OPTIMIZATION_DTYPES[config.trainer.model.optimization_dtype])
+    if config.trainer.model.mixed_precision:
+        use_mixed_precision(model, dtype)
     if config.trainer.model.ac is not None:
         checkpoint_layers(model, config.trainer.model.ac.freq)
-    return model.to(device)
+    model = model.to(device)
+    if compiles(config, device):
+        compile_layers(model)
+    return model
+
+
+def compiles(config: RLConfig, device: torch.device) -> bool:
+    choice = config.trainer.model.compile
+    return device.type == "cuda" if choice is None else choice
+
+
+def compile_layers(model: Any, backend: str = "inductor") -> int:
+    """torch.compile each decoder layer in place (as prime-rl does): the elementwise work between the
+    matmuls (norms, RoPE, the gated MLP's activation, the adapters' adds) fuses into few kernels.
+    Attention is excluded (packed_attention.py) and the row length is left to dynamo's automatic
+    dynamic shapes: one recompilation when it first changes, none after. A model whose layers cannot
+    be found keeps running uncompiled, with one line saying so, and a layer that fails to compile runs
+    eagerly (dynamo's suppress_errors). Returns the layers compiled."""
+    from .fsdp import decoder_layers
+
+    try:
+        layers = decoder_layers(model)
+    except RuntimeError:
+        print("trainer: no decoder layer class found; running uncompiled (trainer.model.compile)", flush=True)
+        return 0
+    import torch._dynamo
+
+    torch._dynamo.config.suppress_errors = True  # a layer that fails to compile runs eagerly (with a warning)
+    for layer in layers:
+        layer.compile(backend=backend)
+    return len(layers)
 
 
 OPTIMIZATION_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+LOW_PRECISION = (torch.bfloat16, torch.float16)
+
+
+def use_mixed_precision(model: Any, dtype: torch.dtype) -> bool:
+    """With a low-precision base and fp32 adapters, let the adapters compute in the base's dtype: peft
+    stops casting each adapted projection's input to fp32 (and its output back), and the forward runs
+    under autocast (compute_precision), which casts the small adapter weights instead, differentiably, so
+    their gradients and AdamW's state stay fp32. Returns whether it applies."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    adapters = {p.dtype for p in trainable_parameters(model)}
+    if dtype not in LOW_PRECISION or adapters != {torch.float32}:
+        return False
+    causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
+    for module in causal_lm.get_decoder().modules():  # the decoder runs under autocast; an adapted head does not
+        if isinstance(module, BaseTunerLayer):
+            module.cast_input_dtype_enabled = False
+    model.prime_compute_dtype = dtype
+    return True
+
+
+def compute_precision(model: Any, device_type: str) -> Any:
+    """The context a forward of `model` runs in: autocast to its compute dtype under mixed precision.
+    (Activation checkpointing's recomputation restores the autocast state it saw.)"""
+    import contextlib
+
+    dtype = getattr(model, "prime_compute_dtype", None)
+    return torch.autocast(device_type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
 
 
 def checkpoint_layers(model: Any, freq: int) -> list[int]:

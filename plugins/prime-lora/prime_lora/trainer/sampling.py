@@ -47,16 +47,31 @@ class SamplingTransform:
         return not (self.truncates or self.penalises)
 
 
-def first_occurrences(input_ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
+def first_occurrences(input_ids: torch.Tensor, vocab_size: int, samples: torch.Tensor | None = None,
+                      sample_count: int = 0) -> torch.Tensor:
     """(rows, vocab) int32: the first index at which each token appears in each row, L where it does not.
 
     Token v was seen before index i of row r exactly when first[r, v] < i, so one (rows, vocab) table
     gives every position's seen-set (rows x vocab x 4 bytes: 4.9 MB for 8 rows of a 152k vocabulary).
+    A packed row (one row, `samples`[i] the sample of index i) gets a table row per sample instead,
+    holding indexes into the packed row: a sample's tokens come after its start, so first[s, v] < i
+    then means "earlier in the same sample".
     """
     rows, length = input_ids.shape
+    if samples is not None:
+        first = torch.full((sample_count, vocab_size), length, dtype=torch.int32, device=input_ids.device)
+        flat = samples.to(torch.long) * vocab_size + input_ids[0].clamp(0, vocab_size - 1)
+        index = torch.arange(length, dtype=torch.int32, device=input_ids.device)
+        return first.view(-1).scatter_reduce_(0, flat, index, reduce="amin").view(sample_count, vocab_size)
     first = torch.full((rows, vocab_size), length, dtype=torch.int32, device=input_ids.device)
     index = torch.arange(length, dtype=torch.int32, device=input_ids.device).expand(rows, length)
     return first.scatter_reduce_(1, input_ids.clamp(0, vocab_size - 1), index, reduce="amin")
+
+
+def sample_index(document_lengths: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """For a packed row: the sample each index belongs to."""
+    lengths = torch.tensor(document_lengths, device=device)
+    return torch.repeat_interleave(torch.arange(len(document_lengths), device=device), lengths)
 
 
 @dataclass(frozen=True)

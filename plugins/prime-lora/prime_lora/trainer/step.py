@@ -20,10 +20,12 @@ import torch
 
 from prime_cli.train.plugin_api import RLConfig
 
-from .batches import MicroBatch, loss_token_count, micro_batches
+from .batches import MicroBatch, loss_token_count
 from .distributed import Dist
 from .logprobs import LossPositionLogprobs
 from .loss import policy_loss
+from .packed_attention import supports_packing
+from .packing import plan_micro_batches
 from .sampling import SamplingTransform
 
 GIB = 2**30
@@ -114,7 +116,10 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
     # drops caches) nor when sharded (a cached pass runs the decoder twice, so ranks running different
     # kinds of passes would gather weights a different number of times)
     share = config.trainer.model.ac is None and not dist.sharded
-    batches = micro_batches(samples, config.trainer.micro_batch_size, pad_id, device, share_prefix=share)
+    trainer = config.trainer
+    batches = plan_micro_batches(samples, pack=trainer.pack and supports_packing(model.model),
+                                 budget=trainer.micro_batch_tokens or config.seq_len, size=trainer.micro_batch_size,
+                                 pad_id=pad_id, device=device, share_prefix=share)
     passes = dist.passes(batches) if total else []
     for index, (mb, counts) in enumerate(passes):
         if mb.loss_tokens == 0 and not dist.sharded:
@@ -124,7 +129,8 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
         ran_tokens += forward_tokens(mb)
         with torch.set_grad_enabled(not zero_advantage):  # no signal: the forward only reports metrics
             logp, entropy = model(mb.input_ids, mb.attention_mask, mb.loss_mask, sampling.temperature,
-                                  mb.prefix_len, mb.loss_index, mb.padded, sampling)
+                                  mb.prefix_len, mb.loss_index, mb.padded, sampling, mb.position_ids,
+                                  mb.document_lengths)
             parts = policy_loss(logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, total)
         if not counts:  # a pass that only keeps sharded ranks in step: no gradient, no metrics
             if not zero_advantage:
