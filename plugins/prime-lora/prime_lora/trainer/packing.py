@@ -12,7 +12,7 @@ import torch
 
 from prime_cli.train.plugin_api import TrainingSample
 
-from .batches import MicroBatch
+from .batches import MicroBatch, loss_targets
 
 
 def first_fit_decreasing(lengths: list[int], budget: int) -> list[list[int]]:
@@ -34,8 +34,9 @@ def first_fit_decreasing(lengths: list[int], budget: int) -> list[list[int]]:
 
 def packed_row(samples: list[TrainingSample], device: torch.device, pad_id: int = 0,
                pad_to: int | None = None) -> MicroBatch:
-    """One row of `samples` end to end; with `pad_to`, padded to that many tokens (fixed shapes for
-    compiled code) by a filler sample with no loss tokens."""
+    """One row of `samples` end to end; with `pad_to`, padded to that many tokens by a filler sample with
+    no loss tokens (a fixed row length for a caller that needs one: the trainer does not, as compiled
+    layers take the row length as a dynamic shape)."""
     ids: list[int] = []
     loss_mask: list[int] = []
     positions: list[int] = []
@@ -44,15 +45,13 @@ def packed_row(samples: list[TrainingSample], device: torch.device, pad_id: int 
     lengths: list[int] = []
     for sample in samples:
         n = len(sample["input_ids"])
-        mask = [0] + [int(m) for m in sample["loss_mask"][1:]]  # a sample's first token has no prediction
+        mask, sample_inference, sample_advantages = loss_targets(sample)
         ids += sample["input_ids"]
         loss_mask += mask
         positions += range(n)
         lengths.append(n)
-        for i in range(1, n):
-            if mask[i]:
-                inference.append(float(sample["inference_logprobs"][i]))
-                advantages.append(float(sample["advantage"]))
+        inference += sample_inference
+        advantages += sample_advantages
     filler = (pad_to or 0) - len(ids)
     if filler > 0:
         ids += [pad_id] * filler
@@ -90,22 +89,18 @@ def shared_positions(group: list[TrainingSample], prefix_len: int, size: int) ->
 
 
 def plan_micro_batches(samples: list[TrainingSample], *, pack: bool, budget: int, size: int, pad_id: int,
-                       device: torch.device, share_prefix: bool = False, pad_to_budget: bool = False,
-                       ) -> list[MicroBatch]:
+                       device: torch.device, share_prefix: bool = False) -> list[MicroBatch]:
     """The step's micro-batches: prompt groups on a shared KV cache where that runs clearly fewer token
     positions than packing them (or always, without packing), the other samples packed (or padded)."""
-    from .batches import padded_batches, prefix_groups, prefix_length, shared_prefix_batches
+    from .batches import padded_batches, prefix_groups, split_shared
 
-    shared = {}
-    if share_prefix:
-        for key, group in prefix_groups(samples).items():
-            packed = sum(len(s["input_ids"]) for s in group)
-            if not pack or shared_positions(group, len(key), size) <= SHARE_WHEN_BELOW * packed:
-                shared[key] = group
-    out = [mb for key, group in shared.items() for mb in shared_prefix_batches(group, len(key), size, pad_id, device)]
-    rest = [s for s in samples if not shared or tuple(s["input_ids"][:prefix_length(s)]) not in shared]
+    groups = prefix_groups(samples) if share_prefix else {}
+    shared = {key: group for key, group in groups.items()
+              if not pack or shared_positions(group, len(key), size)
+              <= SHARE_WHEN_BELOW * sum(len(s["input_ids"]) for s in group)}
+    out, rest = split_shared(samples, shared, size, pad_id, device)
     if not rest:
         return out
     if pack:
-        return out + packed_micro_batches(rest, budget, device, pad_id, pad_to_budget)
+        return out + packed_micro_batches(rest, budget, device, pad_id)
     return out + padded_batches(rest, size, pad_id, device)
