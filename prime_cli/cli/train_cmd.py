@@ -8,6 +8,8 @@ import typer
 
 from .errors import fail
 
+PARTS = ("inference", "trainer", "orchestrator")
+
 EPILOG = ("Example: prime train configs/rl/reverse-text-cpu.toml   (check first with --dry-run; "
           "override a key with --set trainer.optim.lr=3e-4; resume with --resume-step 10)")
 
@@ -21,6 +23,9 @@ def train(
     overrides: list[str] | None = typer.Option(None, "--set", metavar="KEY=VALUE", help="Override one config key (repeatable), e.g. --set trainer.optim.lr=3e-4 or --set orchestrator.env[0].args.num_train_examples=100. VALUE is read as TOML when it parses (numbers, true, [1, 2]), else as a string."),
     output_dir: str | None = typer.Option(None, "-o", "--output-dir", help="Output directory (weights/, checkpoints/, logs/, metrics.jsonl). Default: output_dir of the config, else outputs/rl/<first environment id>. A fresh start refuses a folder holding files it would write that no prime run wrote (or a run that trained), and lists them."),
     force: bool = typer.Option(False, "--force", help="On a fresh start, delete exactly the entries of the output directory that the refusal lists (nothing else), then train."),
+    part: str | None = typer.Option(None, "--part", metavar="inference|trainer|orchestrator", help="Run one part of the run alone, on this node (several machines: docs/trainer.md, Scaling). inference: vLLM on inference.host:port until Ctrl-C; trainer: the trainer, owning output_dir; orchestrator: rollouts from the servers in orchestrator.client.base_url, once the trainer part has prepared output_dir (a folder both nodes see)."),
+    slurm_template: Path | None = typer.Option(None, "--slurm-template", metavar="PATH", help="With a [slurm] table: a Jinja2 sbatch template instead of prime-lora's (its variables: docs/trainer.md, Scaling)."),
+    node_rank: int = typer.Option(0, "--node-rank", min=0, help="With --part trainer and [deployment] num_train_nodes > 1: this node's place among the trainer nodes (0 owns output_dir and hosts nothing else; torchrun's rendezvous is at deployment.rdzv_endpoint)."),
 ) -> None:
     """Train a LoRA adapter with RL on environments.
 
@@ -41,26 +46,60 @@ def train(
             fail("give a config file: prime train CONFIG.toml (examples in configs/rl/; see prime train --help)")
         if force and resume_step is not None:
             fail("--force is for a fresh start; a resume (--resume-step) deletes only this run's later steps")
+        if part is not None and part not in PARTS:
+            fail(f"--part {part}: choose one of {', '.join(PARTS)} (or leave it out to run every part here)")
+        if force and part in ("inference", "orchestrator"):
+            fail(f"--force belongs to the trainer part, which owns the output folder, not to --part {part}")
         config, plugin, notes = _prepare(config_path, trainer, overrides or [], output_dir, dry_run)
     except TrainConfigError as exc:
         fail(str(exc))
+    slurm = getattr(config, "slurm", None) is not None and part is None
+    if slurm_template is not None and not slurm:
+        fail("--slurm-template is for a config with a [slurm] table (and no --part)")
+    if slurm_template is not None and not slurm_template.is_file():
+        fail(f"--slurm-template {slurm_template}: no such file (a Jinja2 sbatch template)")
     if dry_run:
         from prime_cli.train.folder_notes import output_dir_notes
 
         _print_dry_run(config, plugin, notes + output_dir_notes(config, resume_step))
-        raise typer.Exit(0)
-    if force and not _accepts_force(plugin):
-        fail(f"--force: the trainer plugin {getattr(plugin, 'name', '?')!r} does not support it; train elsewhere with -o DIR")
+        raise typer.Exit(_slurm(plugin, config, resume_step, True, slurm_template) if slurm else 0)
+    _check_part_flags(config, plugin, part, node_rank, force, slurm)
+    if slurm:
+        raise typer.Exit(_slurm(plugin, config, resume_step, False, slurm_template))
     for note in notes:  # what the dry-run plan would say about the config, once at the start
         typer.echo(note, err=True)
     kwargs = {"force": True} if force else {}
+    if part:
+        kwargs["part"] = part
+    if node_rank:
+        kwargs["node_rank"] = node_rank
     raise typer.Exit(plugin.run(config, Path(config.output_dir), resume_step, **kwargs))
 
 
-def _accepts_force(plugin) -> bool:
+def _check_part_flags(config, plugin, part: str | None, node_rank: int, force: bool, slurm: bool) -> None:
+    if force and not _accepts(plugin, "force"):
+        fail(f"--force: the trainer plugin {getattr(plugin, 'name', '?')!r} does not support it; train elsewhere with -o DIR")
+    nodes = config.deployment.num_train_nodes
+    if node_rank and (part != "trainer" or node_rank >= nodes):
+        fail(f"--node-rank {node_rank} is for --part trainer with [deployment] num_train_nodes above it "
+             f"(num_train_nodes is {nodes}): give 0..{nodes - 1} on the trainer nodes")
+    if nodes > 1 and part is None and not slurm:
+        fail(f"[deployment] num_train_nodes is {nodes}: start each part on its node with --part (trainer nodes: "
+             "--part trainer --node-rank N), or add a [slurm] table; see docs/trainer.md, Scaling")
+    if part and not _accepts(plugin, "part"):
+        fail(f"--part: the trainer plugin {getattr(plugin, 'name', '?')!r} runs every part together; leave --part out")
+
+
+def _slurm(plugin, config, resume_step: int | None, dry_run: bool, template: Path | None) -> int:
+    if not hasattr(plugin, "run_slurm"):
+        fail(f"[slurm]: the trainer plugin {getattr(plugin, 'name', '?')!r} cannot write SLURM jobs; remove the table")
+    return plugin.run_slurm(config, Path(config.output_dir), resume_step, dry_run, template, typer.echo)
+
+
+def _accepts(plugin, keyword: str) -> bool:
     import inspect
 
-    return "force" in inspect.signature(plugin.run).parameters
+    return keyword in inspect.signature(plugin.run).parameters
 
 
 def _prepare(config_path: Path, trainer: str | None, overrides: list[str], output_dir: str | None, dry_run: bool):

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from .config_nodes import ClientConfig, DeploymentConfig, Section, SlurmConfig
 
 # vLLM's sampling penalties that the trainer does not apply to its logits (a non-zero value is refused)
 UNMATCHED_PENALTIES = ("presence_penalty", "frequency_penalty")
@@ -18,10 +20,6 @@ DEFAULT_TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "
 def default_output_dir(env_id: str) -> str:
     """Where a run writes when the config names no output_dir: `outputs/rl/<env id>`."""
     return f"outputs/rl/{env_id.replace('/', '--')}"
-
-
-class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 class ModelConfig(Section):
@@ -233,6 +231,7 @@ class OrchestratorConfig(Section):
     buffer: BufferConfig = Field(default_factory=BufferConfig)
     env: list[EnvEntry] = Field(min_length=1)
     eval: OnlineEvalConfig | None = None
+    client: ClientConfig = Field(default_factory=ClientConfig)
 
     @model_validator(mode="after")
     def _divisible(self) -> OrchestratorConfig:
@@ -307,6 +306,8 @@ class RLConfig(Section):
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     orchestrator: OrchestratorConfig
     inference: InferenceConfig = Field(default_factory=InferenceConfig)
+    deployment: DeploymentConfig = Field(default_factory=DeploymentConfig)
+    slurm: SlurmConfig | None = None
     wandb: WandbConfig | None = None
 
     @property
@@ -348,6 +349,18 @@ class RLConfig(Section):
                              f"inference.model.max_model_len ({self.inference.model.max_model_len}): vLLM refuses a "
                              "call whose prompt + max_tokens exceeds max_model_len, so every rollout would fail; "
                              "lower max_tokens or raise max_model_len (and seq_len with it)")
+        deployment = self.deployment
+        deployment.check_rendezvous(slurm=self.slurm is not None)
+        if deployment.gpus_per_node is not None:
+            for key, ids in (("trainer_gpu_ids", self.trainer_gpu_ids), ("inference_gpu_ids", self.inference_gpu_ids)):
+                if any(i >= deployment.gpus_per_node for i in ids):
+                    raise ValueError(f"{key} {ids} names a GPU beyond deployment.gpus_per_node "
+                                     f"({deployment.gpus_per_node}): GPU ids count from 0 on each node")
+        urls = self.orchestrator.client.base_url
+        if deployment.type == "multi_node" and urls is not None and len(urls) < deployment.num_infer_nodes:
+            raise ValueError(f"deployment.num_infer_nodes is {deployment.num_infer_nodes} but orchestrator.client."
+                             f"base_url names {len(urls)} server{'s' if len(urls) != 1 else ''}: list each inference "
+                             "node's URL")
         lora_rank = self.trainer.model.lora.rank
         if self.inference.max_lora_rank is not None and self.inference.max_lora_rank < lora_rank:
             raise ValueError(f"inference.max_lora_rank ({self.inference.max_lora_rank}) is below "

@@ -6,7 +6,8 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 - The config the TOML file is validated into: `RLConfig` and its sections.
 - The weights a run trains: `training_weights(name)` (`"local"` is the embedded model).
 - Inference: `VllmServer` / `ServerOptions` start a vLLM server; `ManagedProcess` runs a child process
-  group; `free_port`, `port_in_use`; `ServeError` when a server cannot run; `load_adapter` hot-loads
+  group; `free_port`, `port_in_use`, `served_models` (what a server at a URL lists, None when nothing
+  answers); `ServeError` when a server cannot run; `load_adapter` hot-loads
   a PEFT adapter (`AdapterLoadError` when refused), `server_root` is a base URL without `/v1`.
 - Secrets: `env_file_values(config.env_file)`, the variables every part of a run gets (never written).
 - Sampling: `OpenAIChatClient` for an `EndpointSpec` (token ids and logprobs as the server returns them).
@@ -40,7 +41,7 @@ from prime_cli.runs.visible import visible
 from prime_cli.serve.errors import ServeError
 from prime_cli.serve.lora_runtime import AdapterLoadError, load_adapter, server_root
 from prime_cli.serve.process import ManagedProcess
-from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in_use
+from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in_use, served_models
 
 from .config import BufferConfig, LossConfig, RLConfig
 from .contract import API_VERSION, TrainerPlugin
@@ -63,6 +64,6 @@ __all__ = [
     "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
     "VllmServer", "check_resume", "env_file_values", "eval_summary_line",
     "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "load_adapter",
-    "port_in_use", "read_evals", "read_manifest", "server_root", "steps_in", "training_weights",
+    "port_in_use", "read_evals", "read_manifest", "served_models", "server_root", "steps_in", "training_weights",
     "visible", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
 ]

@@ -167,41 +167,49 @@ def _greedy_eval(model: str, url: str, cache: Path, out: Path, args_json: str) -
     return [json.loads(line) for line in results.read_text().splitlines()]
 
 
-def test_prime_eval_runs_the_trained_adapter(trained_run, prime_cache, tmp_path):
+@pytest.fixture(scope="module")
+def lora_server(trained_run, tmp_path_factory, prime_cache):
+    """`prime serve --enable-lora --lora trained=<last adapter>` in a cache of its own: the adapter test
+    sends `-m trained` to it, and the sweep's `-m local` finds it there (the only server that cache records)
+    and loads the other adapters into it at run time, so the two tests share one vLLM start."""
     out, rows, _ = trained_run
-    adapter = out / "weights" / f"step_{len(rows)}"
-    server = ServeProcess(prime_cache, ["--lora", f"trained={adapter}"])
-    try:
-        server.wait_ready()
-        models = json.loads(urllib.request.urlopen(f"{server.url}/models", timeout=30).read())
-        assert "trained" in {m["id"] for m in models["data"]}
-        trained = _greedy_eval("trained", server.url, prime_cache, tmp_path / "trained", env_args(out))
-        base = _greedy_eval("SmolLM2-135M-Instruct", server.url, prime_cache, tmp_path / "base", env_args(out))
-    finally:
+    cache = tmp_path_factory.mktemp("lora-cache")
+    (cache / "models").symlink_to((prime_cache / "models").resolve(), target_is_directory=True)
+    server = ServeProcess(cache, ["--enable-lora", "--lora", f"trained={out / 'weights' / f'step_{len(rows)}'}"])
+    server.wait_ready()
+    yield server
+    if server.proc.poll() is None:
         server.interrupt()
+
+
+def test_prime_eval_runs_the_trained_adapter(trained_run, lora_server, tmp_path):
+    out, _, _ = trained_run
+    models = json.loads(urllib.request.urlopen(f"{lora_server.url}/models", timeout=30).read())
+    assert "trained" in {m["id"] for m in models["data"]}
+    cache = lora_server.cache
+    trained = _greedy_eval("trained", lora_server.url, cache, tmp_path / "trained", env_args(out))
+    base = _greedy_eval("SmolLM2-135M-Instruct", lora_server.url, cache, tmp_path / "base", env_args(out))
     assert len(trained) == len(base) == 6
     completions = lambda rows: [json.dumps(r["completion"]) for r in sorted(rows, key=lambda r: r["example_id"])]  # noqa: E731
     assert completions(trained) != completions(base)  # greedy decoding: any difference is the adapter's
 
 
-def test_the_checkpoint_sweep_evaluates_the_base_and_three_kept_steps(trained_run, prime_cache, tmp_path):
+def test_the_checkpoint_sweep_evaluates_the_base_and_three_kept_steps(trained_run, lora_server, tmp_path):
     """`prime eval run --weights-dir OUT/weights -m local`: the base model and three of the run's kept
-    adapters (step_0, a checkpointed step, the last) on one vLLM started with LoRA, one saved run each."""
+    adapters (step_0, a checkpointed step, the last) on one vLLM with runtime LoRA, one saved run each."""
     out, rows, _ = trained_run
     last = len(rows)
     kept = sorted(int(p.name.split("_")[1]) for p in (out / "weights").iterdir())
     middle = next(s for s in kept if 0 < s < last)
     args = ["reverse-text", "--weights-dir", str(out / "weights"), "--steps", f"0,{middle},{last}", "-m", "local",
             "-n", "4", "-r", "2", "-T", "0", "-a", env_args(out), "-o", str(tmp_path / "evals")]
-    # a cache without the session's `prime serve` record (that server has no LoRA, and the sweep refuses
-    # such a server in one line): the sweep starts its own vLLM with runtime LoRA loading, as for a user
-    # with no server running; the embedded model is shared
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    (cache / "models").symlink_to((prime_cache / "models").resolve(), target_is_directory=True)
+    # the cache of lora_server, not the session's (whose server has no LoRA: the sweep refuses it in one
+    # line): `-m local` takes the running `prime serve --enable-lora`, as for a user who keeps one running
+    # (starting its own LoRA-enabled vLLM is local_endpoint's lora_rank branch, unit-tested)
     proc = subprocess.run([sys.executable, "-m", "prime_cli", "eval", "run", *args], cwd=REPO, timeout=900,
-                          env=prime_env({"PRIME_CACHE_DIR": str(cache)}), capture_output=True, text=True)
+                          env=prime_env({"PRIME_CACHE_DIR": str(lora_server.cache)}), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"using the local server at {lora_server.url}" in proc.stderr
     runs = {}
     for meta_path in (tmp_path / "evals").rglob("metadata.json"):
         meta = json.loads(meta_path.read_text())

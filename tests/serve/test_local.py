@@ -89,3 +89,32 @@ def test_prime_serve_bad_model_folder_is_one_line_exit_2(tmp_path):
     done = run_prime(["serve", str(tmp_path)], cwd=REPO)
     assert done.returncode == 2
     assert done.stderr.strip() == f"error: {tmp_path} is not a model folder: it has no config.json (save one with transformers' save_pretrained)"
+
+
+def test_with_a_lora_rank_and_no_server_running_one_is_started_with_runtime_lora(cache, monkeypatch):
+    """The checkpoint sweep's `-m local` with nothing running: vLLM starts with --enable-lora at a rank vLLM takes."""
+    started = []
+
+    class FakeVllm:
+        def __init__(self, options, log):
+            self.options, self.pid = options, 4242
+            started.append(self)
+
+        def start(self):
+            self.running = True
+
+        def wait_ready(self, tick):
+            pass
+
+        def stop(self):
+            self.running = False
+
+    monkeypatch.setattr(local, "VllmServer", FakeVllm)
+    monkeypatch.setattr(local, "ensure_embedded_model", lambda status: Path("/models/smollm2"))
+    messages = []
+    with local.local_endpoint(messages.append, lora_rank=8) as endpoint:
+        assert endpoint.started_here and started[0].running
+    (server,) = started
+    assert server.options.enable_lora and server.options.max_lora_rank == local.vllm_lora_rank(8) >= 8
+    assert not server.running  # stopped with the run
+    assert any("with runtime LoRA loading" in m for m in messages)

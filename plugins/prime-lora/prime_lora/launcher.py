@@ -8,6 +8,7 @@ an error never hides in another process's log.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import sys
@@ -35,7 +36,7 @@ from prime_cli.train.plugin_api import (
 from . import run_dir
 from .devices import cpu_split, has_cuda, part_env
 from .orchestrator.rollout_errors import FATAL_PREFIX, FAULT_EXIT_CODE
-from .progress import WANDB_NOTICE, MetricsTail, NoticeTail, reward_curve, step_line
+from .progress import SERVER_NOTICE, WANDB_NOTICE, MetricsTail, NoticeTail, reward_curve, step_line
 
 VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
 POLL_S = 0.5
@@ -107,18 +108,26 @@ def inference_options(config: RLConfig, model_path: str, served_name: str) -> Se
         kv_cache_gib=inference.kv_cache_gib, extra_args=extra + list(inference.vllm_args))
 
 
-def trainer_command(config: RLConfig, config_path: Path, resume_step: int | None) -> list[str]:
+def trainer_command(config: RLConfig, config_path: Path, resume_step: int | None, node_rank: int = 0) -> list[str]:
     module = ["-m", "prime_lora.trainer", "--config", str(config_path)]
     if resume_step is not None:
         module += ["--resume-step", str(resume_step)]
-    if has_cuda() and len(config.trainer_gpu_ids) > 1:  # FSDP: one process per trainer GPU
-        return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                f"--nproc-per-node={len(config.trainer_gpu_ids)}", *module]
+    per_node = len(config.trainer_gpu_ids) if has_cuda() else 1  # FSDP: one process per trainer GPU
+    nodes = config.deployment.num_train_nodes
+    if nodes > 1:  # this node's agent of torchrun's c10d rendezvous (the same id on every node: the run's folder)
+        run_id = hashlib.sha1(str(config_path.parent.resolve()).encode()).hexdigest()[:16]
+        return [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes}", f"--node-rank={node_rank}",
+                "--rdzv-backend=c10d", f"--rdzv-endpoint={config.deployment.rdzv_endpoint}", f"--rdzv-id={run_id}",
+                f"--nproc-per-node={per_node}", *module]
+    if per_node > 1:
+        return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={per_node}", *module]
     return [sys.executable, *module]
 
 
-def orchestrator_command(config_path: Path, base_url: str, resume_step: int | None) -> list[str]:
-    command = [sys.executable, "-m", "prime_lora.orchestrator", "--config", str(config_path), "--base-url", base_url]
+def orchestrator_command(config_path: Path, base_urls: list[str], resume_step: int | None) -> list[str]:
+    command = [sys.executable, "-m", "prime_lora.orchestrator", "--config", str(config_path)]
+    for url in base_urls:
+        command += ["--base-url", url]
     return command + (["--resume-step", str(resume_step)] if resume_step is not None else [])
 
 
@@ -126,13 +135,15 @@ class Run:
     """One training run's processes and the watch loop over them."""
 
     def __init__(self, config: RLConfig, output_dir: Path, resume_step: int | None, console: Console,
-                 parts_config: Path | None = None):
+                 parts_config: Path | None = None, part: str | None = None, node_rank: int = 0):
         self.config, self.output_dir, self.resume_step, self.console = config, output_dir, resume_step, console
+        self.part = part  # None: every part here; "trainer" or "orchestrator": that one alone (parts.py)
+        self.node_rank = node_rank  # of the trainer's nodes ([deployment] num_train_nodes)
         self.layout = TrainingRunLayout(output_dir)
         self.logs = self.layout.logs_dir
         self.config_path = parts_config or self.layout.config_path  # what the parts read
         self.inference: InferenceServer | None = None
-        self.trainer = ManagedProcess(self.layout.log_path("trainer"))
+        self.trainer = ManagedProcess(self.layout.log_path("trainer" if not node_rank else f"trainer_node{node_rank}"))
         self.orchestrator = ManagedProcess(self.layout.log_path("orchestrator"))
         self.metrics = MetricsTail(self.layout.metrics_path)
         self.metrics.poll()  # a resumed run's earlier steps are not printed again, nor counted
@@ -140,6 +151,7 @@ class Run:
         self.evals = MetricsTail(self.layout.evals_path)  # [orchestrator.eval]: one line per eval
         self.evals.poll()
         self.trainer_notices = NoticeTail(self.layout.log_path("trainer"), WANDB_NOTICE)
+        self.server_notices = NoticeTail(self.layout.log_path("orchestrator"), SERVER_NOTICE)
         self.pending_notices: list[tuple[int, str]] = []  # (the trainer's step before it, line)
         self.shown_step = resume_step or 0
         # env_file variables for every part (read here, kept in memory only, never written or logged)
@@ -149,6 +161,23 @@ class Run:
         return {"inference": self.inference, "trainer": self.trainer, "orchestrator": self.orchestrator}
 
     def start(self) -> None:
+        urls = self.config.orchestrator.client.base_url
+        if self.part != "orchestrator":
+            if urls is None and self.part is None:
+                self.start_inference()
+            # the trainer loads its model while vLLM starts; the orchestrator needs vLLM up
+            self.trainer.start_command(trainer_command(self.config, self.config_path, self.resume_step, self.node_rank),
+                                       {**part_env(self.config.trainer_gpu_ids, cpus=cpu_split()[1], part="trainer"),
+                                        **self.extra_env},
+                                       cwd=Path.cwd())
+        if self.inference is not None:
+            self.wait_for_inference()
+            urls = [self.inference.options.url]
+        if self.part != "trainer":
+            self.orchestrator.start_command(orchestrator_command(self.config_path, urls, self.resume_step),
+                                            {**part_env([]), **self.extra_env}, cwd=Path.cwd())
+
+    def start_inference(self) -> None:
         from prime_cli.train.plugin_api import training_weights
 
         resolved = training_weights(self.config.model.name)
@@ -156,11 +185,8 @@ class Run:
         self.inference = InferenceServer(options, self.layout.log_path("inference"), self.config.inference_gpu_ids,
                                          self.extra_env)
         self.inference.start()
-        # the trainer loads its model while vLLM starts; the orchestrator needs vLLM up
-        self.trainer.start_command(trainer_command(self.config, self.config_path, self.resume_step),
-                                   {**part_env(self.config.trainer_gpu_ids, cpus=cpu_split()[1], part="trainer"),
-                                    **self.extra_env},
-                                   cwd=Path.cwd())
+
+    def wait_for_inference(self) -> None:
         with self.console.status("starting vLLM and the trainer") as status:
             started = time.monotonic()
             self.check_alive(during_start=True)
@@ -169,10 +195,8 @@ class Run:
                                                      self.check_alive(during_start=True)))
             except ServeError as exc:
                 raise PartFailure("inference", str(exc)) from None
-            self.console.print(f"[dim]vLLM ready at {options.url} in {time.monotonic() - started:.0f} s "
+            self.console.print(f"[dim]vLLM ready at {self.inference.options.url} in {time.monotonic() - started:.0f} s "
                                f"(log: {self.inference.log_path})[/dim]")
-        self.orchestrator.start_command(orchestrator_command(self.config_path, options.url, self.resume_step),
-                                        {**part_env([]), **self.extra_env}, cwd=Path.cwd())
 
     def check_alive(self, during_start: bool = False) -> bool:
         """Raise PartFailure when a part died; True once the trainer finished every step and the orchestrator
@@ -188,6 +212,8 @@ class Run:
                 trained = True
                 continue
             if name == "orchestrator" and code == 0:
+                if self.part == "orchestrator":
+                    return True  # the trainer part, elsewhere, has the last word on its own node
                 continue  # it finishes its last batch before the trainer finishes its last step
             if name == "orchestrator" and code == FAULT_EXIT_CODE and (cause := fatal_line(part.log_path)):
                 raise RunStopped(cause)
@@ -204,7 +230,7 @@ class Run:
         """New step lines, and the trainer's notices (W&B) each after the step it followed."""
         max_steps = self.config.max_steps
         rows = self.metrics.poll()
-        self.pending_notices += self.trainer_notices.poll()
+        self.pending_notices += self.trainer_notices.poll() + self.server_notices.poll()
         if rows:
             self.promote_config()
         for row in rows:
@@ -238,6 +264,8 @@ class Run:
 
     def promote_config(self) -> None:
         """A resume's changed config becomes config.json once the resumed run has trained a step."""
+        if self.part == "orchestrator":
+            return  # the trainer part owns the folder's files
         if self.config_path == self.layout.pending_config_path and self.config_path.exists():
             os.replace(self.config_path, self.layout.config_path)
 
@@ -256,7 +284,9 @@ class Run:
         if steps:
             # a resume that never trained a step keeps its changed config in config.pending.json
             config = self.config_path if self.config_path.exists() else self.layout.config_path
-            return f"{done}; continue with: prime train {config} --resume-step {steps[-1]}"
+            part = f" --part {self.part}" if self.part else ""
+            part += f" --node-rank {self.node_rank}" if self.node_rank else ""
+            return f"{done}; continue with: prime train {config} --resume-step {steps[-1]}{part}"
         every = f"no checkpoint was written yet (every {self.config.trainer.ckpt.interval} steps)"
         trained_here = [step for step in self.layout.weight_steps() if step > 0]
         if trained_here:
@@ -266,9 +296,32 @@ class Run:
         return f"{done}; {every}: start it again with the same command"
 
 
-def launch(config: RLConfig, output_dir: Path, resume_step: int | None = None, force: bool = False) -> int:
+def launch(config: RLConfig, output_dir: Path, resume_step: int | None = None, force: bool = False,
+           part: str | None = None, node_rank: int = 0) -> int:
+    """The whole run here (part None), or one part of it (parts.py)."""
+    from .parts import PartError, check_servers, serve_inference, wait_for_trainer, write_marker
+
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     output_dir = output_dir.resolve()
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        if part == "inference":
+            return serve_inference(config, console)
+        if part == "orchestrator" and not config.orchestrator.client.base_url:
+            raise PartError("--part orchestrator samples from the servers in orchestrator.client.base_url; set it "
+                            "to the inference parts' URLs (e.g. --set orchestrator.client.base_url='[\"http://node1:8400/v1\"]')")
+        if part in (None, "orchestrator"):
+            check_servers(config)
+        if part == "orchestrator" or node_rank > 0:  # the trainer part of node 0 owns the folder
+            config_path = wait_for_trainer(TrainingRunLayout(output_dir), console)
+            return _run(Run(config, output_dir, resume_step, console, config_path, part, node_rank), console)
+    except PartError as exc:
+        console.print(f"[bold red]error:[/] {escape(str(exc))}")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     try:
         prepared = run_dir.prepare(config, output_dir, resume_step, force)
     except run_dir.RunDirError as exc:
@@ -277,7 +330,9 @@ def launch(config: RLConfig, output_dir: Path, resume_step: int | None = None, f
     for note in prepared.notes:
         console.print(note, highlight=False, markup=False)
     try:
-        return _run(Run(config, output_dir, resume_step, console, prepared.config_path), console)
+        if part == "trainer":
+            write_marker(TrainingRunLayout(output_dir), prepared.config_path)
+        return _run(Run(config, output_dir, resume_step, console, prepared.config_path, part), console)
     finally:
         prepared.lock.release()
 

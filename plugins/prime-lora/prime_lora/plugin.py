@@ -19,10 +19,18 @@ class LoraTrainerPlugin:
     config_model = RLConfig
     description = "LoRA RL: vLLM inference, an orchestrator over prime environments, a torch + peft trainer"
 
-    def run(self, config: RLConfig, output_dir: Path, resume_step: int | None = None, force: bool = False) -> int:
+    def run(self, config: RLConfig, output_dir: Path, resume_step: int | None = None, force: bool = False,
+            part: str | None = None, node_rank: int = 0) -> int:
         from .launcher import launch
 
-        return launch(config, Path(output_dir), resume_step, force)
+        return launch(config, Path(output_dir), resume_step, force, part, node_rank)
+
+    def run_slurm(self, config: RLConfig, output_dir: Path, resume_step: int | None, dry_run: bool,
+                  template: Path | None, echo) -> int:
+        """[slurm]: write the run's sbatch script under OUTPUT_DIR/slurm/ and submit it (not with dry_run)."""
+        from .slurm import run_slurm
+
+        return run_slurm(config, Path(output_dir), resume_step, dry_run, template, echo)
 
 
 plugin: TrainerPlugin = LoraTrainerPlugin()

@@ -9,6 +9,7 @@ from typing import Any
 
 # the prefix of the trainer's W&B lines (fallback to offline, the sync command), relayed to the terminal
 WANDB_NOTICE = "W&B: "
+SERVER_NOTICE = "inference server "  # the orchestrator dropped a server of orchestrator.client.base_url
 
 
 def read_complete_lines(path: Path, offset: int) -> bytes:

@@ -28,7 +28,7 @@ from prime_cli.train.plugin_api import (
     write_text_atomic,
 )
 
-__all__ = ["PreparedDir", "RunDirError", "checkpoint_steps", "prepare", "steps_in"]
+__all__ = ["PreparedDir", "RunDirError", "check", "checkpoint_steps", "prepare", "steps_in"]
 
 
 class RunDirError(Exception):
@@ -96,6 +96,17 @@ def _lock(layout: TrainingRunLayout) -> FolderLock:
         return FolderLock.acquire(layout)
     except FolderBusy as exc:
         raise RunDirError(str(exc)) from None
+
+
+def check(config: Any, output_dir: Path, resume_step: int | None) -> None:
+    """The read-only checks of prepare (a job submitted elsewhere refuses what its trainer part would)."""
+    layout = TrainingRunLayout(output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise RunDirError(f"{output_dir} is a file, not a folder: give -o a folder (new or a training run's)")
+    if resume_step is None:
+        _check_fresh(layout, force=False)
+    else:
+        _check_resume(layout, config, resume_step)
 
 
 def prepare(config: Any, output_dir: Path, resume_step: int | None, force: bool = False) -> PreparedDir:

@@ -1,4 +1,4 @@
-"""python -m prime_lora.orchestrator --config OUT/config.json --base-url URL [--resume-step K]
+"""python -m prime_lora.orchestrator --config OUT/config.json --base-url URL [--base-url URL2 ...] [--resume-step K]
 
 Exit codes: 0 every batch written; 1 the inference server failed; 3 a step failed past
 orchestrator.max_error_rate or left no trainable sample (the last stderr line: `fatal: <cause>`)."""
@@ -14,19 +14,20 @@ from prime_cli.train.plugin_api import RLConfig
 
 from .loop import EndpointDown, StepFault, run
 from .rollout_errors import FATAL_PREFIX, FAULT_EXIT_CODE
+from .servers import NoServerLeft
 from .weights import AdapterLoadError
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m prime_lora.orchestrator")
     parser.add_argument("--config", required=True, type=Path)
-    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--base-url", required=True, action="append", help="an inference server (repeatable)")
     parser.add_argument("--resume-step", type=int, default=None)
     args = parser.parse_args(argv)
     config = RLConfig.model_validate_json(args.config.read_text())
     try:
         return asyncio.run(run(config, args.config.parent, args.base_url, args.resume_step))
-    except (EndpointDown, AdapterLoadError) as exc:
+    except (EndpointDown, NoServerLeft, AdapterLoadError) as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 1
     except StepFault as exc:  # the last line written: the launcher shows its cause

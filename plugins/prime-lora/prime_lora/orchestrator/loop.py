@@ -36,6 +36,7 @@ from .rollout_errors import (
 )
 from .sampler import EnvRows, EnvSampler
 from .samples import NoTokens, policy_error_types, rollout_samples
+from .servers import InferencePool, InferenceServerHandle, ServerDown
 from .weights import PolicyWeights
 
 FATAL_ERROR_TYPES = {"FatalEndpointError"}
@@ -131,7 +132,27 @@ async def sample_group(entry: EnvRows, row: dict[str, Any], client: Any, config:
     return group
 
 
-async def collect_batch(sampler: EnvSampler, client: Any, config: RLConfig, buffer: SurplusGroups | None = None,
+def as_pool(servers: InferencePool | Any) -> InferencePool:
+    """A pool as given, or one server around a bare client."""
+    return servers if isinstance(servers, InferencePool) else InferencePool([InferenceServerHandle("", servers)])
+
+
+async def sample_group_on(pool: InferencePool, entry: EnvRows, row: dict[str, Any], config: RLConfig,
+                          policy_step: int, errors: ErrorLog) -> Group:
+    """sample_group on one of the pool's servers, sampled again elsewhere if that server went down."""
+    async def on(server: InferenceServerHandle) -> Group:
+        try:
+            return await sample_group(entry, row, server.client, config, policy_step, errors)
+        except EndpointDown as exc:
+            if len(pool.servers) == 1:
+                raise
+            raise ServerDown(str(exc)) from None
+
+    return await pool.run_group(on, failed_here=lambda group: bool(group.errors))
+
+
+async def collect_batch(sampler: EnvSampler, servers: InferencePool | Any, config: RLConfig,
+                        buffer: SurplusGroups | None = None,
                         policy_step: int = 0, min_policy_step: int = 0, errors: ErrorLog | None = None,
                         step: int = 0) -> BatchStats:
     """Groups from the surplus buffer (none sampled before min_policy_step), then rounds of (oversampled)
@@ -142,6 +163,7 @@ async def collect_batch(sampler: EnvSampler, client: Any, config: RLConfig, buff
     orch = config.orchestrator
     needed = orch.batch_size // orch.rollouts_per_example
     log = errors if errors is not None else ErrorLog()
+    pool = as_pool(servers)
     stats = BatchStats()
     if buffer is not None:
         reused, stats.stale_dropped = buffer.take(needed, min_policy_step)
@@ -155,7 +177,7 @@ async def collect_batch(sampler: EnvSampler, client: Any, config: RLConfig, buff
             break
         rounds += 1
         draws = [sampler.next() for _ in range(math.ceil(orch.oversampling_factor * missing))]
-        groups = await asyncio.gather(*(sample_group(entry, row, client, config, policy_step, log)
+        groups = await asyncio.gather(*(sample_group_on(pool, entry, row, config, policy_step, log)
                                         for entry, row in draws))
         stats.groups_sampled += len(groups)
         stats.all_groups.extend(groups)
@@ -193,34 +215,37 @@ def checkpoint_path(output_dir: Path, step: int) -> Path:
     return TrainingRunLayout(output_dir).orchestrator_checkpoint(step)
 
 
-async def run(config: RLConfig, output_dir: Path, base_url: str, resume_step: int | None) -> int:
+async def run(config: RLConfig, output_dir: Path, base_urls: str | list[str], resume_step: int | None) -> int:
     from prime_cli.train.plugin_api import EndpointSpec, OpenAIChatClient
 
-    spec = EndpointSpec("policy", config.policy_name, base_url, None)
-    client = OpenAIChatClient(spec, max_concurrent=config.orchestrator.max_concurrent, return_token_ids=True)
-    eval_client = None
-    if config.orchestrator.eval is not None:
-        eval_client = OpenAIChatClient(spec, max_concurrent=config.orchestrator.max_concurrent)
+    base_urls = [base_urls] if isinstance(base_urls, str) else base_urls
+    servers = []
+    for index, url in enumerate(base_urls):
+        spec = EndpointSpec(f"policy-{index}", config.policy_name, url, None)
+        client = OpenAIChatClient(spec, max_concurrent=config.orchestrator.max_concurrent, return_token_ids=True)
+        eval_client = (OpenAIChatClient(spec, max_concurrent=config.orchestrator.max_concurrent)
+                       if config.orchestrator.eval is not None else None)
+        servers.append(InferenceServerHandle(url, client, eval_client))
+    pool = InferencePool(servers)
     try:
-        await run_steps(config, output_dir, base_url, resume_step or 0, client, eval_client)
+        await run_steps(config, output_dir, pool, resume_step or 0)
     finally:  # closed here: left to the garbage collector, they log "Event loop is closed" after the last line
-        for each in (client, eval_client):
-            if each is not None:
-                await each.aclose()
+        await pool.aclose()
     return 0
 
 
-async def run_steps(config: RLConfig, output_dir: Path, base_url: str, start: int, client: Any,
-                    eval_client: Any) -> None:
+async def run_steps(config: RLConfig, output_dir: Path, pool: InferencePool, start: int) -> None:
     sampler = EnvSampler(load_env_rows(config), seed=config.orchestrator_seed)
     buffer = SurplusGroups()
     if start:
         saved = json.loads(checkpoint_path(output_dir, start).read_text())
         sampler.restore(saved["sampler"])
         buffer.restore(saved.get("surplus", []))
-    weights = PolicyWeights(output_dir, base_url, config.policy_name)
+    weights = PolicyWeights(output_dir, pool, config.policy_name)
     errors = ErrorLog()
-    online = OnlineEval(config, output_dir, base_url, eval_client, start) if eval_client is not None else None
+    # online evals run on the first server (another one's failure mid-eval ends that eval, not the run)
+    online = (OnlineEval(config, output_dir, pool.primary.url, pool.primary.eval_client, start)
+              if config.orchestrator.eval is not None else None)
     for step in range(start + 1, config.max_steps + 1):
         step_started = time.perf_counter()
         oldest_allowed = max(0, step - 1 - config.orchestrator.max_async_level)
@@ -231,7 +256,7 @@ async def run_steps(config: RLConfig, output_dir: Path, base_url: str, start: in
             online.start_if_due(weights.loaded)
         generation_started = time.perf_counter()
         errors.begin_step(step)
-        stats = await collect_batch(sampler, client, config, buffer, weights.loaded or 0, oldest_allowed, errors, step)
+        stats = await collect_batch(sampler, pool, config, buffer, weights.loaded or 0, oldest_allowed, errors, step)
         generation_s = time.perf_counter() - generation_started
         samples = [s for group in stats.kept for s in group_samples(group)]
         if stats.fault:

@@ -18,6 +18,8 @@ from prime_cli.train.plugin_api import (
     server_root,
 )
 
+from .servers import InferencePool, InferenceServerHandle
+
 
 def newest_step(output_dir: Path) -> int | None:
     steps = TrainingRunLayout(output_dir).weight_steps()
@@ -48,10 +50,13 @@ def reset_prefix_cache(base_url: str, attempts: int = 50, wait_s: float = 0.1, t
 
 
 class PolicyWeights:
-    """Tracks the loaded weights step; waits for the trainer when the batch may not be older."""
+    """Tracks the loaded weights step; waits for the trainer when the batch may not be older. Each adapter
+    goes into every live inference server before any group samples from it."""
 
-    def __init__(self, output_dir: Path, base_url: str, name: str, poll_s: float = 0.2):
-        self.output_dir, self.base_url, self.name, self.poll_s = output_dir, base_url, name, poll_s
+    def __init__(self, output_dir: Path, servers: str | InferencePool, name: str, poll_s: float = 0.2):
+        self.output_dir, self.name, self.poll_s = output_dir, name, poll_s
+        self.pool = servers if isinstance(servers, InferencePool) else \
+            InferencePool([InferenceServerHandle(servers, None)])
         self.loaded: int | None = None
         self.last_load_s = 0.0
         self.last_before_load_s = 0.0  # of that wait: for the online eval on the old weights to end
@@ -81,12 +86,23 @@ class PolicyWeights:
                 self.last_before_load_s = loop.time() - before
                 waited += self.last_before_load_s
             path = TrainingRunLayout(self.output_dir).weights_dir(newest)
-            await asyncio.to_thread(load_adapter, self.base_url, self.name, path)
-            if not await asyncio.to_thread(reset_prefix_cache, self.base_url) and not self.warned:
-                self.warned = True
-                print("warning: the inference server has no /reset_prefix_cache (start vLLM with "
-                      "VLLM_SERVER_DEV_MODE=1): cached prompt blocks may come from older weights",
-                      file=sys.stderr, flush=True)
+            await self.pool.for_each_live(lambda server: self._load(server, path, first=self.loaded is None),
+                                          AdapterLoadError, strict=self.loaded is None)
             self.loaded = newest
             self.last_load_s = loop.time() - started - waited
         return waited
+
+    async def _load(self, server: InferenceServerHandle, path: Path, first: bool) -> None:
+        try:
+            await asyncio.to_thread(load_adapter, server.url, self.name, path)
+        except AdapterLoadError as exc:
+            if first and len(self.pool.servers) > 1:  # the run's first load checks that every server sees output_dir
+                raise AdapterLoadError(f"{exc} (every inference server loads the adapters from {self.output_dir}: "
+                                       f"the server at {server.url} must see that folder at the same path, e.g. "
+                                       "on a shared filesystem)") from None
+            raise
+        if not await asyncio.to_thread(reset_prefix_cache, server.url) and not self.warned:
+            self.warned = True
+            print("warning: the inference server has no /reset_prefix_cache (start vLLM with "
+                  "VLLM_SERVER_DEV_MODE=1): cached prompt blocks may come from older weights",
+                  file=sys.stderr, flush=True)
