@@ -27,7 +27,7 @@ SERVED = "tuned"
 def tuned(tmp_path_factory):
     from prime_cli.serve.embedded import ensure_embedded_model
     from prime_cli.train.config import RLConfig
-    from prime_lora.launcher import InferenceServer, inference_options
+    from prime_lora.inference import InferenceServer, inference_options
 
     source = ensure_embedded_model()
     folder = tmp_path_factory.mktemp("model") / "tuned"

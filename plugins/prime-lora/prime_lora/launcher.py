@@ -23,22 +23,18 @@ from prime_cli.train.plugin_api import (
     ManagedProcess,
     RLConfig,
     ServeError,
-    ServerOptions,
     TrainingRunLayout,
-    VllmServer,
     env_file_values,
     eval_summary_line,
-    free_port,
-    port_in_use,
     visible,
 )
 
 from . import run_dir
 from .devices import cpu_split, has_cuda, part_env
+from .inference import InferenceServer, inference_options
 from .orchestrator.rollout_errors import FATAL_PREFIX, FAULT_EXIT_CODE
 from .progress import SERVER_NOTICE, WANDB_NOTICE, MetricsTail, NoticeTail, reward_curve, step_line
 
-VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
 POLL_S = 0.5
 
 
@@ -64,48 +60,6 @@ def fatal_line(log_path: Path) -> str | None:
     except OSError:
         return None
     return next((line[len(FATAL_PREFIX):] for line in reversed(lines) if line.startswith(FATAL_PREFIX)), None)
-
-
-class InferenceServer(VllmServer):
-    """vLLM on the inference devices."""
-
-    def __init__(self, options: ServerOptions, log_path: Path, gpu_ids: list[int],
-                 extra_env: dict[str, str] | None = None):
-        super().__init__(options, log_path)
-        self.gpu_ids, self.extra_env = gpu_ids, extra_env or {}
-
-    def launch_spec(self) -> tuple[list[str], dict[str, str]]:
-        command, env = super().launch_spec()
-        env["VLLM_SERVER_DEV_MODE"] = "1"  # /reset_prefix_cache after each adapter load (orchestrator/weights.py)
-        return command, {**part_env(self.gpu_ids, env, cpus=cpu_split()[0], part="inference"), **self.extra_env}
-
-
-def inference_options(config: RLConfig, model_path: str, served_name: str) -> ServerOptions:
-    inference = config.inference
-    rank = inference.max_lora_rank or config.trainer.model.lora.rank
-    # processed_logprobs: log-probs after penalty, temperature and truncation, as the trainer computes them
-    # (trainer/sampling.py). `--generation-config vllm`: no sampling defaults from the model's
-    # generation_config.json (the orchestrator also sends every value explicitly, orchestrator/loop.py)
-    extra = ["--logprobs-mode", "processed_logprobs", "--generation-config", "vllm", "--seed", str(config.seed)]
-    dtype = config.inference_dtype
-    if dtype != "auto":
-        extra += ["--dtype", dtype]
-    if inference.model.enable_auto_tool_choice:
-        extra.append("--enable-auto-tool-choice")
-    if inference.model.tool_call_parser:
-        extra += ["--tool-call-parser", inference.model.tool_call_parser]
-    if inference.model.reasoning_parser:
-        extra += ["--reasoning-parser", inference.model.reasoning_parser]
-    if inference.tensor_parallel_size > 1:
-        extra += ["--tensor-parallel-size", str(inference.tensor_parallel_size)]
-    if inference.data_parallel_size > 1:
-        extra += ["--data-parallel-size", str(inference.data_parallel_size)]
-    port = inference.port if not port_in_use(inference.host, inference.port) else free_port(inference.host)
-    return ServerOptions(
-        model_path=Path(model_path), served_names=[served_name], host=inference.host, port=port,
-        enable_lora=True, max_lora_rank=next((r for r in VLLM_LORA_RANKS if r >= rank), rank), max_loras=1,
-        max_model_len=inference.model.max_model_len, gpu_memory_utilization=inference.gpu_memory_utilization,
-        kv_cache_gib=inference.kv_cache_gib, extra_args=extra + list(inference.vllm_args))
 
 
 def trainer_command(config: RLConfig, config_path: Path, resume_step: int | None, node_rank: int = 0) -> list[str]:
@@ -234,13 +188,21 @@ class Run:
         if rows:
             self.promote_config()
         for row in rows:
-            self.print_notices(before_step=row.get("step", 0))
-            self.console.print(visible(step_line(row, max_steps, str(self.orchestrator.log_path))), highlight=False,
-                               markup=False)  # error kinds name reward functions and environment errors
+            if self.reports:
+                self.print_notices(before_step=row.get("step", 0))
+                self.console.print(visible(step_line(row, max_steps, str(self.orchestrator.log_path))),
+                                   highlight=False, markup=False)  # error kinds name reward functions and env errors
             status.update(f"step {min(row.get('step', 0) + 1, max_steps)}/{max_steps}")
             self.shown_step = row.get("step", 0)
-        self.print_notices(before_step=self.shown_step + 1)
-        self.print_evals()
+        if self.reports:
+            self.print_notices(before_step=self.shown_step + 1)
+            self.print_evals()
+
+    @property
+    def reports(self) -> bool:
+        """Whether this launcher prints the run's steps: the whole run, or the trainer part of node 0 (one
+        terminal shows them; the orchestrator part and the other trainer nodes only say when they end)."""
+        return self.part in (None, "trainer") and self.node_rank == 0
 
     def print_notices(self, before_step: int) -> None:
         due = [line for after, line in self.pending_notices if after < before_step]
@@ -364,6 +326,11 @@ def _run(run: Run, console: Console) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     run.stop()
+    if not run.reports:
+        who = "orchestrator" if run.part == "orchestrator" else f"trainer node {run.node_rank}"
+        console.print(f"[bold green]{who} done[/] (the run's steps and summary are in the terminal of the trainer "
+                      f"part of node 0; metrics: {run.layout.metrics_path})")
+        return 0
     return summarize(console, run, run.output_dir)
 
 

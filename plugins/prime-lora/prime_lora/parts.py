@@ -81,7 +81,7 @@ def serve_inference(config: RLConfig, console: Console) -> int:
     with runtime LoRA loading, until Ctrl-C; the orchestrator loads each adapter from output_dir."""
     from prime_cli.train.plugin_api import env_file_values, training_weights
 
-    from .launcher import InferenceServer, inference_options
+    from .inference import InferenceServer, inference_options
 
     inference = config.inference
     if port_in_use(inference.host, inference.port):

@@ -42,11 +42,12 @@ def fake_parts(monkeypatch, tmp_path, trainer_code: str, orchestrator_code: str 
         started["inference"] = [str(self.options.port)]
         return [sys.executable, "-c", code], {**os.environ, "PYTHONPATH": str(REPO)}
 
-    def trainer_command(cfg, config_path, resume_step):
+    def trainer_command(cfg, config_path, resume_step, node_rank=0):
         started["trainer"] = [str(config_path), str(resume_step)]
         return [sys.executable, "-c", trainer_code, str(config_path.parent)]
 
-    def orchestrator_command(config_path, base_url, resume_step):
+    def orchestrator_command(config_path, base_urls, resume_step):
+        (base_url,) = base_urls
         started["orchestrator"] = [base_url]
         return [sys.executable, "-c", orchestrator_code, base_url]
 
