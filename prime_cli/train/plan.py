@@ -38,6 +38,11 @@ def _gpus(ids: list[int]) -> str:
 
 
 def _inference(config: Any, gpu: bool) -> PlanPart:
+    urls = config.orchestrator.client.base_url
+    if urls:
+        return PlanPart("inference", f"not started here: {len(urls)} server{'s' if len(urls) != 1 else ''} of "
+                        "orchestrator.client.base_url", [*urls, "each must load adapters at run time from "
+                        f"{config.output_dir} (e.g. `prime train CONFIG --part inference` on its node)"])
     inf = config.inference
     rank = inf.max_lora_rank or config.trainer.model.lora.rank
     details = [f"model {config.model.name}, LoRA adapter {config.policy_name!r} (max rank {rank}), "
@@ -143,7 +148,7 @@ def _trainer(config: Any, gpu: bool) -> PlanPart:
                + (f", activation checkpointing every {tr.model.ac.freq} layer(s)" if tr.model.ac is not None else ""),
                f"{config.max_steps} steps"]
     if not gpu:
-        return PlanPart("trainer", "CPU, one process, float32", details)
+        return PlanPart("trainer", "CPU, one process, float32", details + _nodes(config))
     ids = list(config.trainer_gpu_ids)
     dtype = "bfloat16" if config.model.dtype == "auto" else config.model.dtype
     if len(ids) > 1:
@@ -153,7 +158,15 @@ def _trainer(config: Any, gpu: bool) -> PlanPart:
         where = f"torchrun --nproc_per_node {len(ids)} on {_gpus(ids)}, {dtype}, {split}"
     else:
         where = f"one process on {_gpus(ids)}, {dtype}"
-    return PlanPart("trainer", where, details)
+    return PlanPart("trainer", where, details + _nodes(config))
+
+
+def _nodes(config: Any) -> list[str]:
+    deployment = config.deployment
+    if deployment.num_train_nodes == 1:
+        return []
+    return [f"{deployment.num_train_nodes} nodes, each `prime train CONFIG --part trainer --node-rank N`, meeting at "
+            f"torchrun's c10d rendezvous {deployment.rdzv_endpoint or '(the first trainer node, set by the SLURM job)'}"]
 
 
 def _wandb(config: Any) -> str:

@@ -84,3 +84,26 @@ def test_several_trainer_nodes_without_parts_is_refused_before_anything_starts(t
     missing = run_train([str(write_workspace(tmp_path, model, extra=extra.replace('rdzv_endpoint = "127.0.0.1:29511"', "")))],
                         tmp_path)
     assert missing.returncode == 2 and "deployment.rdzv_endpoint" in missing.stderr
+
+
+@pytest.mark.parametrize(("extra", "named"), [
+    ('[deployment]\nnum_train_nodes = 2\nrdzv_endpoint = "h:1"\n', 'need deployment.type = "multi_node"'),
+    ('[deployment]\ntype = "multi_node"\nrdzv_endpoint = "no-port"\n', "is not HOST:PORT"),
+    ('trainer_gpu_ids = [0, 1, 2]\n[deployment]\ngpus_per_node = 2\n', "beyond deployment.gpus_per_node"),
+    ('[orchestrator.client]\nbase_url = "http://a:1/v1"\n[deployment]\ntype = "multi_node"\nnum_infer_nodes = 2\n',
+     "num_infer_nodes is 2 but orchestrator.client.base_url names 1 server"),
+    ('[slurm]\nrdzv_port = 0\n', "slurm.rdzv_port"),
+    ('[slurm]\nqueue = "x"\n', "slurm.queue"),
+])
+def test_bad_scaling_keys_are_one_line_and_exit_2_before_anything_starts(tmp_path, model, extra, named):
+    config = write_workspace(tmp_path, model)
+    text = config.read_text()
+    if extra.startswith("trainer_gpu_ids"):  # a top-level key goes before the first table
+        first, rest = extra.split("\n", 1)
+        text, extra = first + "\n" + text, rest
+    config.write_text(text + "\n" + extra)
+    done = run_train([str(config), "--dry-run"], tmp_path)
+    assert done.returncode == 2, done.stdout[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and named in lines[0], done.stderr
+    assert not (tmp_path / "outputs").exists()

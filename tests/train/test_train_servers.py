@@ -94,3 +94,16 @@ def test_bad_base_urls_are_one_line_and_exit_2(tmp_path, model, value, named):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "orchestrator.client.base_url" in lines[0] and named in lines[0], done.stderr
+
+
+def test_a_server_that_cannot_load_the_first_adapter_stops_the_run_naming_the_path(tmp_path, model):
+    """Every server loads adapters from output_dir: the first load (step 0) goes to all of them, and one that
+    refuses it (as a vLLM on a node that does not see the folder would) stops the run at once."""
+    with ScriptedOpenAIServer(token_ids=True) as a, ScriptedOpenAIServer(token_ids=True, lora_loads=0) as b:
+        config = write_workspace(tmp_path, model, max_steps=3, extra=client_section(a.url, b.url))
+        done = run_train([str(config)], tmp_path)
+    out = tmp_path / "outputs" / "rl" / "flaky-reward"
+    assert done.returncode == 1, done.stderr
+    assert "must see that folder at the same path" in done.stderr and f"the server at {b.url}" in done.stderr
+    assert str(out / "weights" / "step_0") in done.stderr
+    assert not (out / "rollouts" / "step_1" / "batch.jsonl").exists()  # nothing was sampled
