@@ -151,3 +151,31 @@ def export(
     except EnvConfigError as exc:
         fail(str(exc))
     typer.echo(f"exported {rows} rows to {written}")
+
+
+@eval_app.command("compare")
+def compare(
+    run_a: str = typer.Argument(..., metavar="A", help="The baseline eval run folder (or its results.jsonl)."),
+    run_b: str = typer.Argument(..., metavar="B", help="The eval run compared with it, of the same environment."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as one JSON object."),
+    power: float | None = typer.Option(None, "--power", metavar="DELTA", help="Also say how many paired examples would detect a reward difference of DELTA at 80% power, from the spread observed here."),
+) -> None:
+    """Is B better than A? Pairs the runs on example id and prints B - A with its 95% interval, a p-value
+    (paired t-test on per-example mean rewards, two-sided), how many examples got better, worse or stayed
+    the same, and the same for each metric both runs have. Errored rollouts are left out and counted."""
+    import json
+
+    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.evals.compare import compare_runs, comparison_json, comparison_lines
+
+    if power is not None and power == 0:
+        fail("--power DELTA: give a non-zero difference to detect, e.g. --power 0.05")
+    try:
+        result = compare_runs(run_a, run_b, power)
+    except EnvConfigError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(comparison_json(result)))
+        return
+    for line in comparison_lines(result):
+        typer.echo(line, err=line.startswith("warning: "))

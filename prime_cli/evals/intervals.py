@@ -48,13 +48,18 @@ class PairedComparison:
     unchanged: int
 
     def verdict(self) -> str:
-        numbers = (f"{self.difference:+.3f} [{self.low:+.3f}, {self.high:+.3f}], {format_p(self.p_value)}, "
+        numbers = (f"{signed(self.difference)} [{signed(self.low)}, {signed(self.high)}], {format_p(self.p_value)}, "
                    f"{self.examples} paired examples")
         if self.examples < 2:
             return f"not enough paired examples to tell: {numbers}"
         if self.p_value < 1 - LEVEL:
             return f"B is {'better' if self.difference > 0 else 'worse'}: {numbers}"
         return f"no detectable difference: {numbers}"
+
+
+def signed(x: float) -> str:
+    """+0.123 / -0.123, with rounding noise shown as +0.000 rather than -0.000."""
+    return f"{0.0 if abs(x) < 5e-4 else x:+.3f}"
 
 
 def format_p(p: float) -> str:

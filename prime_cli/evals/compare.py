@@ -1,0 +1,130 @@
+"""`prime eval compare A B`: two saved eval runs of one environment, paired on example id.
+
+Each side's score of an example is the mean over its rollouts that did not error (an errored rollout is
+left out and counted, never scored as 0); the comparison is a paired t-test on the per-example
+differences B - A (prime_cli.evals.intervals), for the reward and for every metric both runs have.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from prime_cli.envs.errors import EnvConfigError
+
+from .intervals import PairedComparison, examples_needed, format_p, paired_comparison, signed
+from .results import EvalRun, load_run
+from .row_values import example_key
+
+
+class CompareError(EnvConfigError):
+    """The two runs cannot be compared (one line for the user)."""
+
+
+@dataclass
+class RunComparison:
+    a: EvalRun
+    b: EvalRun
+    reward: PairedComparison
+    metrics: dict[str, PairedComparison]
+    only_a: int  # examples only A has
+    only_b: int
+    errored_a: int  # rollouts left out
+    errored_b: int
+    warnings: list[str] = field(default_factory=list)
+    power_delta: float | None = None
+
+    @property
+    def needed(self) -> int | None:
+        """Paired examples needed to detect power_delta at 80% power, from the observed spread."""
+        if self.power_delta is None or not math.isfinite(self.reward.se):
+            return None
+        return examples_needed(self.reward.se * math.sqrt(self.reward.examples), self.power_delta)
+
+
+def _scores(run: EvalRun, metric: str | None) -> tuple[dict[Any, list[float]], int]:
+    by_example: dict[Any, list[float]] = defaultdict(list)
+    errored = 0
+    for row in run.rows:
+        if row.get("error"):
+            errored += 1
+            continue
+        value = row.get("reward") if metric is None else (row.get("metrics") or {}).get(metric)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            by_example[example_key(row.get("example_id"))].append(float(value))
+    return dict(by_example), errored
+
+
+def _differences(a: EvalRun, b: EvalRun) -> list[str]:
+    meta_a, meta_b = a.metadata, b.metadata
+    notes = []
+    for name, left, right in (("sampling", meta_a.sampling_args, meta_b.sampling_args),
+                              ("environment arguments", meta_a.env_args, meta_b.env_args)):
+        if left != right:
+            keys = sorted(k for k in set(left) | set(right) if left.get(k) != right.get(k))
+            notes.append(f"the runs differ in {name} ({', '.join(f'{k}: {left.get(k)!r} vs {right.get(k)!r}' for k in keys)})")
+    return notes
+
+
+def compare_runs(path_a: str, path_b: str, power_delta: float | None = None) -> RunComparison:
+    a, b = load_run(path_a), load_run(path_b)
+    if a.metadata.env_id != b.metadata.env_id:
+        raise CompareError(f"A is a run of {a.metadata.env_id!r} and B of {b.metadata.env_id!r}: compare two runs "
+                           "of the same environment")
+    scores_a, errored_a = _scores(a, None)
+    scores_b, errored_b = _scores(b, None)
+    reward = paired_comparison(scores_a, scores_b)
+    if reward is None:
+        raise CompareError(f"the runs have no example in common ({len(scores_a)} examples in A, {len(scores_b)} "
+                           "in B, none with the same example_id): run both on the same examples (-n, --seed)")
+    metrics = {}
+    for name in [n for n in a.metric_names() if n in b.metric_names()]:
+        result = paired_comparison(_scores(a, name)[0], _scores(b, name)[0])
+        if result is not None:
+            metrics[name] = result
+    return RunComparison(a, b, reward, metrics, only_a=sum(k not in scores_b for k in scores_a),
+                         only_b=sum(k not in scores_a for k in scores_b), errored_a=errored_a, errored_b=errored_b,
+                         warnings=_differences(a, b), power_delta=power_delta)
+
+
+def _paired_json(result: PairedComparison) -> dict[str, Any]:
+    def finite(x: float) -> float | None:
+        return x if math.isfinite(x) else None
+
+    return {"difference": result.difference, "ci95": [finite(result.low), finite(result.high)],
+            "se": finite(result.se), "p_value": result.p_value, "examples": result.examples,
+            "better": result.better, "worse": result.worse, "unchanged": result.unchanged,
+            "verdict": result.verdict()}
+
+
+def comparison_json(c: RunComparison) -> dict[str, Any]:
+    return {"a": str(c.a.path), "b": str(c.b.path), "env_id": c.a.metadata.env_id,
+            "models": [c.a.metadata.model, c.b.metadata.model], "reward": _paired_json(c.reward),
+            "metrics": {name: _paired_json(m) for name, m in c.metrics.items()},
+            "only_in_a": c.only_a, "only_in_b": c.only_b, "errored_rollouts_left_out": [c.errored_a, c.errored_b],
+            "warnings": c.warnings, "power": None if c.power_delta is None else
+            {"delta": c.power_delta, "examples_needed": c.needed, "at_power": 0.8}}
+
+
+def comparison_lines(c: RunComparison) -> list[str]:
+    reward = c.reward
+    lines = [f"A: {c.a.path}  ({c.a.metadata.model})", f"B: {c.b.path}  ({c.b.metadata.model})",
+             f"reward: {reward.verdict()}",
+             f"  per example: {reward.better} better, {reward.worse} worse, {reward.unchanged} unchanged"]
+    if c.only_a or c.only_b:
+        lines.append(f"  not paired: {c.only_a} examples only in A, {c.only_b} only in B")
+    if c.errored_a or c.errored_b:
+        lines.append(f"  errored rollouts left out: {c.errored_a} in A, {c.errored_b} in B")
+    for name, result in c.metrics.items():
+        lines.append(f"{name}: {signed(result.difference)} [{signed(result.low)}, {signed(result.high)}], "
+                     f"{format_p(result.p_value)}")
+    if c.power_delta is not None:
+        needed = c.needed
+        lines.append(f"to detect a difference of {c.power_delta:g} at 80% power: "
+                     + (f"about {needed} paired examples (this comparison has {reward.examples})" if needed
+                        else "not computable (fewer than 2 paired examples)"))
+    lines += [f"warning: {w}" for w in c.warnings]
+    lines.append("(95% intervals; a paired t-test on per-example mean differences, two-sided)")
+    return lines
