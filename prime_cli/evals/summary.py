@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from .intervals import Interval, clustered_interval
 from .reward_signal import reward_signal
 from .row_values import example_key, reward_value
 from .schema import MetadataRecord, Rollout, Summary
@@ -103,6 +104,38 @@ def _pass_at_ks(rows: list[Rollout], threshold: float) -> dict[str, float]:
     return result
 
 
+def interval_record(interval: Interval | None) -> dict[str, Any] | None:
+    if interval is None or not math.isfinite(interval.se):
+        return None
+    return {"mean": interval.mean, "low": interval.low, "high": interval.high, "se": interval.se,
+            "examples": interval.clusters, "rollouts": interval.n, "label": interval.label()}
+
+
+def _intervals(rows: list[Rollout], threshold: float) -> dict[str, Any]:
+    """95% intervals of the mean reward, each metric and pass@k, clustered by example (intervals.py)."""
+    rewards: dict[Any, list[float]] = defaultdict(list)
+    metrics: dict[str, dict[Any, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        key = example_key(row.get("example_id"))
+        rewards[key].append(reward_value(row.get("reward")))
+        for name, value in (row.get("metrics") or {}).items():
+            number = _metric(value)
+            if number is not None:
+                metrics[name][key].append(number)
+    passes = {key: [value >= threshold for value in values] for key, values in rewards.items()}
+    smallest = min((len(v) for v in passes.values()), default=0)
+    pass_at = {}
+    k = 1
+    while k <= smallest:
+        pass_at[str(k)] = interval_record(clustered_interval(
+            {key: [pass_at_k(len(v), sum(v), k)] for key, v in passes.items()}))
+        k *= 2
+    return {"level": 0.95, "method": "standard error clustered by example, Student t on examples - 1 df",
+            "reward": interval_record(clustered_interval(rewards)),
+            "metrics": {name: interval_record(clustered_interval(by)) for name, by in metrics.items()},
+            "pass_at_k": pass_at}
+
+
 def _numbers(rows: list[Rollout], field: str, key: str) -> list[float]:
     out = []
     for row in rows:
@@ -137,6 +170,7 @@ def _summarize_one(rows: list[Rollout], pass_threshold: float) -> Summary:
         "std_reward": _std(rewards),
         "avg_metrics": {name: _mean(values) for name, values in metrics.items()},
         "std_metrics": {name: _std(values) for name, values in metrics.items()},
+        "ci95": _intervals(rows, pass_threshold),
         "pass_threshold": pass_threshold,
         "pass_at_k": _pass_at_ks(rows, pass_threshold),
         "stop_conditions": dict(stops),

@@ -51,17 +51,32 @@ def _mean_std(mean: Any, std: Any) -> str:
     return _num(mean) if std is None else f"{_num(mean)} ± {_num(std)}"
 
 
+def _with_interval(interval: Any, std: Any) -> str:
+    """`0.412 [0.351, 0.473] (95% CI, clustered by example, 50 examples); std 0.310`."""
+    std_text = "" if std is None else f"; std {_num(std)}"
+    return f"{interval['label']}{std_text}"
+
+
+def _bracket(interval: Any) -> str:
+    return f" [{_num(interval['low'])}, {_num(interval['high'])}]" if isinstance(interval, dict) else ""
+
+
 def _overview(s: dict) -> list[tuple[str, str, str]]:
     """(label, value, style) lines of the summary that are present in ``s``."""
     rows: list[tuple[str, str, str]] = []
     if s.get("num_rollouts") is not None:
         shape = f" ({_num(s.get('num_examples'))} examples x {_num(s.get('rollouts_per_example'))})"
         rows.append(("Rollouts", _num(s["num_rollouts"]) + shape, ""))
+    intervals = _d(s, "ci95")
     if s.get("avg_reward") is not None:
-        rows.append(("Reward", _mean_std(s["avg_reward"], s.get("std_reward")), "bold"))
+        reward_ci = intervals.get("reward")
+        rows.append(("Reward", _with_interval(reward_ci, s.get("std_reward")) if isinstance(reward_ci, dict)
+                     else _mean_std(s["avg_reward"], s.get("std_reward")), "bold"))
     if pass_at_k := _d(s, "pass_at_k"):
         order = sorted(pass_at_k, key=lambda k: (not str(k).isdigit(), int(k) if str(k).isdigit() else 0, str(k)))
-        rows.append(("pass@k", "  ".join(f"pass@{k}={_num(pass_at_k[k])}" for k in order), ""))
+        pass_ci = _d(intervals, "pass_at_k")
+        rows.append(("pass@k", "  ".join(f"pass@{k}={_num(pass_at_k[k])}{_bracket(pass_ci.get(str(k)))}"
+                                         for k in order), ""))
     if stops := _d(s, "stop_conditions"):
         rows.append(("Stop conditions", _counts(stops), ""))
     kinds = _d(s, "error_kinds")
@@ -91,7 +106,11 @@ def _overview(s: dict) -> list[tuple[str, str, str]]:
 def _metric_table(s: dict) -> tuple[list[str], list[list[str]]]:
     means, stds = _d(s, "avg_metrics"), _d(s, "std_metrics")
     names = list(dict.fromkeys([*means, *stds]))
-    return ["metric", "mean", "std"], [[str(n), _num(means.get(n)), _num(stds.get(n))] for n in names]
+    cis = _d(_d(s, "ci95"), "metrics")
+    if not cis:
+        return ["metric", "mean", "std"], [[str(n), _num(means.get(n)), _num(stds.get(n))] for n in names]
+    return (["metric", "mean", "95% CI", "std"],
+            [[str(n), _num(means.get(n)), _bracket(cis.get(n)).strip() or "-", _num(stds.get(n))] for n in names])
 
 
 def _task_table(s: dict) -> tuple[list[str], list[list[str]]]:

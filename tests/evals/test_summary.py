@@ -159,3 +159,24 @@ def test_store_and_summary_import_no_pandas():
             "print(sorted(m for m in ('pandas', 'numpy', 'openai') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_summary_gives_95_percent_intervals_clustered_by_example():
+    from prime_cli.evals.summary_view import summary_text
+
+    rows = [{"example_id": e, "rollout_idx": k, "reward": r, "metrics": {"m": r}}
+            for e, rewards in enumerate([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0]]) for k, r in enumerate(rewards)]
+    ci = summarize(rows)["ci95"]
+    # hand-computed in tests/evals/test_intervals.py: se = sqrt(3) / 6, t(0.975, 2) = 4.302653
+    assert ci["reward"]["mean"] == pytest.approx(0.5) and ci["reward"]["se"] == pytest.approx(3 ** 0.5 / 6)
+    assert (ci["reward"]["examples"], ci["reward"]["rollouts"]) == (3, 6)
+    assert ci["metrics"]["m"] == ci["reward"]
+    assert set(ci["pass_at_k"]) == {"1", "2"}  # pass@1: per-example 0.5, 1, 0 -> plain standard error
+    assert ci["pass_at_k"]["1"]["mean"] == pytest.approx(0.5)
+    text = summary_text(summarize(rows))
+    assert "Reward: 0.500 [-0.742, 1.742] (95% CI, clustered by example, 3 examples); std 0.500" in text
+
+
+def test_one_rollout_per_example_labels_the_plain_standard_error():
+    rows = [{"example_id": e, "rollout_idx": 0, "reward": r} for e, r in enumerate([0.2, 0.4, 0.9, 0.5])]
+    assert "(95% CI, 4 rollouts)" in summarize(rows)["ci95"]["reward"]["label"]
