@@ -4,12 +4,14 @@ marked; printed as a rich table or as one JSON line (`--json`)."""
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from .intervals import examples_needed, format_p, paired_comparison, signed
 from .row_values import example_key, reward_value
 from .summary import pass_at_k
 
@@ -26,6 +28,9 @@ class SweepRow:
     std_reward: float | None
     k: int  # rollouts per example
     pass_at_k: float | None  # an example passes when one of its k rollouts reaches the pass threshold
+    ci95: list[float] | None = None  # the mean reward's 95% interval, clustered by example
+    vs_base: dict[str, Any] | None = None  # paired B - base on shared examples: difference, ci95, p_value
+    scores: dict[Any, list[float]] = field(default_factory=dict, repr=False)  # per example (not in the JSON)
 
 
 def sweep_row(label: str, step: int | None, model: str, outcome: Any, rollouts_per_example: int,
@@ -37,9 +42,33 @@ def sweep_row(label: str, step: int | None, model: str, outcome: Any, rollouts_p
     k = rollouts_per_example
     scores = [pass_at_k(len(passed), sum(passed), k) for passed in groups.values() if len(passed) >= k]
     summary = outcome.summary
+    interval = ((summary.get("ci95") or {}).get("reward")) or None
+    per_example: dict[Any, list[float]] = defaultdict(list)
+    for row in outcome.rows:
+        if not row.get("error"):
+            per_example[example_key(row.get("example_id"))].append(reward_value(row.get("reward")))
     return SweepRow(label, step, model, outcome.status, str(outcome.run_dir) if outcome.run_dir else None,
                     int(summary.get("num_rollouts") or 0), summary.get("avg_reward"), summary.get("std_reward"),
-                    k, statistics.fmean(scores) if scores else None)
+                    k, statistics.fmean(scores) if scores else None,
+                    [interval["low"], interval["high"]] if interval else None, None, dict(per_example))
+
+
+def compare_with_base(rows: list[SweepRow]) -> None:
+    """Each step's paired difference to the base model on the examples both were scored on."""
+    base = next((row for row in rows if row.step is None), None)
+    if base is None:
+        return
+    for row in rows:
+        if row is base or (result := paired_comparison(base.scores, row.scores)) is None:
+            continue
+        row.vs_base = {"difference": result.difference, "p_value": result.p_value, "examples": result.examples,
+                       "ci95": [result.low, result.high] if math.isfinite(result.low) else None,
+                       "sd": result.se * math.sqrt(result.examples) if math.isfinite(result.se) else None}
+
+
+def distinguishable(row: SweepRow) -> bool:
+    """Better than the base at the 5% level (a paired t-test on shared examples)."""
+    return bool(row.vs_base and row.vs_base["difference"] > 0 and row.vs_base["p_value"] < 0.05)
 
 
 def best_index(rows: list[SweepRow]) -> int | None:
@@ -52,32 +81,67 @@ def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _interval(values: list[float] | None) -> str:
+    return "-" if not values else f"[{values[0]:.3f}, {values[1]:.3f}]"
+
+
+def _vs_base(row: SweepRow) -> str:
+    v = row.vs_base
+    if v is None:
+        return "-"
+    interval = f" [{signed(v['ci95'][0])}, {signed(v['ci95'][1])}]" if v["ci95"] else ""
+    return f"{signed(v['difference'])}{interval} {format_p(v['p_value'])}"
+
+
+def verdict(rows: list[SweepRow], best: int | None) -> str | None:
+    """The closing line: the best step when it beats the base, else that none is distinguishable."""
+    if best is None:
+        return None
+    top = rows[best]
+    where = f"runs saved in {Path(top.run_dir).parent.parent if top.run_dir else '-'}"
+    if top.step is None:
+        return f"No step beat the base model (mean reward {_number(top.avg_reward)}); {where}"
+    if top.vs_base is None or distinguishable(top):
+        better = f", better than the base: {_vs_base(top)}" if top.vs_base else ""
+        return f"Best: {top.label} (mean reward {_number(top.avg_reward)}{better}); {where}"
+    needed = examples_needed(top.vs_base["sd"], top.vs_base["difference"]) if top.vs_base.get("sd") else None
+    more = f"; about {needed} examples would detect a difference this size" if needed else ""
+    return (f"No step is distinguishable from the base: the highest mean, {top.label}, is {_vs_base(top)} against "
+            f"it on {top.vs_base['examples']} examples{more}; {where}")
+
+
 def print_table(rows: list[SweepRow], weights_dir: Path, stream: IO[str] | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    compare_with_base(rows)
     best = best_index(rows)
+    marked = best is not None and rows[best].step is not None and (rows[best].vs_base is None or distinguishable(rows[best]))
     k = rows[0].k if rows else 1
     table = Table(title=f"Checkpoint sweep of {weights_dir}", title_justify="left")
-    for name, justify in (("step", "left"), ("mean reward", "right"), ("std", "right"), (f"pass@{k}", "right"),
-                          ("rollouts", "right"), ("status", "left"), ("", "left")):
+    for name, justify in (("step", "left"), ("mean reward", "right"), ("95% CI", "right"), ("vs base", "right"),
+                          ("std", "right"), (f"pass@{k}", "right"), ("rollouts", "right"), ("status", "left"),
+                          ("", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for i, row in enumerate(rows):
-        table.add_row(row.label, _number(row.avg_reward), _number(row.std_reward), _number(row.pass_at_k),
-                      str(row.num_rollouts), row.status, "<- best" if i == best else "",
-                      style="bold green" if i == best else None)
+        mark = ("<- best" if marked else "<- highest mean") if i == best else ""
+        table.add_row(row.label, _number(row.avg_reward), _interval(row.ci95), _vs_base(row), _number(row.std_reward),
+                      _number(row.pass_at_k), str(row.num_rollouts), row.status, mark,
+                      style="bold green" if i == best and marked else None)
     console = Console(file=stream) if stream is not None else Console()
     console.print(table)
-    if best is not None:
-        console.print(f"Best: {rows[best].label} (mean reward {_number(rows[best].avg_reward)}); "
-                      f"runs saved in {Path(rows[best].run_dir).parent.parent if rows[best].run_dir else '-'}",
-                      soft_wrap=True, highlight=False)
+    if line := verdict(rows, best):
+        console.print(line, soft_wrap=True, highlight=False)
 
 
 def print_json(rows: list[SweepRow], weights_dir: Path, stream: IO[str]) -> None:
     """One NDJSON `sweep` event after the runs' own events."""
+    compare_with_base(rows)
     best = best_index(rows)
-    event = {"event": "sweep", "weights_dir": str(weights_dir), "rows": [asdict(row) for row in rows],
-             "best": rows[best].label if best is not None else None}
+    records = [{key: value for key, value in asdict(row).items() if key != "scores"} for row in rows]
+    event = {"event": "sweep", "weights_dir": str(weights_dir), "rows": records,
+             "best": rows[best].label if best is not None else None,
+             "best_beats_base": bool(best is not None and distinguishable(rows[best])),
+             "verdict": verdict(rows, best)}
     stream.write(json.dumps(event) + "\n")
     stream.flush()

@@ -75,11 +75,12 @@ def test_sweep_saves_one_run_per_step_and_prints_the_table_with_the_best_marked(
     assert list(rows) == ["base", "step_0", "step_5", "step_10"]
     for label, model in (("base", BASE), ("step_0", "step_0"), ("step_5", "step_5"), ("step_10", "step_10")):
         assert rows[label][1] == f"{runs[model]['avg_reward']:.3f}"  # mean reward
-        assert rows[label][4] == "6"  # rollouts
+        assert rows[label][6] == "6"  # rollouts
     assert runs["step_10"]["avg_reward"] > runs["step_5"]["avg_reward"] > runs["step_0"]["avg_reward"]
     assert [label for label, cells in rows.items() if "<- best" in cells] == ["step_10"]
-    assert rows["step_10"][3] == "1.000" and rows["step_0"][3] == "0.000"  # pass@2
-    assert "pass@2" in result.stdout and "Best: step_10" in result.stdout
+    assert rows["step_10"][5] == "1.000" and rows["step_0"][5] == "0.000"  # pass@2
+    assert rows["base"][3] == "-" and rows["step_10"][3].startswith("+") and "p < 0.001" in rows["step_10"][3]
+    assert "pass@2" in result.stdout and "Best: step_10" in result.stdout and "better than the base" in result.stdout
 
 
 def test_steps_and_no_eval_base_choose_what_is_evaluated_and_json_ends_with_the_sweep(tmp_path):
