@@ -13,8 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prime_cli.envs.errors import EnvConfigError
+from prime_cli.runs.intervals import (
+    PairedComparison,
+    examples_needed,
+    format_p,
+    paired_comparison,
+    signed,
+)
 
-from .intervals import PairedComparison, examples_needed, format_p, paired_comparison, signed
 from .results import EvalRun, load_run
 from .row_values import example_key
 

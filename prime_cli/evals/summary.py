@@ -14,7 +14,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from .intervals import Interval, clustered_interval
+from prime_cli.runs.intervals import Interval, clustered_interval
+
 from .reward_signal import reward_signal
 from .row_values import example_key, reward_value
 from .schema import MetadataRecord, Rollout, Summary

@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .intervals import examples_needed, format_p, paired_comparison, signed
+from prime_cli.runs.intervals import examples_needed, format_p, paired_comparison, signed
+
 from .row_values import example_key, reward_value
 from .summary import pass_at_k
 

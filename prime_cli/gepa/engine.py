@@ -74,6 +74,8 @@ class Outcome:
     error: str | None = None
     seed_test_score: float | None = None
     best_test_score: float | None = None
+    seed_test_scores: list[float] | None = None  # per test row, for the paired comparison
+    best_test_scores: list[float] | None = None
     test_metric_calls: int = 0
     stop_reason: str | None = None
     """Why a completed search stopped before its budget (None when the budget ran out)."""
@@ -341,6 +343,7 @@ class GepaEngine(Speculation):
             best_scores = seed_scores
         outcome.seed_test_score = sum(seed_scores) / len(seed_scores)
         outcome.best_test_score = sum(best_scores) / len(best_scores)
+        outcome.seed_test_scores, outcome.best_test_scores = list(seed_scores), list(best_scores)
         outcome.test_metric_calls = len(set(self.evaluator.keys(seed, "test", rows) + self.evaluator.keys(best, "test", rows)))
 
     async def _cancel_all(self, background: bool = False) -> None:

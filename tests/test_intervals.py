@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from prime_cli.evals.intervals import (
+from prime_cli.runs.intervals import (
     clustered_interval,
     examples_needed,
     paired_comparison,
