@@ -89,6 +89,9 @@ BAD: dict[tuple[str, ...], dict[str, list[str]]] = {
         "--resume-step": [*TRAIN, "--resume-step", "0"],
         "--set": [*TRAIN, "--set", "max_steps=-1"],
         "-o": [*TRAIN, "-o", A_FILE],
+        "--part": [*TRAIN, "--part", "bogus"],
+        "--node-rank": [*TRAIN, "--node-rank", "-1"],
+        "--slurm-template": [*TRAIN, "--slurm-template", "no-such.j2"],
     },
     ("eval", "export"): {
         "-f": [*EXPORT, "-f", "xlsx"],
