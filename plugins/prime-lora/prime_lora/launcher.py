@@ -199,10 +199,15 @@ class Run:
             self.print_evals()
 
     @property
-    def reports(self) -> bool:
-        """Whether this launcher prints the run's steps: the whole run, or the trainer part of node 0 (one
-        terminal shows them; the orchestrator part and the other trainer nodes only say when they end)."""
+    def owns_folder(self) -> bool:
+        """The whole run, or the trainer part of node 0: it prepared output_dir and alone rewrites its files."""
         return self.part in (None, "trainer") and self.node_rank == 0
+
+    @property
+    def reports(self) -> bool:
+        """Whether this launcher prints the run's steps: the folder's owner (one terminal shows them; the
+        orchestrator part and the other trainer nodes only say when they end)."""
+        return self.owns_folder
 
     def print_notices(self, before_step: int) -> None:
         due = [line for after, line in self.pending_notices if after < before_step]
@@ -226,8 +231,8 @@ class Run:
 
     def promote_config(self) -> None:
         """A resume's changed config becomes config.json once the resumed run has trained a step."""
-        if self.part == "orchestrator":
-            return  # the trainer part owns the folder's files
+        if not self.owns_folder:
+            return  # another node's part may race on the same shared folder
         if self.config_path == self.layout.pending_config_path and self.config_path.exists():
             os.replace(self.config_path, self.layout.config_path)
 

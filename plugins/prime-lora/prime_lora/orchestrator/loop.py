@@ -134,7 +134,7 @@ async def sample_group(entry: EnvRows, row: dict[str, Any], client: Any, config:
 
 def as_pool(servers: InferencePool | Any) -> InferencePool:
     """A pool as given, or one server around a bare client."""
-    return servers if isinstance(servers, InferencePool) else InferencePool([InferenceServerHandle("", servers)])
+    return servers if isinstance(servers, InferencePool) else InferencePool.single("", servers)
 
 
 async def sample_group_on(pool: InferencePool, entry: EnvRows, row: dict[str, Any], config: RLConfig,

@@ -46,6 +46,11 @@ class InferencePool:
     servers: list[InferenceServerHandle]
     is_up: Callable[[str], bool] = field(default=lambda url: served_models(url, timeout=5.0) is not None)
 
+    @classmethod
+    def single(cls, url: str, client: Any = None) -> InferencePool:
+        """One server: a run's own vLLM, or a bare client or URL handed to a part of the orchestrator (tests)."""
+        return cls([InferenceServerHandle(url, client)])
+
     @property
     def live(self) -> list[InferenceServerHandle]:
         return [s for s in self.servers if s.alive]

@@ -55,8 +55,7 @@ class PolicyWeights:
 
     def __init__(self, output_dir: Path, servers: str | InferencePool, name: str, poll_s: float = 0.2):
         self.output_dir, self.name, self.poll_s = output_dir, name, poll_s
-        self.pool = servers if isinstance(servers, InferencePool) else \
-            InferencePool([InferenceServerHandle(servers, None)])
+        self.pool = servers if isinstance(servers, InferencePool) else InferencePool.single(servers)
         self.loaded: int | None = None
         self.last_load_s = 0.0
         self.last_before_load_s = 0.0  # of that wait: for the online eval on the old weights to end
