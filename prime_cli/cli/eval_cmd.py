@@ -69,6 +69,7 @@ def run(
     seed: int | None = typer.Option(None, "--seed", help="Shuffle the examples with this seed before taking -n."),
     pass_threshold: float | None = typer.Option(None, "--pass-threshold", help="Reward at or above which a rollout passes (pass@k). Default 1.0."),
     max_error_rate: float | None = typer.Option(None, "--max-error-rate", help="Fraction of errored rollouts above which the run ends 'completed with errors' and exits 1. Default 0.1."),
+    power_delta: float | None = typer.Option(None, "--power", metavar="DELTA", help="The summary also says how many examples a run needs to detect a reward difference of DELTA against another run at 80% power (two-sided, 5%), from this run's spread across examples."),
     json_output: bool = typer.Option(False, "--json", help="Print NDJSON events (start, progress, rollout with -v, done; with --weights-dir a final `sweep` event) instead of the live panel."),
     weights_dir: str | None = typer.Option(None, "--weights-dir", help="Checkpoint sweep: evaluate every PEFT adapter in this training run's weights/ folder (weights/step_N), each loaded at run time into one vLLM as model step_N, plus the base model; one saved run each, then a table (mean reward, std, pass@k, best step marked). Needs -m local or -b URL of a vLLM server with runtime LoRA loading."),
     steps: str | None = typer.Option(None, "--steps", help="With --weights-dir: only these steps, e.g. 10,50,100. Default: all in the folder."),
@@ -90,7 +91,7 @@ def run(
         "save_results": save_results, "resume": resume, "retry_errors": retry_errors,
         "independent_scoring": independent_scoring, "verbose": verbose, "output_dir": output_dir,
         "headers": _headers(header), "max_retries": max_retries, "timeout": timeout, "seed": seed,
-        "pass_threshold": pass_threshold, "max_error_rate": max_error_rate, "display": "json" if json_output else None,
+        "pass_threshold": pass_threshold, "max_error_rate": max_error_rate, "power_delta": power_delta, "display": "json" if json_output else None,
     }
     values = {k: v for k, v in values.items() if v is not None}
     if values.get("resume") or values.get("retry_errors"):
@@ -164,12 +165,13 @@ def compare(
     (paired t-test on per-example mean rewards, two-sided), how many examples got better, worse or stayed
     the same, and the same for each metric both runs have. Errored rollouts are left out and counted."""
     import json
+    import math
 
     from prime_cli.envs.errors import EnvConfigError
     from prime_cli.evals.compare import compare_runs, comparison_json, comparison_lines
 
-    if power is not None and power == 0:
-        fail("--power DELTA: give a non-zero difference to detect, e.g. --power 0.05")
+    if power is not None and (power == 0 or not math.isfinite(power)):
+        fail(f"--power must be a non-zero reward difference to detect, e.g. 0.05 (got {power:g})")
     try:
         result = compare_runs(run_a, run_b, power)
     except EnvConfigError as exc:

@@ -2,13 +2,14 @@
 
 Each side's score of an example is the mean over its rollouts that did not error (an errored rollout is
 left out and counted, never scored as 0); the comparison is a paired t-test on the per-example
-differences B - A (prime_cli.evals.intervals), for the reward and for every metric both runs have.
+differences B - A (prime_cli.runs.intervals), for the reward and for every metric both runs have.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,15 +64,21 @@ def _scores(run: EvalRun, metric: str | None) -> tuple[dict[Any, list[float]], i
     return dict(by_example), errored
 
 
-def _differences(a: EvalRun, b: EvalRun) -> list[str]:
-    meta_a, meta_b = a.metadata, b.metadata
+def setting_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """One warning per setting the two runs' metadata differ in (sampling, environment arguments)."""
     notes = []
-    for name, left, right in (("sampling", meta_a.sampling_args, meta_b.sampling_args),
-                              ("environment arguments", meta_a.env_args, meta_b.env_args)):
+    for name, key in (("sampling", "sampling_args"), ("environment arguments", "env_args")):
+        left, right = a.get(key) or {}, b.get(key) or {}
+        if not isinstance(left, Mapping) or not isinstance(right, Mapping):
+            continue
         if left != right:
             keys = sorted(k for k in set(left) | set(right) if left.get(k) != right.get(k))
             notes.append(f"the runs differ in {name} ({', '.join(f'{k}: {left.get(k)!r} vs {right.get(k)!r}' for k in keys)})")
     return notes
+
+
+def _settings(run: EvalRun) -> dict[str, Any]:
+    return {"sampling_args": run.metadata.sampling_args, "env_args": run.metadata.env_args}
 
 
 def compare_runs(path_a: str, path_b: str, power_delta: float | None = None) -> RunComparison:
@@ -92,7 +99,7 @@ def compare_runs(path_a: str, path_b: str, power_delta: float | None = None) -> 
             metrics[name] = result
     return RunComparison(a, b, reward, metrics, only_a=sum(k not in scores_b for k in scores_a),
                          only_b=sum(k not in scores_a for k in scores_b), errored_a=errored_a, errored_b=errored_b,
-                         warnings=_differences(a, b), power_delta=power_delta)
+                         warnings=setting_differences(_settings(a), _settings(b)), power_delta=power_delta)
 
 
 def _paired_json(result: PairedComparison) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -56,6 +57,7 @@ class EvalConfig(BaseModel):
     timeout: float = 600.0
     pass_threshold: float = 1.0
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
+    power_delta: float | None = None  # the summary also says how many examples would detect this difference
     seed: int | None = None
     verbose: bool = False
     display: Literal["auto", "rich", "plain", "json"] = "auto"
@@ -114,6 +116,13 @@ class EvalConfig(BaseModel):
         taken = [name for name in value if name in ROW_KEYS]
         if taken:
             raise ValueError(f"must not name a column that results.jsonl already has: {', '.join(taken)}")
+        return value
+
+    @field_validator("power_delta")
+    @classmethod
+    def _delta(cls, value: float | None) -> float | None:
+        if value is not None and (value == 0 or not math.isfinite(value)):
+            raise ValueError("must be a non-zero reward difference to detect, e.g. 0.05")
         return value
 
     @field_validator("max_error_rate")

@@ -33,7 +33,7 @@ from .rollout_view import rollout_text, rollout_view
 from .run_files import RunFiles, prepare_run_files
 from .schema import Rollout, Summary
 from .store import state_to_row
-from .summary import RunningStats, metadata_fields, summarize
+from .summary import RunningStats, metadata_fields, power_record, summarize
 
 logger = logging.getLogger("prime_cli.evals")
 FATAL_ERROR_TYPES = {"FatalEndpointError"}
@@ -207,6 +207,8 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
         if hasattr(pool, "aclose"):
             await pool.aclose()
     summary = {**summary, **health}
+    if config.power_delta is not None:
+        summary["power"] = power_record(summary, config.power_delta)
     run_dir = str(files.run_dir) if files.run_dir else None
     resume = files.resume_command(config) if status not in (COMPLETED, COMPLETED_WITH_ERRORS) and run_dir else None
     retry = files.retry_command(config) if budget["errored_rollouts"] and not resume and run_dir else None

@@ -81,6 +81,7 @@ class Summary(TypedDict, total=False):
     std_reward: float | None
     avg_metrics: dict[str, float | None]
     std_metrics: dict[str, float | None]
+    ci95: dict[str, Any]  # 95% intervals clustered by example: reward, metrics, pass_at_k (summary._intervals)
     pass_threshold: float
     pass_at_k: dict[str, float]
     stop_conditions: dict[str, int]
@@ -95,6 +96,7 @@ class Summary(TypedDict, total=False):
     per_task: dict[str, Summary]
     retries: dict[str, Any]
     error_budget: dict[str, Any]
+    power: dict[str, Any]  # `--power DELTA`: examples needed to detect DELTA (summary.power_record)
 
 
 class MetadataRecord(TypedDict, total=False):

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from prime_cli.runs.intervals import Interval, clustered_interval
+from prime_cli.runs.intervals import Interval, clustered_interval, examples_needed
 
 from .reward_signal import reward_signal
 from .row_values import example_key, reward_value
@@ -135,6 +135,21 @@ def _intervals(rows: list[Rollout], threshold: float) -> dict[str, Any]:
             "reward": interval_record(clustered_interval(rewards)),
             "metrics": {name: interval_record(clustered_interval(by)) for name, by in metrics.items()},
             "pass_at_k": pass_at}
+
+
+def power_record(summary: Summary, delta: float) -> dict[str, Any]:
+    """Examples a run needs to detect a mean-reward difference `delta` against another run (80% power,
+    two-sided 5%), from this run's spread of per-example means. The other run's per-example scores are
+    assumed to vary as much and independently (sd of a difference = sqrt(2) x this sd): a paired
+    comparison of runs that agree per example needs fewer; `prime eval compare --power` uses the
+    observed paired spread instead."""
+    reward = (summary.get("ci95") or {}).get("reward")
+    needed = None
+    if isinstance(reward, dict) and reward.get("examples", 0) >= 2:
+        sd_examples = reward["se"] * math.sqrt(reward["examples"])
+        needed = examples_needed(math.sqrt(2.0) * sd_examples, delta)
+    return {"delta": delta, "at_power": 0.8, "examples_needed": needed,
+            "examples": reward.get("examples") if isinstance(reward, dict) else None}
 
 
 def _numbers(rows: list[Rollout], field: str, key: str) -> list[float]:

@@ -61,6 +61,15 @@ def _bracket(interval: Any) -> str:
     return f" [{_num(interval['low'])}, {_num(interval['high'])}]" if isinstance(interval, dict) else ""
 
 
+def _power_text(power: dict) -> str:
+    needed, delta = power.get("examples_needed"), _num(power.get("delta"))
+    if not needed:
+        return f"examples needed to detect a difference of {delta}: not computable (fewer than 2 examples)"
+    return (f"about {needed} examples per run to detect a difference of {delta} against another run (80% power, "
+            f"5% two-sided; this run has {_num(power.get('examples'))}); `prime eval compare --power` sharpens it "
+            "with the paired spread")
+
+
 def _overview(s: dict) -> list[tuple[str, str, str]]:
     """(label, value, style) lines of the summary that are present in ``s``."""
     rows: list[tuple[str, str, str]] = []
@@ -72,6 +81,8 @@ def _overview(s: dict) -> list[tuple[str, str, str]]:
         reward_ci = intervals.get("reward")
         rows.append(("Reward", _with_interval(reward_ci, s.get("std_reward")) if isinstance(reward_ci, dict)
                      else _mean_std(s["avg_reward"], s.get("std_reward")), "bold"))
+    if power := _d(s, "power"):
+        rows.append(("Power", _power_text(power), ""))
     if pass_at_k := _d(s, "pass_at_k"):
         order = sorted(pass_at_k, key=lambda k: (not str(k).isdigit(), int(k) if str(k).isdigit() else 0, str(k)))
         pass_ci = _d(intervals, "pass_at_k")

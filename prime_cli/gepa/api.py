@@ -6,7 +6,6 @@ import asyncio
 import inspect
 import json
 import logging
-import math
 import shlex
 import signal
 import sys
@@ -16,7 +15,6 @@ from typing import IO, Any
 
 import prime_cli.envs as vf
 from prime_cli.envs.errors import EnvConfigError
-from prime_cli.runs.intervals import PairedComparison, clustered_interval, paired_comparison
 from prime_cli.runs.visible import json_visible, visible
 
 from .config import GepaConfig, build_config, config_for, load_toml
@@ -34,6 +32,7 @@ from .preflight import (
 from .run_dir import STATE_FILE, GepaRunDir, RunDirError, default_base
 from .schema import GepaMetadata
 from .state import SearchState
+from .uncertainty import bounds, bracket, paired_record, test_difference, verdict
 
 logger = logging.getLogger("prime_cli.gepa")
 
@@ -156,34 +155,21 @@ def takes_system_prompt(env_id: str) -> bool:
     return "system_prompt" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
-def _ci(scores: list[float]) -> str:
-    interval = clustered_interval(dict(enumerate([[s] for s in scores])))
-    return "" if interval is None or not math.isfinite(interval.se) else f" [{interval.low:.3f}, {interval.high:.3f}]"
-
-
-def test_comparison(outcome: Outcome) -> PairedComparison | None:
-    """The best prompt against the seed on the held-out test rows, paired by row."""
-    if not outcome.seed_test_scores or not outcome.best_test_scores:
-        return None
-    return paired_comparison(dict(enumerate([[s] for s in outcome.seed_test_scores])),
-                             dict(enumerate([[s] for s in outcome.best_test_scores])))
-
-
 def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, stream: IO[str]) -> None:
     best, seed = outcome.best, outcome.state.candidates[0]
     out = [f"GEPA {outcome.status}: {len(outcome.state.candidates)} candidate(s), "
            f"{outcome.total_metric_calls}/{config.max_calls} rollouts of budget used"
            + (f" (+{outcome.test_metric_calls} for the test set)" if outcome.test_metric_calls else ""),
-           f"validation score: seed {seed.val_mean:.4f}{_ci(seed.val_scores)} -> best {best.val_mean:.4f}"
-           f"{_ci(best.val_scores)} (candidate {best.idx}; 95% intervals over {len(best.val_scores)} validation rows, "
+           f"validation score: seed {seed.val_mean:.4f}{bracket(seed.val_scores)} -> best {best.val_mean:.4f}"
+           f"{bracket(best.val_scores)} (candidate {best.idx}; 95% intervals over {len(best.val_scores)} validation rows, "
            "on which the best was chosen: its score there is optimistic)"]
     if outcome.stop_reason:
         out.append(f"stopped before the budget: {outcome.stop_reason}")
     if outcome.best_test_score is not None:
         out.append(f"held-out test score ({config.num_test} rows): seed {outcome.seed_test_score:.4f} -> "
                    f"best {outcome.best_test_score:.4f}")
-        if (paired := test_comparison(outcome)) is not None:
-            out.append("  best vs seed on the test rows: " + paired.verdict().replace("B is", "the best prompt is"))
+        if (paired := test_difference(outcome.seed_test_scores, outcome.best_test_scores)) is not None:
+            out.append("  best vs seed on the test rows: " + verdict(paired))
     out += ["", "Best system prompt:", "-" * 40, best.prompt, "-" * 40]
     if takes_system_prompt(config.env_id):
         out.append("Use it: " + eval_command(config, best.prompt))
@@ -212,18 +198,6 @@ def print_unscored(outcome: Outcome, config: GepaConfig, run_dir: Path | None, s
     stream.flush()
 
 
-def _ci_pair(scores: list[float]) -> list[float] | None:
-    interval = clustered_interval(dict(enumerate([[s] for s in scores])))
-    return None if interval is None or not math.isfinite(interval.se) else [interval.low, interval.high]
-
-
-def _paired_record(paired: PairedComparison | None) -> dict[str, Any] | None:
-    if paired is None:
-        return None
-    return {"difference": paired.difference, "ci95": [paired.low, paired.high] if math.isfinite(paired.low) else None,
-            "p_value": paired.p_value, "rows": paired.examples, "verdict": paired.verdict()}
-
-
 def print_json_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, stream: IO[str]) -> None:
     """--json: the `done` event, last on stdout."""
     best = outcome.best if outcome.state.candidates else None
@@ -234,8 +208,8 @@ def print_json_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None
              "seed_score": seed.val_mean if seed else None, "best_score": best.val_mean if best else None,
              "best_idx": best.idx if best else None, "best_prompt": best.prompt if best else None,
              "seed_test_score": outcome.seed_test_score, "best_test_score": outcome.best_test_score,
-             "seed_ci95": _ci_pair(seed.val_scores) if seed else None, "best_ci95": _ci_pair(best.val_scores) if best else None,
-             "test_difference": _paired_record(test_comparison(outcome)),
+             "seed_ci95": bounds(seed.val_scores) if seed else None, "best_ci95": bounds(best.val_scores) if best else None,
+             "test_difference": paired_record(test_difference(outcome.seed_test_scores, outcome.best_test_scores)),
              "stop_reason": outcome.stop_reason,
              "resume_command": resume_command(config, run_dir) if run_dir and outcome.status != "completed" else None}
     stream.write(json_visible(json.dumps(event, ensure_ascii=False)) + "\n")

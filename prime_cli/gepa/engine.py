@@ -43,6 +43,7 @@ from .reflection import Proposal, parse_reply, reflection_prompt
 from .run_dir import GepaRunDir, now_iso
 from .speculation import Speculation
 from .state import MAX_IDLE_COMMITS, Candidate, Plan, SearchState
+from .uncertainty import intervals_record
 
 logger = logging.getLogger("prime_cli.gepa")
 
@@ -394,7 +395,10 @@ class GepaEngine(Speculation):
             charged = self.ledger.charged
             unused = sum(1 for key in self.evaluator.cache.results if not key.startswith("test/") and key not in charged)
             self.run_dir.write_metadata(speculation={**self.spec_stats, "rollouts_uncharged": unused})
+        best, seed = self.state.candidates[best_candidate(self.state.val_scores)], self.state.candidates[0]
         self.run_dir.write_metadata(status=outcome.status, completed_at=now_iso(),
+                                    intervals=intervals_record(seed.val_scores, best.val_scores,
+                                                               outcome.seed_test_scores, outcome.best_test_scores),
                                     total_metric_calls=outcome.total_metric_calls,
                                     seed_test_score=outcome.seed_test_score, best_test_score=outcome.best_test_score,
                                     test_metric_calls=outcome.test_metric_calls, error=outcome.error,

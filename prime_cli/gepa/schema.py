@@ -85,4 +85,5 @@ class GepaMetadata(TypedDict, total=False):
     speculation: dict[str, Any]
     error: str | None
     stop_reason: str | None  # why a completed run stopped before its budget (None: the budget ran out)
+    intervals: dict[str, Any]  # 95% intervals of the seed's and best's validation scores, paired test difference
     config: dict[str, Any]

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from prime_cli.runs.intervals import PairedComparison, paired_comparison
 from prime_cli.tui.filters import field_value
 
 Row = Mapping[str, Any]
@@ -69,11 +70,17 @@ class ExampleGroup:
     example_id: Any
     indices: list[int] = field(default_factory=list)
     rewards: list[float] = field(default_factory=list)
+    scored: list[float] = field(default_factory=list)  # rewards of the rollouts that did not error
     errors: int = 0
 
     @property
     def mean(self) -> float:
         return statistics.fmean(self.rewards) if self.rewards else 0.0
+
+    @property
+    def scored_mean(self) -> float | None:
+        """Mean over the rollouts that did not error (None when all did): what comparisons pair on."""
+        return statistics.fmean(self.scored) if self.scored else None
 
     @property
     def spread(self) -> float:
@@ -91,7 +98,10 @@ def group_examples(rows: list[Row], indices: list[int] | None = None) -> list[Ex
             group = groups[key] = ExampleGroup(row.get("example_id"))
         group.indices.append(i)
         group.rewards.append(reward_of(row))
-        group.errors += bool(row.get("error"))
+        if row.get("error"):
+            group.errors += 1
+        elif (reward := number(row.get("reward"))) is not None:
+            group.scored.append(reward)
     return list(groups.values())
 
 
@@ -102,10 +112,14 @@ class PairedExample:
     b: ExampleGroup | None
 
     @property
+    def example_id_key(self) -> Any:
+        return example_key({"example_id": self.example_id})
+
+    @property
     def delta(self) -> float | None:
-        if self.a is None or self.b is None:
+        if self.a is None or self.b is None or self.a.scored_mean is None or self.b.scored_mean is None:
             return None
-        return self.b.mean - self.a.mean
+        return self.b.scored_mean - self.a.scored_mean
 
     @property
     def changed(self) -> bool:
@@ -131,7 +145,14 @@ class Comparison:
             "better": sum(1 for d in deltas if d > 1e-9),
             "worse": sum(1 for d in deltas if d < -1e-9),
             "same": sum(1 for d in deltas if abs(d) <= 1e-9),
+            "errored_a": sum(p.a.errors for p in self.pairs if p.a),
+            "errored_b": sum(p.b.errors for p in self.pairs if p.b),
         }
+
+    def paired(self) -> PairedComparison | None:
+        """The paired test of `prime eval compare` (errored rollouts left out) on the joined examples."""
+        return paired_comparison({p.example_id_key: p.a.scored for p in self.joined if p.a},
+                                 {p.example_id_key: p.b.scored for p in self.joined if p.b})
 
 
 def compare(rows_a: list[Row], rows_b: list[Row]) -> Comparison:

@@ -211,7 +211,7 @@ def check_effect(command: str, cwd: Path, before: list[Path], result: subprocess
         expected = 2 if args[2].endswith(".toml") else (1 if "-s" in args else 0)
         if "--weights-dir" in args:
             expected = sweep_runs(args)
-            assert "<- best" in out, out
+            assert "<- best" in out or "<- highest mean" in out, out
         assert len(made) == expected, (made, out)
         for run_dir in made:
             meta = metadata(run_dir)

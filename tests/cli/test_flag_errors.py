@@ -1,5 +1,5 @@
-"""Every flag of `prime eval run`, `prime gepa run`, `prime train`, `prime eval export` and the viewer,
-given a bad value: exit 2 and one `error:` line on stderr that names the flag as the user types it
+"""Every flag of `prime eval run`, `prime gepa run`, `prime train`, `prime eval export`, `prime eval compare` and
+the viewer, given a bad value: exit 2 and one `error:` line on stderr that names the flag as the user types it
 (`-n/--num-examples must be ...`), without pydantic's words ("Value error", "Input should be") or a
 traceback. The table must name every option of those commands (read from the commands themselves),
 so a new flag cannot be added without its bad value here.
@@ -52,6 +52,7 @@ BAD: dict[tuple[str, ...], dict[str, list[str]]] = {
         "--seed": [*EVAL, "--seed", "one"],
         "--pass-threshold": [*EVAL, "--pass-threshold", "high"],
         "--max-error-rate": [*EVAL, "--max-error-rate", "10"],
+        "--power": [*EVAL, "--power", "0"],
         "--weights-dir": [*EVAL, "--weights-dir", "nowhere"],
         "--steps": [*EVAL, "--weights-dir", "nowhere", "--steps", "ten"],
     },
@@ -97,6 +98,7 @@ BAD: dict[tuple[str, ...], dict[str, list[str]]] = {
         "-f": [*EXPORT, "-f", "xlsx"],
         "-o": [*EXPORT, "-o", "no-such-folder/run.csv"],
     },
+    ("eval", "compare"): {"--power": ["eval", "compare", RUN, RUN, "--power", "0"]},
     ("eval", "view"): {"--interval": ["eval", "view", "--interval", "0"]},
     ("eval", "tui"): {"--interval": ["eval", "tui", "--interval", "0"]},
 }

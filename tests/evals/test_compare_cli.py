@@ -86,3 +86,30 @@ def test_different_sampling_is_a_warning_not_a_refusal(tmp_path):
     done = run_prime(["eval", "compare", str(a), str(b)], tmp_path)
     assert done.returncode == 0
     assert "warning: the runs differ in sampling (temperature: 0.7 vs 1.0)" in done.stderr
+
+
+def test_eval_run_power_says_how_many_examples_would_detect_delta(tmp_path):
+    from prime_cli.runs.intervals import clustered_interval, examples_needed
+    from tests.evals.cli_support import only_run_dir, read_rows
+    from tests.support.scripted_server import ScriptedOpenAIServer, default_reply
+
+    calls = iter(range(10**6))
+
+    def uneven(request):  # a correct reversal, cut short on some requests: rewards spread across examples
+        text = default_reply(request)
+        return text if next(calls) % 3 else text[: len(text) // 2]
+
+    with ScriptedOpenAIServer(reply=uneven) as server:
+        done = run_prime(["eval", "run", "reverse-text", "-m", "m", "-b", server.url, "-n", "12", "-r", "3", "-s",
+                          "-c", "1", "--power", "0.1"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = read_rows(only_run_dir(tmp_path / "outputs"))
+    by_example: dict = {}
+    for row in rows:
+        by_example.setdefault(row["example_id"], []).append(row["reward"])
+    interval = clustered_interval(by_example)
+    assert interval.se > 0
+    needed = examples_needed(math.sqrt(2) * interval.se * math.sqrt(12), 0.1)
+    line = next(line for line in done.stdout.splitlines() if "Power" in line)
+    assert f"about {needed} examples per run to detect a difference of 0.100" in line and "this run has 12" in line
+    assert f"[{interval.low:.3f}, {interval.high:.3f}] (95% CI, clustered by example, 12 examples)" in done.stdout

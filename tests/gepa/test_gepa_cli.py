@@ -1,7 +1,11 @@
 """`prime gepa run` end to end: the real CLI in a subprocess, scripted models on a loopback server."""
 
 import json
+import math
 import shlex
+import statistics
+
+import pytest
 
 from tests.evals.cli_support import run_prime
 from tests.gepa import support
@@ -11,7 +15,8 @@ FILES = {"metadata.json", "candidates.jsonl", "iterations.jsonl", "pareto_fronti
          "system_prompt.txt", "state.json"}
 META = {"run_id", "env_id", "env_args", "model", "reflection_model", "status", "created_at", "completed_at",
         "num_candidates", "best_idx", "best_score", "total_metric_calls", "max_calls", "seed_val_score",
-        "seed_test_score", "best_test_score", "config"}
+        "seed_test_score", "best_test_score", "config", "intervals"}
+T_975_9DF = 2.262157  # Student t quantile, 97.5%, 9 degrees of freedom
 
 
 def reply(body):
@@ -44,6 +49,18 @@ def test_run_writes_every_file_and_prints_the_best_prompt(tmp_path):
     assert f"{meta['total_metric_calls']}/150 rollouts" in result.stdout
     student_calls = [r for r in server.requests_to("/v1/chat/completions") if r["json"]["model"] == "student"]
     assert len(student_calls) == meta["total_metric_calls"] + meta["test_metric_calls"]
+    # 95% intervals over the validation rows (hand-computed: one score per row, Student t on rows - 1 df)
+    candidates = [json.loads(line) for line in (run_dir / "candidates.jsonl").read_text().splitlines()]
+    best_scores = next(c for c in candidates if c["candidate_idx"] == meta["best_idx"])["val_scores"]
+    mean = statistics.fmean(best_scores)
+    half = T_975_9DF * statistics.stdev(best_scores) / math.sqrt(10)
+    intervals = meta["intervals"]
+    assert intervals["validation_rows"] == 10 and intervals["best_val_ci95"] == pytest.approx([mean - half, mean + half])
+    assert f"best {mean:.4f} [{mean - half:.3f}, {mean + half:.3f}]" in result.stdout
+    test = intervals["test_difference"]
+    assert test["rows"] == 10 and test["difference"] == pytest.approx(meta["best_test_score"] - meta["seed_test_score"])
+    assert f"best vs seed on the test rows: {test['verdict']}" in result.stdout
+    assert test["verdict"].startswith(("the best prompt is better", "no detectable difference"))
 
 
 def test_toml_config_with_flag_overrides(tmp_path):

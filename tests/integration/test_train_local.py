@@ -219,4 +219,6 @@ def test_the_checkpoint_sweep_evaluates_the_base_and_three_kept_steps(trained_ru
     assert runs[middle]["model"] == f"step_{middle}" and runs[None]["local_model"]
     table = [line for line in proc.stdout.splitlines() if line.startswith("│")]
     assert [line.split("│")[1].strip() for line in table] == ["base", "step_0", f"step_{middle}", f"step_{last}"]
-    assert sum("<- best" in line for line in table) == 1
+    # one row is marked: "<- best" when it beats the base at 5% (paired on examples), else "<- highest mean"
+    assert sum("<- best" in line or "<- highest mean" in line for line in table) == 1
+    assert "95% CI" in proc.stdout and "vs base" in proc.stdout

@@ -2,6 +2,7 @@
 
 import json
 
+from prime_cli.evals.compare import compare_runs
 from prime_cli.tui.app import make_app
 from prime_cli.tui.screens.compare import CompareScreen, SideBySideScreen
 from prime_cli.tui.screens.gepa import GepaScreen
@@ -30,14 +31,24 @@ async def test_compare_joins_on_example_id_with_paired_deltas(runs_root):
         assert len(screen.shown) == 6
         a_rows = [screen.a.row(i) for i in range(len(screen.a))]
         b_rows = [screen.b.row(i) for i in range(len(screen.b))]
-        for pair in screen.shown:
-            a = mean([r["reward"] or 0.0 for r in a_rows if r["example_id"] == pair.example_id])
-            b = mean([r["reward"] or 0.0 for r in b_rows if r["example_id"] == pair.example_id])
+        for pair in screen.shown:  # the errored rollout (example 2 of A) is left out, not scored 0
+            a = mean([r["reward"] for r in a_rows if r["example_id"] == pair.example_id and not r["error"]])
+            b = mean([r["reward"] for r in b_rows if r["example_id"] == pair.example_id and not r["error"]])
             assert abs(pair.delta - (b - a)) < 1e-9
         deltas = [p.delta for p in screen.shown]
         text = screen_text(app)
         assert f"mean delta {mean(deltas):+.3f}" in text
         assert f"better on {sum(d > 0 for d in deltas)}" in text and f"same on {sum(d == 0 for d in deltas)}" in text
+        assert "errored rollouts left out: 1 in A, 0 in B" in text
+
+
+async def test_compare_screen_shows_the_verdict_of_prime_eval_compare(runs_root):
+    app = make_app(cwd=runs_root)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_compare(pilot)
+        expected = compare_runs(str(screen.a.run_dir), str(screen.b.run_dir)).reward.verdict()
+        assert "paired examples" in expected
+        assert f"reward: {expected}" in screen_text(app)
 
 
 async def test_only_changed_toggle_and_sort_by_delta(runs_root):

@@ -2,6 +2,7 @@
 
 import json
 
+from prime_cli.runs.intervals import clustered_interval
 from prime_cli.tui.app import make_app
 from prime_cli.tui.screens.overview import OverviewScreen
 from prime_cli.tui.screens.rollout import RolloutScreen
@@ -32,8 +33,15 @@ async def test_path_to_a_run_opens_its_overview_with_every_section(runs_root):
         text = screen_text(app)
         for title in ("metrics", "pass@k", "reward histogram", "errors", "tokens and timing", "configuration"):
             assert f"─ {title} ─" in text
-        rewards = [r["reward"] or 0.0 for r in map(json.loads, (runs_root / RUN / "results.jsonl").read_text().splitlines())]
+        rows = list(map(json.loads, (runs_root / RUN / "results.jsonl").read_text().splitlines()))
+        rewards = [r["reward"] or 0.0 for r in rows]
         assert f"{sum(rewards) / len(rewards):.3f}" in text
+        by_example: dict = {}
+        for row in rows:
+            by_example.setdefault(row["example_id"], []).append(row["reward"] or 0.0)
+        interval = clustered_interval(by_example)
+        assert f"[{interval.low:.3f}, {interval.high:.3f}]" in text and interval.high - interval.low > 0.1
+        assert "95% CI of the mean (clustered by example, 6 examples)" in text
         assert "ModelError" in text and "temperature" in text and "18 rows saved" in text
         await pilot.press("q")
         await pilot.pause()

@@ -13,17 +13,29 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from prime_cli.evals.compare import setting_differences
 from prime_cli.runs.visible import visible
 from prime_cli.tui.model import RunModel
-from prime_cli.tui.rows import Comparison, PairedExample, compare
+from prime_cli.tui.rows import Comparison, ExampleGroup, PairedExample, compare
 from prime_cli.tui.style import delta_style, fmt, reward_style, signed
 from prime_cli.tui.text import last_reply
 from prime_cli.tui.widgets.transcript import Transcript
 from prime_cli.tui.widgets.virtual_table import Cell, Column, VirtualTable
 
 HELP = """Run A (marked first) against run B, joined on example_id. Each line is one example: the
-mean reward over its rollouts in A and in B and the paired delta B − A. o shows only the
-examples whose reward changed; s sorts by the delta. enter shows the two completions side by side."""
+mean reward over its rollouts in A and in B (errored rollouts left out, and counted above) and
+the paired delta B − A. The verdict line is the
+one `prime eval compare A B` prints: the mean paired difference with its 95% interval and the
+p-value of a paired t-test on per-example means (errored rollouts left out); "no detectable
+difference" means the interval includes 0. o shows only the examples whose reward changed;
+s sorts by the delta. enter shows the two completions side by side."""
+
+
+def _mean_cell(group: ExampleGroup | None) -> Cell:
+    if group is None:
+        return "–", "dim"
+    mean = group.scored_mean
+    return (fmt(mean), reward_style(mean)) if mean is not None else ("errored", "red")
 
 
 class CompareScreen(Screen):
@@ -47,6 +59,7 @@ class CompareScreen(Screen):
         yield Static(Text.assemble(("A ", "bold cyan"), self.a.title, "\n", ("B ", "bold magenta"), self.b.title),
                      classes="title")
         yield Static("reading both runs…", id="compare-stats", classes="card")
+        yield Static("", id="compare-verdict")
         yield VirtualTable([Column("example", 8, "right"), Column("A", 7, "right"), Column("B", 7, "right"),
                             Column("B − A", 7, "right"), Column("n A", 4, "right"), Column("n B", 4, "right"),
                             Column("A completion", 0), Column("B completion", 0)], self._cells, id="pairs")
@@ -67,7 +80,25 @@ class CompareScreen(Screen):
 
     def _loaded(self, comparison: Comparison) -> None:
         self.comparison = comparison
+        self.query_one("#compare-verdict", Static).update(self.verdict(comparison))
         self.rebuild()
+
+    def verdict(self, comparison: Comparison) -> Text:
+        """The verdict line of `prime eval compare`, and its warnings."""
+        env_a, env_b = self.a.metadata.get("env_id"), self.b.metadata.get("env_id")
+        if env_a != env_b:
+            return Text(visible(f"A is a run of {env_a!r} and B of {env_b!r}: no verdict across environments"),
+                        style="yellow")
+        paired = comparison.paired()
+        if paired is None:
+            return Text("no example scored in both runs: no verdict", style="yellow")
+        text = paired.verdict()
+        style = "green" if text.startswith("B is better") else "red" if text.startswith("B is worse") else ""
+        line = Text.assemble(("reward: ", "bold"), (text, style))
+        for warning in setting_differences(self.a.metadata, self.b.metadata):
+            line.append("\n")
+            line.append(visible(f"warning: {warning}"), style="yellow")
+        return line
 
     def rebuild(self) -> None:
         if self.comparison is None:
@@ -85,6 +116,8 @@ class CompareScreen(Screen):
             f"{stats['joined']} examples in both runs · mean delta ", signed(stats["mean_delta"]),
             f" · B better on {stats['better']}, worse on {stats['worse']}, same on {stats['same']}",
             f" · only in A: {stats['only_a']}, only in B: {stats['only_b']}",
+            (f" · errored rollouts left out: {stats['errored_a']} in A, {stats['errored_b']} in B"
+             if stats["errored_a"] or stats["errored_b"] else ""),
             ("  [only changed]" if self.only_changed else "", "cyan"),
             ("  [sorted by delta]" if self.by_delta else "", "cyan"),
         ))
@@ -102,8 +135,7 @@ class CompareScreen(Screen):
         delta = pair.delta
         return [
             (fmt(pair.example_id), ""),
-            (fmt(pair.a.mean) if pair.a else "–", reward_style(pair.a.mean) if pair.a else "dim"),
-            (fmt(pair.b.mean) if pair.b else "–", reward_style(pair.b.mean) if pair.b else "dim"),
+            _mean_cell(pair.a), _mean_cell(pair.b),
             (signed(delta).plain, delta_style(delta)),
             (str(len(pair.a.indices)) if pair.a else "0", ""), (str(len(pair.b.indices)) if pair.b else "0", ""),
             (a_reply, ""), (b_reply, ""),

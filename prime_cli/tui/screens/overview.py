@@ -1,9 +1,10 @@
-"""Run overview: metrics (mean, std), pass@k, reward histogram, error kinds, tokens, timing, config."""
+"""Run overview: metrics (mean, 95% interval, std), pass@k, reward histogram, error kinds, tokens, timing, config."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from rich.console import Group
 from rich.table import Table
@@ -34,19 +35,39 @@ def _table(*headers: str) -> Table:
     return table
 
 
-def metric_table(summary: Summary) -> Table:
-    table = _table("metric", "mean", "std")
-    table.add_row(Text("reward", style="bold"), fmt(summary.get("avg_reward")), fmt(summary.get("std_reward")))
+def _interval(record: Any) -> str:
+    if not isinstance(record, dict):
+        return "–"
+    return f"[{fmt(record.get('low'))}, {fmt(record.get('high'))}]"
+
+
+def _interval_note(intervals: dict) -> Text:
+    reward = intervals.get("reward")
+    if not isinstance(reward, dict):
+        return Text("")
+    examples, rollouts = reward.get("examples"), reward.get("rollouts")
+    kind = (f"clustered by example, {examples} examples" if isinstance(examples, int) and isinstance(rollouts, int)
+            and rollouts > examples else f"{rollouts} rollouts")
+    return Text(f"95% CI of the mean ({kind}); std is the spread of single rollouts", style="dim")
+
+
+def metric_table(summary: Summary) -> Group:
+    intervals = summary.get("ci95") or {}
+    metric_cis = intervals.get("metrics") or {}
+    table = _table("metric", "mean", "95% CI", "std")
+    table.add_row(Text("reward", style="bold"), fmt(summary.get("avg_reward")), _interval(intervals.get("reward")),
+                  fmt(summary.get("std_reward")))
     stds = summary.get("std_metrics") or {}
     for name, mean in (summary.get("avg_metrics") or {}).items():
-        table.add_row(name, fmt(mean), fmt(stds.get(name)))
-    return table
+        table.add_row(name, fmt(mean), _interval(metric_cis.get(name)), fmt(stds.get(name)))
+    return Group(table, _interval_note(intervals))
 
 
 def pass_table(summary: Summary) -> Table:
-    table = _table("k", "pass@k")
+    pass_cis = (summary.get("ci95") or {}).get("pass_at_k") or {}
+    table = _table("k", "pass@k", "95% CI")
     for k, value in (summary.get("pass_at_k") or {}).items():
-        table.add_row(str(k), fmt(value))
+        table.add_row(str(k), fmt(value), _interval(pass_cis.get(str(k))))
     return table
 
 
