@@ -58,7 +58,10 @@ def _with_interval(interval: Any, std: Any) -> str:
 
 
 def _bracket(interval: Any) -> str:
-    return f" [{_num(interval['low'])}, {_num(interval['high'])}]" if isinstance(interval, dict) else ""
+    """` [low, high]`; nothing when the interval is missing or has no width (every example scored the same)."""
+    if not isinstance(interval, dict) or not interval.get("se"):
+        return ""
+    return f" [{_num(interval['low'])}, {_num(interval['high'])}]"
 
 
 def _power_text(power: dict) -> str:

@@ -30,6 +30,8 @@ class Interval:
 
     def label(self) -> str:
         kind = f"clustered by example, {self.clusters} examples" if self.n > self.clusters else f"{self.n} rollouts"
+        if self.se == 0.0:
+            return f"{self.mean:.3f} (every example scored the same: no spread to give an interval; {kind})"
         return f"{self.mean:.3f} [{self.low:.3f}, {self.high:.3f}] (95% CI, {kind})"
 
 

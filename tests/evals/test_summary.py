@@ -180,3 +180,12 @@ def test_the_summary_gives_95_percent_intervals_clustered_by_example():
 def test_one_rollout_per_example_labels_the_plain_standard_error():
     rows = [{"example_id": e, "rollout_idx": 0, "reward": r} for e, r in enumerate([0.2, 0.4, 0.9, 0.5])]
     assert "(95% CI, 4 rollouts)" in summarize(rows)["ci95"]["reward"]["label"]
+
+
+def test_a_run_whose_examples_all_scored_the_same_says_so_instead_of_a_zero_width_interval():
+    from prime_cli.evals.summary_view import summary_text
+
+    rows = [{"example_id": e, "rollout_idx": k, "reward": 0.0, "metrics": {"m": 0.0}} for e in range(10) for k in range(2)]
+    text = summary_text(summarize(rows))
+    assert "Reward: 0.000 (every example scored the same: no spread to give an interval; clustered by example" in text
+    assert "[0.000, 0.000]" not in text and "pass@1=0.000  pass@2=0.000" in text

@@ -36,8 +36,8 @@ def _table(*headers: str) -> Table:
 
 
 def _interval(record: Any) -> str:
-    if not isinstance(record, dict):
-        return "–"
+    if not isinstance(record, dict) or not record.get("se"):
+        return "–"  # missing, or no width: every example scored the same
     return f"[{fmt(record.get('low'))}, {fmt(record.get('high'))}]"
 
 
