@@ -26,9 +26,9 @@ def row_interval(scores: Sequence[float]) -> Interval | None:
 
 
 def bracket(scores: Sequence[float]) -> str:
-    """` [0.512, 0.688]`, or nothing when there are fewer than 2 rows."""
+    """` [0.512, 0.688]`; nothing when there are fewer than 2 rows or every row scored the same (no width)."""
     interval = row_interval(scores)
-    return "" if interval is None else f" [{interval.low:.3f}, {interval.high:.3f}]"
+    return "" if interval is None or interval.se == 0.0 else f" [{interval.low:.3f}, {interval.high:.3f}]"
 
 
 def bounds(scores: Sequence[float]) -> list[float] | None:

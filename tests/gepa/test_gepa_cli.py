@@ -56,7 +56,8 @@ def test_run_writes_every_file_and_prints_the_best_prompt(tmp_path):
     half = T_975_9DF * statistics.stdev(best_scores) / math.sqrt(10)
     intervals = meta["intervals"]
     assert intervals["validation_rows"] == 10 and intervals["best_val_ci95"] == pytest.approx([mean - half, mean + half])
-    assert f"best {mean:.4f} [{mean - half:.3f}, {mean + half:.3f}]" in result.stdout
+    shown = f" [{mean - half:.3f}, {mean + half:.3f}]" if half > 0 else ""  # no bracket when every row scored the same
+    assert f"best {mean:.4f}{shown} (candidate {meta['best_idx']}; 95% intervals over 10 validation rows" in result.stdout
     test = intervals["test_difference"]
     assert test["rows"] == 10 and test["difference"] == pytest.approx(meta["best_test_score"] - meta["seed_test_score"])
     assert f"best vs seed on the test rows: {test['verdict']}" in result.stdout
@@ -142,3 +143,16 @@ def test_reflections_that_give_nothing_new_stop_the_run_once_its_rollouts_are_al
     assert "--max-reflection-failures" in result.stdout and "Traceback" not in result.stderr
     assert (tmp_path / "run" / "best_prompt.txt").read_text() == "Answer the question."
     assert "in 6 proposals in a row" in json.loads((tmp_path / "run" / "metadata.json").read_text())["stop_reason"]
+
+
+def test_the_validation_bracket_is_the_t_interval_over_rows_and_absent_without_spread():
+    from prime_cli.gepa.uncertainty import bracket, intervals_record
+
+    scores = [0.0, 1.0, 0.5, 1.0, 0.0, 0.5, 1.0, 1.0, 0.0, 0.5]
+    half = T_975_9DF * statistics.stdev(scores) / math.sqrt(10)
+    assert bracket(scores) == f" [{0.55 - half:.3f}, {0.55 + half:.3f}]"
+    assert bracket([1.0] * 10) == "" and bracket([0.5]) == ""
+    record = intervals_record([0.0] * 10, scores, [0.0, 0.5, 0.5, 0.0], [0.5, 0.5, 1.0, 0.5])
+    assert record["best_val_ci95"] == pytest.approx([0.55 - half, 0.55 + half]) and record["seed_val_ci95"] == [0.0, 0.0]
+    assert record["test_difference"]["difference"] == pytest.approx(0.375)
+    assert (record["test_difference"]["better"], record["test_difference"]["worse"]) == (3, 0)
