@@ -157,11 +157,12 @@ def takes_system_prompt(env_id: str) -> bool:
 
 def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, stream: IO[str]) -> None:
     best, seed = outcome.best, outcome.state.candidates[0]
+    seed_ci, best_ci = bracket(seed.val_scores), bracket(best.val_scores)
     out = [f"GEPA {outcome.status}: {len(outcome.state.candidates)} candidate(s), "
            f"{outcome.total_metric_calls}/{config.max_calls} rollouts of budget used"
            + (f" (+{outcome.test_metric_calls} for the test set)" if outcome.test_metric_calls else ""),
-           f"validation score: seed {seed.val_mean:.4f}{bracket(seed.val_scores)} -> best {best.val_mean:.4f}"
-           f"{bracket(best.val_scores)} (candidate {best.idx}; 95% intervals over {len(best.val_scores)} validation rows, "
+           f"validation score: seed {seed.val_mean:.4f}{seed_ci} -> best {best.val_mean:.4f}{best_ci} (candidate "
+           f"{best.idx}; {'95% intervals over ' if seed_ci or best_ci else ''}{len(best.val_scores)} validation rows, "
            "on which the best was chosen: its score there is optimistic)"]
     if outcome.stop_reason:
         out.append(f"stopped before the budget: {outcome.stop_reason}")

@@ -57,7 +57,7 @@ def test_run_writes_every_file_and_prints_the_best_prompt(tmp_path):
     intervals = meta["intervals"]
     assert intervals["validation_rows"] == 10 and intervals["best_val_ci95"] == pytest.approx([mean - half, mean + half])
     shown = f" [{mean - half:.3f}, {mean + half:.3f}]" if half > 0 else ""  # no bracket when every row scored the same
-    assert f"best {mean:.4f}{shown} (candidate {meta['best_idx']}; 95% intervals over 10 validation rows" in result.stdout
+    assert f"best {mean:.4f}{shown} (candidate {meta['best_idx']}; " in result.stdout and " 10 validation rows, " in result.stdout
     test = intervals["test_difference"]
     assert test["rows"] == 10 and test["difference"] == pytest.approx(meta["best_test_score"] - meta["seed_test_score"])
     assert f"best vs seed on the test rows: {test['verdict']}" in result.stdout
