@@ -51,7 +51,8 @@ def sweep_row(label: str, step: int | None, model: str, outcome: Any, rollouts_p
     return SweepRow(label, step, model, outcome.status, str(outcome.run_dir) if outcome.run_dir else None,
                     int(summary.get("num_rollouts") or 0), summary.get("avg_reward"), summary.get("std_reward"),
                     k, statistics.fmean(scores) if scores else None,
-                    [interval["low"], interval["high"]] if interval else None, None, dict(per_example))
+                    [interval["low"], interval["high"]] if interval and interval.get("se") else None, None,
+                    dict(per_example))
 
 
 def compare_with_base(rows: list[SweepRow]) -> None:
@@ -113,6 +114,7 @@ def verdict(rows: list[SweepRow], best: int | None) -> str | None:
 
 def print_table(rows: list[SweepRow], weights_dir: Path, stream: IO[str] | None = None) -> None:
     from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table
 
     compare_with_base(rows)
@@ -130,6 +132,9 @@ def print_table(rows: list[SweepRow], weights_dir: Path, stream: IO[str] | None 
                       _number(row.pass_at_k), str(row.num_rollouts), row.status, mark,
                       style="bold green" if i == best and marked else None)
     console = Console(file=stream) if stream is not None else Console()
+    if not console.is_terminal:  # a pipe or a file: the table at its natural width, not folded into 80 columns
+        natural = Measurement.get(console, console.options.update_width(1000), table).maximum
+        console = Console(file=stream, width=max(console.width, natural))
     console.print(table)
     if line := verdict(rows, best):
         console.print(line, soft_wrap=True, highlight=False)

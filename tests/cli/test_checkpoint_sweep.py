@@ -6,6 +6,7 @@ table's numbers and its best step come from the runs."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,9 @@ def test_sweep_saves_one_run_per_step_and_prints_the_table_with_the_best_marked(
     assert rows["step_10"][5] == "1.000" and rows["step_0"][5] == "0.000"  # pass@2
     assert rows["base"][3] == "-" and rows["step_10"][3].startswith("+") and "p < 0.001" in rows["step_10"][3]
     assert "pass@2" in result.stdout and "Best: step_10" in result.stdout and "better than the base" in result.stdout
+    # piped, the table keeps its natural width: every cell on one line, none cut to "step_…"
+    assert "…" not in result.stdout and re.search(r"step_10 .*p < 0\.001 .*<- best", result.stdout)
+    assert rows["step_10"][2] == "-"  # every example scored the same: no zero-width interval
 
 
 def test_steps_and_no_eval_base_choose_what_is_evaluated_and_json_ends_with_the_sweep(tmp_path):
