@@ -181,3 +181,29 @@ def compare(
         return
     for line in comparison_lines(result):
         typer.echo(line, err=line.startswith("warning: "))
+
+
+@eval_app.command("rescore")
+def rescore(
+    run_dir: str = typer.Argument(..., metavar="RUN", help="A saved eval run folder (or its results.jsonl)."),
+    env_args: str | None = typer.Option(None, "-a", "--env-args", help="JSON of arguments for load_environment(). Default: the run's own."),
+    output_dir: str | None = typer.Option(None, "-o", "--output-dir", help="Directory that the new run folder is created in (under <env>--<model>/). Default: beside RUN."),
+    resume: str | None = typer.Option(None, "-R", "--resume", metavar="NEW_RUN", help="Finish an interrupted rescore of RUN in the folder it printed."),
+    max_concurrent: int = typer.Option(32, "-c", "--max-concurrent", min=1, help="Examples scored at once (matters for judge rubrics)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON `done` event instead of the summary."),
+) -> None:
+    """Re-run the environment's rubric, as it is now, on a saved run's completions (no policy model calls).
+
+    Writes a new run folder whose metadata names its source (`rescored_from`) and prints its summary and
+    the paired difference to the saved rewards, overall and per reward function. A rubric that reads a
+    state key the run did not save is refused: save it next time with `prime eval run -C KEY`.
+    Ctrl-C keeps the rows scored so far; the printed --resume command finishes the rest."""
+    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.evals.rescore_report import run_rescore
+
+    args = _json_arg("-a/--env-args", env_args)
+    try:
+        code = run_rescore(run_dir, args, output_dir, resume, max_concurrent, as_json)
+    except EnvConfigError as exc:
+        fail(str(exc))
+    raise typer.Exit(code)

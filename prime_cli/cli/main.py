@@ -51,7 +51,7 @@ app.add_typer(lab_app, name="lab")
 app.command("serve")(serve)
 app.command("train", epilog=TRAIN_EPILOG)(train)
 
-EVAL_COMMANDS = ("run", "view", "tui", "export", "compare")
+EVAL_COMMANDS = ("run", "view", "tui", "export", "compare", "rescore")
 EVAL_SUBCOMMANDS = {*EVAL_COMMANDS, "--help", "-h"}
 OPTIONAL_VALUE_FLAGS = {"-R", "--resume"}
 

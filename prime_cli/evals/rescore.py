@@ -1,0 +1,177 @@
+"""`prime eval rescore RUN`: the environment's rubric, as it is now, re-run on a saved run's completions.
+
+No policy model is called. Each example's rollouts are scored together, as `prime eval run` scores a
+group (one by one when the run used independent scoring). The new run folder is created beside the
+source (or under `-o`), its metadata names the source (`rescored_from`), and rows are appended as each
+group is scored, so an interrupted rescore keeps what it did and `--resume NEW_RUN` does the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import prime_cli
+import prime_cli.envs as vf
+from prime_cli.envs.errors import EnvConfigError
+from prime_cli.runs.metadata import RunDirError, read_metadata
+
+from .rescore_states import RebuiltState, rescored_row, state_from_row
+from .results import EvalRun, load_run
+from .row_values import example_key
+from .run_folders import check_eval_output_dir
+from .schema import MetadataRecord, Rollout
+from .store import RunStore, read_results
+from .summary import metadata_fields, summarize
+
+# metadata of the source that describes its results, not the run that produced them: recomputed
+RESULT_KEYS = {"avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage", "summary", "status", "date",
+               "time_ms", "retries", "error_budget", "rescored_from", "reward_functions", "env_args"}
+
+
+class RescoreRefused(EnvConfigError):
+    """The rubric needs what the run did not save (one line for the user)."""
+
+
+@dataclass
+class RescoreOutcome:
+    source: EvalRun
+    run_dir: Path
+    rows: list[Rollout]
+    summary: dict[str, Any]
+    status: str  # completed or cancelled
+
+
+def _groups(rows: list[Rollout]) -> list[list[Rollout]]:
+    groups: dict[Any, list[Rollout]] = {}
+    for row in rows:
+        groups.setdefault(example_key(row.get("example_id")), []).append(row)
+    return list(groups.values())
+
+
+def _pair(row: Rollout) -> tuple[Any, Any]:
+    return example_key(row.get("example_id")), row.get("rollout_idx")
+
+
+def _refusal(missing: set[str], run: Path) -> RescoreRefused:
+    keys = ", ".join(sorted(missing))
+    return RescoreRefused(f"the rubric reads state key(s) {keys} that {run} did not save, so it cannot be rescored "
+                          f"faithfully; run the eval again with -C {','.join(sorted(missing))} (--state-columns) to "
+                          "save them for a later rescore")
+
+
+async def score_group(env: vf.Environment, rows: list[Rollout], independent: bool) -> list[RebuiltState]:
+    states = [state_from_row(row) for row in rows]
+    if independent:
+        for state in states:
+            await env.rubric.score_rollout(state)
+    else:
+        await env.rubric.score_group(states)
+    return states
+
+
+def _metadata(raw: dict[str, Any], source: EvalRun, env: vf.Environment, env_args: dict[str, Any]) -> MetadataRecord:
+    meta: dict[str, Any] = {k: v for k, v in raw.items() if k not in RESULT_KEYS}
+    meta.update(env_args=env_args, reward_functions=env.rubric.get_reward_func_names(),
+                rescored_from={"run": str(source.path.resolve()), "date": datetime.now().isoformat(timespec="seconds"),
+                               "prime_cli": prime_cli.__version__})
+    return meta  # type: ignore[return-value]
+
+
+def _open_resumed(resume: Path, source: EvalRun) -> RunStore:
+    store = RunStore.open(resume)
+    origin = (store.metadata.get("rescored_from") or {}).get("run")
+    if origin != str(source.path.resolve()):
+        store.close()
+        raise RunDirError(f"--resume {resume} is not a rescore of {source.path} (it rescored {origin or 'nothing'}); "
+                          "pass the folder that an earlier `prime eval rescore` of this run printed")
+    return store
+
+
+def rescore(path: str, env_args: dict[str, Any] | None, output_dir: str | None, resume: str | None,
+            max_concurrent: int = 32, progress: Callable[[int, int], None] | None = None) -> RescoreOutcome:
+    """Rescore the run at `path`; raises EnvConfigError/RunDirError (one line) on bad input, before writing."""
+    source = load_run(path)
+    raw = read_metadata(source.path)
+    summary_then = raw.get("summary") if isinstance(raw.get("summary"), dict) else {}
+    pass_threshold = float(summary_then.get("pass_threshold", 1.0))
+    env_id = source.metadata.env_id
+    args = dict(source.metadata.env_args) if env_args is None else env_args
+    env = vf.load_environment(env_id, **args)
+    groups = _groups(source.rows)
+    if not groups:
+        raise EnvConfigError(f"{source.path} has no rollouts to rescore")
+    independent = bool(source.metadata.independent_scoring)
+    # score the first group before writing anything: a rubric that needs unsaved state is refused here
+    first = asyncio.run(score_group(env, groups[0], independent))
+    missing = set().union(*(state.missing_keys() for state in first))
+    if missing:
+        raise _refusal(missing, source.path)
+    if resume:
+        store = _open_resumed(Path(resume), source)
+    else:
+        base = Path(output_dir) if output_dir else source.path.parent.parent
+        folder = base / source.path.parent.name
+        if output_dir:
+            check_eval_output_dir(Path(output_dir), folder)
+        store = RunStore.create(folder, _metadata(raw, source, env, args))
+    done = {_pair(row) for row in read_results(store.run_dir)} if resume else set()
+    todo = [group for group in groups if not all(_pair(row) in done for row in group)]
+    status, start = "completed", time.perf_counter()
+    try:
+        asyncio.run(_score_all(env, todo, independent, store, source.path, max_concurrent, progress,
+                               len(groups) - len(todo), len(groups), first if not resume else None))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        status = "cancelled"
+    except BaseException:
+        status = "failed"
+        raise
+    finally:
+        rows = _final_rows(store.run_dir, source.rows)
+        summary = summarize(rows, pass_threshold)
+        elapsed = (time.perf_counter() - start) * 1000.0
+        if status == "completed":
+            store.rewrite_results(rows)
+        store.update_metadata(status=status, time_ms=elapsed, **metadata_fields(summary))
+        store.close()
+    return RescoreOutcome(source, store.run_dir, rows, summary, status)
+
+
+async def _score_all(env: vf.Environment, groups: list[list[Rollout]], independent: bool, store: RunStore,
+                     source: Path, max_concurrent: int, progress: Callable[[int, int], None] | None,
+                     already: int, total: int, first: list[RebuiltState] | None) -> None:
+    slots = asyncio.Semaphore(max_concurrent)
+    finished = already
+
+    def write(rows: list[Rollout], states: list[RebuiltState]) -> None:
+        nonlocal finished
+        missing = set().union(*(state.missing_keys() for state in states))
+        if missing:
+            raise _refusal(missing, source)
+        for row, state in zip(rows, states, strict=True):
+            store.append(rescored_row(row, state))
+        finished += 1
+        if progress is not None:
+            progress(finished, total)
+
+    async def one(rows: list[Rollout]) -> None:
+        async with slots:
+            write(rows, await score_group(env, rows, independent))
+
+    start = 0
+    if first is not None and groups:  # the group scored before the folder existed
+        write(groups[0], first)
+        start = 1
+    await asyncio.gather(*(one(group) for group in groups[start:]))
+
+
+def _final_rows(run_dir: Path, source_rows: list[Rollout]) -> list[Rollout]:
+    """The rescored rows in the source's order, one per (example, rollout) (a resumed group written twice
+    keeps its last copy)."""
+    latest = {_pair(row): row for row in read_results(run_dir)}
+    return [latest[_pair(row)] for row in source_rows if _pair(row) in latest]

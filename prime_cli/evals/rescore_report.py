@@ -1,0 +1,69 @@
+"""What `prime eval rescore` prints: a progress bar while scoring, then the new run's summary and its
+paired difference to the source run (overall and per reward function), or the same as one JSON line."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from typing import Any
+
+from prime_cli.runs.visible import json_visible
+
+from .compare import compare_runs, comparison_json, comparison_lines
+from .rescore import RescoreOutcome, rescore
+
+
+def _progress_bar() -> tuple[Any, Any]:
+    """A rich progress bar on a terminal's stderr; nothing in a pipe."""
+    if not sys.stderr.isatty():
+        return None, None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("rescoring"), BarColumn(), MofNCompleteColumn(), TextColumn("examples"),
+                   TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    return bar, bar.add_task("rescore", total=None)
+
+
+def run_rescore(path: str, env_args: dict[str, Any] | None, output_dir: str | None, resume: str | None,
+                max_concurrent: int, as_json: bool) -> int:
+    """Rescore, print, and return the exit code (0 completed, 1 cancelled)."""
+    bar, task = _progress_bar()
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.update(task, completed=done, total=total)
+
+    if bar is not None:
+        bar.start()
+    try:
+        outcome = rescore(path, env_args, output_dir, resume, max_concurrent, progress)
+    finally:
+        if bar is not None:
+            bar.stop()
+    comparison = compare_runs(str(outcome.source.path), str(outcome.run_dir))
+    if as_json:
+        event = {"event": "done", "status": outcome.status, "run_dir": str(outcome.run_dir),
+                 "source": str(outcome.source.path), "summary": outcome.summary,
+                 "difference": comparison_json(comparison)}
+        print(json_visible(json.dumps(event, ensure_ascii=False, default=str)))
+    else:
+        _print_report(outcome, comparison)
+    return 0 if outcome.status == "completed" else 1
+
+
+def _print_report(outcome: RescoreOutcome, comparison: Any) -> None:
+    from rich.console import Console
+
+    from .summary_view import render_summary
+
+    console = Console()
+    render_summary(outcome.summary, console)
+    print("\nRescored (B) against the saved rewards (A):")
+    for line in comparison_lines(comparison):
+        print(line, file=sys.stderr if line.startswith("warning: ") else sys.stdout)
+    print(f"Results: {outcome.run_dir}")
+    if outcome.status != "completed":
+        print("Resume with: " + shlex.join(["prime", "eval", "rescore", str(outcome.source.path.resolve()),
+                                            "--resume", str(outcome.run_dir.resolve())]))
