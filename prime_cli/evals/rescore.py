@@ -83,6 +83,12 @@ def _metadata(raw: dict[str, Any], source: EvalRun, env: vf.Environment, env_arg
     return meta  # type: ignore[return-value]
 
 
+def _check_resume(resume: Path) -> None:
+    if not resume.is_dir() or not (resume / "metadata.json").is_file():
+        raise RunDirError(f"--resume {resume}: not a run folder; pass the folder that an interrupted "
+                          "`prime eval rescore` printed after 'Resume with:'")
+
+
 def _open_resumed(resume: Path, source: EvalRun) -> RunStore:
     store = RunStore.open(resume)
     origin = (store.metadata.get("rescored_from") or {}).get("run")
@@ -96,8 +102,13 @@ def _open_resumed(resume: Path, source: EvalRun) -> RunStore:
 def rescore(path: str, env_args: dict[str, Any] | None, output_dir: str | None, resume: str | None,
             max_concurrent: int = 32, progress: Callable[[int, int], None] | None = None) -> RescoreOutcome:
     """Rescore the run at `path`; raises EnvConfigError/RunDirError (one line) on bad input, before writing."""
+    if resume:
+        _check_resume(Path(resume))
     source = load_run(path)
     raw = read_metadata(source.path)
+    folder = (Path(output_dir) if output_dir else source.path.parent.parent) / source.path.parent.name
+    if output_dir and not resume:
+        check_eval_output_dir(Path(output_dir), folder)
     summary_then = raw.get("summary") if isinstance(raw.get("summary"), dict) else {}
     pass_threshold = float(summary_then.get("pass_threshold", 1.0))
     env_id = source.metadata.env_id
@@ -115,10 +126,6 @@ def rescore(path: str, env_args: dict[str, Any] | None, output_dir: str | None, 
     if resume:
         store = _open_resumed(Path(resume), source)
     else:
-        base = Path(output_dir) if output_dir else source.path.parent.parent
-        folder = base / source.path.parent.name
-        if output_dir:
-            check_eval_output_dir(Path(output_dir), folder)
         store = RunStore.create(folder, _metadata(raw, source, env, args))
     done = {_pair(row) for row in read_results(store.run_dir)} if resume else set()
     todo = [group for group in groups if not all(_pair(row) in done for row in group)]

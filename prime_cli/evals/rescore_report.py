@@ -19,7 +19,13 @@ def _progress_bar() -> tuple[Any, Any]:
     if not sys.stderr.isatty():
         return None, None
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     bar = Progress(TextColumn("rescoring"), BarColumn(), MofNCompleteColumn(), TextColumn("examples"),
                    TimeRemainingColumn(), console=Console(stderr=True), transient=True)

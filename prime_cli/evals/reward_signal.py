@@ -13,6 +13,8 @@ Rollouts that ended with an error are left out of both: an error says nothing ab
 
 from __future__ import annotations
 
+import json
+import shlex
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -105,6 +107,11 @@ def reward_signal_lines(summary: Summary) -> list[tuple[str, str, str]]:
                           "whether rollouts of an example get different rewards", "dim"))
         else:
             lines.append(("Group diversity", f"not measured: {diversity.get('note')}", "yellow"))
+    check = summary.get("reward_check")
+    if isinstance(check, dict):
+        lines.append(("Check the reward", f"all {check.get('rollouts')} rollouts got reward {check.get('reward')}: "
+                      f"before blaming the model, run `{check.get('command')}` (no model calls) to see whether the "
+                      "rubric can tell a right answer from a wrong one", "bold yellow"))
     if isinstance(level, dict) and level.get("pass_rate") is not None:
         left_out = level.get("errored_rollouts_left_out") or 0
         errored = f", {left_out} with errors left out" if left_out else ""
@@ -116,3 +123,15 @@ def reward_signal_lines(summary: Summary) -> list[tuple[str, str, str]]:
         if level.get("advice"):
             lines.append(("What to do", str(level["advice"]), "yellow"))
     return lines
+
+
+def reward_check(rows: Sequence[Rollout], env_id: str, env_args: dict[str, Any]) -> dict[str, Any] | None:
+    """When every scored rollout got the same reward (all zero, say): the command that checks the rubric
+    against reference and adversarial replies without a model (`prime env check`), so that a broken reward
+    is not taken for a weak model. None otherwise."""
+    rewards = {reward_value(row.get("reward")) for row in rows if not row.get("error")}
+    scored = sum(1 for row in rows if not row.get("error"))
+    if scored < 2 or len(rewards) != 1:
+        return None
+    command = ["prime", "env", "check", env_id] + (["-a", json.dumps(env_args)] if env_args else [])
+    return {"reward": rewards.pop(), "rollouts": scored, "command": shlex.join(command)}

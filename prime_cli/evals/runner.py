@@ -29,6 +29,7 @@ from .display import EvalDisplay
 from .health import COMPLETED, COMPLETED_WITH_ERRORS, error_budget, final_status, run_retries
 from .jobs import EvalJobs, plan_jobs
 from .preflight import load_env
+from .reward_signal import reward_check
 from .rollout_view import rollout_text, rollout_view
 from .run_files import RunFiles, prepare_run_files
 from .schema import Rollout, Summary
@@ -209,6 +210,8 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     summary = {**summary, **health}
     if config.power_delta is not None:
         summary["power"] = power_record(summary, config.power_delta)
+    if (check := reward_check(all_rows, config.env_id, config.env_args)) is not None:
+        summary["reward_check"] = check
     run_dir = str(files.run_dir) if files.run_dir else None
     resume = files.resume_command(config) if status not in (COMPLETED, COMPLETED_WITH_ERRORS) and run_dir else None
     retry = files.retry_command(config) if budget["errored_rollouts"] and not resume and run_dir else None

@@ -96,6 +96,7 @@ class Summary(TypedDict, total=False):
     per_task: dict[str, Summary]
     retries: dict[str, Any]
     error_budget: dict[str, Any]
+    reward_check: dict[str, Any]  # every scored rollout got one reward: the `prime env check` command to run
     power: dict[str, Any]  # `--power DELTA`: examples needed to detect DELTA (summary.power_record)
 
 

@@ -96,20 +96,24 @@ def substitute(line: str, url: str) -> str:
     return line.replace("http://localhost:8000/v1", url)
 
 
-# `RUN` in a README line is a saved eval run folder: the workspace's newest, made here when it has none
+# `RUN` in a README line is a saved eval run folder: the workspace's newest, made here when it has none;
+# `A B` of `prime eval compare A B` are its two newest (two made when it has fewer)
 RUN_PLACEHOLDER = "RUN"
 MAKE_A_RUN = "prime eval run reverse-text -m gpt-4.1-mini -n 2 -r 2 -s"
 
 
 def with_saved_run(command: str, cwd: Path, cache: Path) -> str:
     words = shlex.split(command)
-    if RUN_PLACEHOLDER not in words:
+    pair = words[1:3] == ["eval", "compare"]
+    wanted = 2 if pair else 1
+    if RUN_PLACEHOLDER not in words and not pair:
         return command
-    if not run_dirs(cwd):
+    while len([d for d in run_dirs(cwd) if "evals" in d.parts]) < wanted:
         made = run_line(MAKE_A_RUN, cwd, cache)
         assert made.returncode == 0, made.stderr[-3000:]
-    newest = max((d for d in run_dirs(cwd) if "evals" in d.parts), key=lambda d: d.name)
-    return shlex.join([str(newest) if word == RUN_PLACEHOLDER else word for word in words])
+    runs = sorted((d for d in run_dirs(cwd) if "evals" in d.parts), key=lambda d: d.name)
+    places = {"A": str(runs[-2]), "B": str(runs[-1])} if pair else {RUN_PLACEHOLDER: str(runs[-1])}
+    return shlex.join([places.get(word, word) for word in words])
 
 
 # `--weights-dir DIR` in a README line is a training run's weights folder: hand-made adapters of the

@@ -8,14 +8,14 @@ import pytest
 from tests.cli.conftest import one_error_line
 from tests.support.cli import run_prime
 
-SUBCOMMANDS = ("run", "view", "tui", "export")
+SUBCOMMANDS = ("run", "view", "tui", "export", "compare", "rescore")
 
 
 def test_view_and_tui_are_both_listed_and_take_the_same_flags(tmp_path):
     listing = run_prime(["eval", "--help"], tmp_path)
     assert listing.returncode == 0, listing.stderr
     commands = [line.split()[0] for line in listing.stdout.splitlines() if line.startswith("  ") and line.split()]
-    assert {"run", "view", "tui", "export"} <= set(commands), listing.stdout
+    assert set(SUBCOMMANDS) <= set(commands), listing.stdout
     assert "deprecated" not in listing.stdout.lower() and "moved" not in listing.stdout.lower()
     view, tui = (run_prime(["eval", name, "--help"], tmp_path) for name in ("view", "tui"))
     assert view.returncode == tui.returncode == 0, view.stderr + tui.stderr
@@ -33,7 +33,7 @@ def test_view_refuses_a_bad_path_as_tui_does(tmp_path):
     assert view == tui
 
 
-@pytest.mark.parametrize("args", [["compare", "A", "B"], ["veiw"], ["no-such-env", "-n", "2"]], ids=" ".join)
+@pytest.mark.parametrize("args", [["diff", "A", "B"], ["veiw"], ["no-such-env", "-n", "2"]], ids=" ".join)
 def test_an_unknown_word_is_an_error_naming_the_subcommands(args, tmp_path):
     result = run_prime(["eval", *args], tmp_path)
     line = one_error_line(result, repr(args[0]), *SUBCOMMANDS)

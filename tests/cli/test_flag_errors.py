@@ -1,6 +1,6 @@
-"""Every flag of `prime eval run`, `prime gepa run`, `prime train`, `prime eval export`, `prime eval compare` and
-the viewer, given a bad value: exit 2 and one `error:` line on stderr that names the flag as the user types it
-(`-n/--num-examples must be ...`), without pydantic's words ("Value error", "Input should be") or a
+"""Every flag of `prime eval run`, `prime gepa run`, `prime train`, `prime eval export`, `prime eval compare`,
+`prime eval rescore` and the viewer, given a bad value: exit 2 and one `error:` line on stderr that names the
+flag as the user types it (`-n/--num-examples must be ...`), without pydantic's words ("Value error", "Input should be") or a
 traceback. The table must name every option of those commands (read from the commands themselves),
 so a new flag cannot be added without its bad value here.
 
@@ -99,6 +99,12 @@ BAD: dict[tuple[str, ...], dict[str, list[str]]] = {
         "-o": [*EXPORT, "-o", "no-such-folder/run.csv"],
     },
     ("eval", "compare"): {"--power": ["eval", "compare", RUN, RUN, "--power", "0"]},
+    ("eval", "rescore"): {
+        "-a": ["eval", "rescore", RUN, "-a", "{bad"],
+        "-o": ["eval", "rescore", RUN, "-o", A_FILE],
+        "-R": ["eval", "rescore", RUN, "-R", "nowhere"],
+        "-c": ["eval", "rescore", RUN, "-c", "0"],
+    },
     ("eval", "view"): {"--interval": ["eval", "view", "--interval", "0"]},
     ("eval", "tui"): {"--interval": ["eval", "tui", "--interval", "0"]},
 }
