@@ -10,6 +10,7 @@ test that runs them for real. A README line nobody classified fails `test_every_
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
@@ -108,10 +109,14 @@ def with_saved_run(command: str, cwd: Path, cache: Path) -> str:
     wanted = 2 if pair else 1
     if RUN_PLACEHOLDER not in words and not pair:
         return command
-    while len([d for d in run_dirs(cwd) if "evals" in d.parts]) < wanted:
+    def saved() -> list[Path]:  # of one environment: MAKE_A_RUN's, when a pair is needed
+        return sorted((d for d in run_dirs(cwd) if "evals" in d.parts
+                       and (not pair or d.parent.name.startswith("reverse-text--"))), key=lambda d: d.name)
+
+    while len(saved()) < wanted:
         made = run_line(MAKE_A_RUN, cwd, cache)
         assert made.returncode == 0, made.stderr[-3000:]
-    runs = sorted((d for d in run_dirs(cwd) if "evals" in d.parts), key=lambda d: d.name)
+    runs = saved()
     places = {"A": str(runs[-2]), "B": str(runs[-1])} if pair else {RUN_PLACEHOLDER: str(runs[-1])}
     return shlex.join([places.get(word, word) for word in words])
 
@@ -229,6 +234,16 @@ def check_effect(command: str, cwd: Path, before: list[Path], result: subprocess
             import pandas as pd
 
             assert len(pd.read_parquet(written)) == len(rows)
+    elif args[:2] == ["eval", "compare"]:
+        if "--json" in args:
+            assert json.loads(out)["reward"]["examples"] >= 1, out
+        else:
+            assert out.startswith("A: ") and "reward: " in out and "paired examples" in out, out
+            assert ("paired examples (this comparison has" in out) == ("--power" in args), out
+    elif args[:2] == ["eval", "rescore"]:
+        made = new_runs(cwd, before)
+        assert len(made) == 1 and metadata(made[0])["rescored_from"]["run"] == str(Path(args[2]).resolve()), made
+        assert "Rescored (B) against the saved rewards (A):" in out and "reward: " in out, out
     elif args[:2] == ["gepa", "run"]:
         made = [d for d in new_runs(cwd, before) if "gepa" in d.parts]
         assert len(made) == 1, made
