@@ -54,6 +54,8 @@ class PairedComparison:
                    f"{self.examples} paired examples")
         if self.examples < 2:
             return f"not enough paired examples to tell: {numbers}"
+        if self.better == self.worse == 0:
+            return f"no difference: all {self.examples} paired examples scored the same in A and B"
         if self.p_value < 1 - LEVEL:
             return f"B is {'better' if self.difference > 0 else 'worse'}: {numbers}"
         return f"no detectable difference: {numbers}"

@@ -34,7 +34,7 @@ def test_no_difference_is_not_called_a_difference(tmp_path):
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["reward"]["difference"] == 0 and result["reward"]["p_value"] == 1.0
-    assert result["reward"]["verdict"].startswith("no detectable difference")
+    assert result["reward"]["verdict"] == "no difference: all 30 paired examples scored the same in A and B"
     assert result["reward"]["unchanged"] == 30
 
 
@@ -63,7 +63,7 @@ def test_errored_rollouts_are_left_out_and_counted_not_scored_zero(tmp_path):
     done = run_prime(["eval", "compare", str(a), str(b)], tmp_path)
     assert "errored rollouts left out: 0 in A, 2 in B" in done.stdout
     # a zero for the errored rollouts would have made examples 0 and 1 worse
-    assert "0 better, 0 worse, 10 unchanged" in done.stdout and "no detectable difference" in done.stdout
+    assert "0 better, 0 worse, 10 unchanged" in done.stdout and "reward: no difference: all 10 paired examples" in done.stdout
 
 
 def test_other_environments_or_no_shared_examples_are_refused_in_one_line(tmp_path):

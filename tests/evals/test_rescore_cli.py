@@ -105,7 +105,7 @@ def test_rescoring_with_an_unchanged_rubric_reproduces_every_reward_exactly(tmp_
     meta = json.loads((rescored / "metadata.json").read_text())
     assert meta["rescored_from"]["run"] == str(source.resolve()) and meta["status"] == "completed"
     assert meta["avg_reward"] == json.loads((source / "metadata.json").read_text())["avg_reward"]
-    assert "reward: no detectable difference: +0.000" in done.stdout and "0 better, 0 worse, 6 unchanged" in done.stdout
+    assert "reward: no difference: all 6 paired examples scored the same in A and B" in done.stdout and "0 better, 0 worse, 6 unchanged" in done.stdout
     assert snapshot(source) == before  # the source run is read, never written
 
 
