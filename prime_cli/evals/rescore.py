@@ -118,42 +118,50 @@ def rescore(path: str, env_args: dict[str, Any] | None, output_dir: str | None, 
     if not groups:
         raise EnvConfigError(f"{source.path} has no rollouts to rescore")
     independent = bool(source.metadata.independent_scoring)
-    # score the first group before writing anything: a rubric that needs unsaved state is refused here
-    first = asyncio.run(score_group(env, groups[0], independent))
-    missing = set().union(*(state.missing_keys() for state in first))
-    if missing:
-        raise _refusal(missing, source.path)
-    if resume:
-        store = _open_resumed(Path(resume), source)
-    else:
-        store = RunStore.create(folder, _metadata(raw, source, env, args))
-    done = {_pair(row) for row in read_results(store.run_dir)} if resume else set()
-    todo = [group for group in groups if not all(_pair(row) in done for row in group)]
+    stores: list[RunStore] = []
+
+    def open_store() -> RunStore:  # once the first group passed the unsaved-state check
+        store = _open_resumed(Path(resume), source) if resume else RunStore.create(folder, _metadata(raw, source, env, args))
+        stores.append(store)
+        return store
+
     status, start = "completed", time.perf_counter()
-    try:
-        asyncio.run(_score_all(env, todo, independent, store, source.path, max_concurrent, progress,
-                               len(groups) - len(todo), len(groups), first if not resume else None))
+    try:  # one event loop for the whole rescore: a judge rubric's client stays on the loop it was made on
+        asyncio.run(_score_all(env, groups, independent, open_store, source.path, max_concurrent, progress, bool(resume)))
     except (KeyboardInterrupt, asyncio.CancelledError):
+        if not stores:
+            raise KeyboardInterrupt from None  # nothing written yet
         status = "cancelled"
     except BaseException:
         status = "failed"
         raise
     finally:
-        rows = _final_rows(store.run_dir, source.rows)
-        summary = summarize(rows, pass_threshold)
-        elapsed = (time.perf_counter() - start) * 1000.0
-        if status == "completed":
-            store.rewrite_results(rows)
-        store.update_metadata(status=status, time_ms=elapsed, **metadata_fields(summary))
-        store.close()
-    return RescoreOutcome(source, store.run_dir, rows, summary, status)
+        if stores:
+            store = stores[0]
+            rows = _final_rows(store.run_dir, source.rows)
+            summary = summarize(rows, pass_threshold)
+            if status == "completed":
+                store.rewrite_results(rows)
+            store.update_metadata(status=status, time_ms=(time.perf_counter() - start) * 1000.0,
+                                  **metadata_fields(summary))
+            store.close()
+    return RescoreOutcome(source, stores[0].run_dir, rows, summary, status)
 
 
-async def _score_all(env: vf.Environment, groups: list[list[Rollout]], independent: bool, store: RunStore,
-                     source: Path, max_concurrent: int, progress: Callable[[int, int], None] | None,
-                     already: int, total: int, first: list[RebuiltState] | None) -> None:
+async def _score_all(env: vf.Environment, groups: list[list[Rollout]], independent: bool,
+                     open_store: Callable[[], RunStore], source: Path, max_concurrent: int,
+                     progress: Callable[[int, int], None] | None, resumed: bool) -> None:
+    """Score the first group, refuse if it read unsaved state, then open the store and score the rest (on a
+    resume, the groups the folder does not hold complete yet), appending each group's rows when scored."""
+    first = await score_group(env, groups[0], independent)
+    missing = set().union(*(state.missing_keys() for state in first))
+    if missing:
+        raise _refusal(missing, source)
+    store = open_store()
+    done = {_pair(row) for row in read_results(store.run_dir)} if resumed else set()
+    todo = [group for group in groups if not all(_pair(row) in done for row in group)]
     slots = asyncio.Semaphore(max_concurrent)
-    finished = already
+    finished = len(groups) - len(todo)
 
     def write(rows: list[Rollout], states: list[RebuiltState]) -> None:
         nonlocal finished
@@ -164,17 +172,16 @@ async def _score_all(env: vf.Environment, groups: list[list[Rollout]], independe
             store.append(rescored_row(row, state))
         finished += 1
         if progress is not None:
-            progress(finished, total)
+            progress(finished, len(groups))
 
     async def one(rows: list[Rollout]) -> None:
         async with slots:
             write(rows, await score_group(env, rows, independent))
 
-    start = 0
-    if first is not None and groups:  # the group scored before the folder existed
+    if todo and todo[0] is groups[0]:  # scored above, before the folder existed
         write(groups[0], first)
-        start = 1
-    await asyncio.gather(*(one(group) for group in groups[start:]))
+        todo = todo[1:]
+    await asyncio.gather(*(one(group) for group in todo))
 
 
 def _final_rows(run_dir: Path, source_rows: list[Rollout]) -> list[Rollout]:
