@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import shutil
 import signal
 import time
@@ -180,3 +181,19 @@ def test_bad_input_is_one_line(tmp_path):
     assert bad_args.returncode == 2 and "no_such_arg" in bad_args.stderr and "Traceback" not in bad_args.stderr
     other = run_prime(["eval", "rescore", str(source), "--resume", str(source)], tmp_path)
     assert other.returncode == 2 and "is not a rescore of" in other.stderr
+
+
+async def test_the_viewer_shows_where_a_rescored_run_came_from(tmp_path):
+    from prime_cli.tui.app import make_app
+    from tests.tui.conftest import SIZE, screen_text, settle
+
+    write_env(tmp_path)
+    source = eval_run(tmp_path)
+    assert run_prime(["eval", "rescore", str(source)], tmp_path).returncode == 0
+    app = make_app(new_run(tmp_path, source))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+    line = next(line for line in text.splitlines() if "rescored_from" in line)
+    assert re.search(rf"rescored_from +{source.name}\b", line), line
+

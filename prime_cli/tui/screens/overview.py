@@ -25,7 +25,7 @@ from prime_cli.tui.style import fmt, short_date, status_text
 HELP = """The summary of one eval run. While a run is still being written (status running) the
 numbers follow it as rows are appended. Press r or enter for the rollouts table."""
 CONFIG_KEYS = ("env_args", "sampling_args", "base_url", "num_examples", "rollouts_per_example", "state_columns",
-               "tools", "reward_functions", "independent_scoring", "version_info")
+               "tools", "reward_functions", "independent_scoring", "rescored_from", "version_info")
 
 
 def _table(*headers: str) -> Table:
@@ -119,6 +119,8 @@ def config_view(metadata: MetadataRecord) -> Table:
     for key in CONFIG_KEYS:
         if key in metadata:
             value = metadata[key]
+            if key == "rescored_from" and isinstance(value, dict):  # the source run's id first, then its path
+                value = f"{Path(str(value.get('run'))).name} ({value.get('run')}, {value.get('date')})"
             table.add_row(key, visible(value, multiline=True) if isinstance(value, str)
                           else json_visible(json.dumps(value, ensure_ascii=False)))  # JSON escapes C0 itself
     return table
