@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .foreign_runs import EXPECTED, resolve_run_dir
 from .run_folders import folder_kind
 from .schema import ROW_KEYS, EvalRunLayout, Rollout, RunMetadata
 from .store import PathLike, RunDirError, read_metadata, read_results
@@ -81,9 +82,11 @@ def run_folder(path: PathLike) -> Path:
     if kind == "gepa":
         raise RunDirError(f"{path} is a GEPA run folder, not an eval run; pass an eval run folder "
                           "(outputs/evals/<env>--<model>/<run_id>)")
+    converted = resolve_run_dir(path) if kind in ("eval", "other") else path
+    if converted != path:
+        return converted
     if kind != "eval":
-        raise RunDirError(f"{path} is not an eval run folder (no {EvalRunLayout.METADATA}); pass an eval run folder "
-                          "(outputs/evals/<env>--<model>/<run_id>)")
+        raise RunDirError(f"{path} is not an eval run folder; expected {EXPECTED}")
     return path
 
 

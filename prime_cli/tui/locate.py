@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prime_cli.evals.foreign_runs import is_foreign_run
 from prime_cli.evals.reader import (
     RunEntry,
     default_roots,
@@ -72,7 +73,7 @@ def locate(path: str | Path | None, cwd: str | Path | None = None) -> Located:
     if is_training_run(target):
         entry = training_entry(target)
         return Located([entry], entry, [target])
-    if (target / METADATA_FILE).is_file():
+    if (target / METADATA_FILE).is_file() or is_foreign_run(target):
         entry = read_entry(target)
         return Located([entry], entry, [target], rows_first=rows_first and entry.kind == "eval")
     entries = discover_runs([target])
