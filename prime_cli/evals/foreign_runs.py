@@ -163,7 +163,13 @@ def convert(folder: Path, fmt: str) -> Path:
             fh.write(json.dumps(row, default=str) + "\n")
     (staging / METADATA_FILE).write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
     shutil.rmtree(target, ignore_errors=True)
-    os.replace(staging, target)
+    try:
+        os.replace(staging, target)
+    except OSError:  # another prime converted it meanwhile: keep theirs when it is of these sources
+        shutil.rmtree(staging, ignore_errors=True)
+        done = _read_json(target / METADATA_FILE) or {}
+        if (done.get("source") or {}).get("stamp") != stamp:
+            raise
     return target
 
 

@@ -78,6 +78,7 @@ def locate(path: str | Path | None, cwd: str | Path | None = None) -> Located:
         return Located([entry], entry, [target], rows_first=rows_first and entry.kind == "eval")
     entries = discover_runs([target])
     if not entries:
-        raise NoRunsError(f"no eval, GEPA or training runs under {path} (looked for folders holding metadata.json "
-                          "or config.json with metrics.jsonl); pass a run folder or an outputs folder")
+        raise NoRunsError(f"no eval, GEPA or training runs under {path} (looked for folders holding metadata.json, "
+                          "verifiers' traces.jsonl + configs/resolved/eval.json, or config.json with metrics.jsonl); "
+                          "pass a run folder or an outputs folder")
     return Located(entries, None, [target])

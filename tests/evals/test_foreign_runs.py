@@ -92,9 +92,11 @@ def test_a_verifiers_03_folder_maps_their_field_names(tmp_path):
 def test_compare_a_verifiers_04_folder_with_one_of_ours(tmp_path):
     ours = write_eval_run(tmp_path / "ours", rows_for(3, 2, lambda e, k: 0.5), model="gpt-4.1-mini")
     theirs = write_verifiers_04_run(tmp_path / "vf")
-    done = run_prime(["eval", "compare", str(ours), str(theirs), "--json"], tmp_path, cache_env(tmp_path))
+    done = run_prime(["eval", "compare", str(ours), str(theirs / "traces.jsonl"), "--json"], tmp_path,
+                     cache_env(tmp_path))
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
+    assert result["b"] == str(theirs.resolve())  # the folder the user named, not its converted copy
     per_example = [statistics.mean(r for k in range(2) if (r := reward_of(e, k)) is not None) for e in range(3)]
     assert abs(result["reward"]["difference"] - (statistics.mean(per_example) - 0.5)) < 1e-9
 
@@ -111,11 +113,12 @@ def test_a_folder_of_no_known_format_is_one_error_line(tmp_path):
     folder.mkdir()
     (folder / "traces.jsonl").write_text("{}\n")  # no resolved config next to it
     before = snapshot(folder)
-    for args in (["eval", "export", str(folder), "-f", "jsonl"], ["eval", "compare", str(folder), str(folder)]):
+    for args in (["eval", "export", str(folder), "-f", "jsonl"], ["eval", "compare", str(folder), str(folder)],
+                 ["eval", "view", str(folder)]):
         done = run_prime(args, tmp_path, cache_env(tmp_path))
         assert done.returncode == 2, done.stderr
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error:"), done.stderr
-        assert "traces.jsonl + configs/resolved/eval.json" in lines[0] and "results.jsonl" in lines[0]
+        assert "traces.jsonl" in lines[0] and ("results.jsonl" in lines[0] or "metadata.json" in lines[0])
     assert snapshot(folder) == before
     assert not (tmp_path / "cache").exists()
