@@ -76,6 +76,7 @@ def test_the_converted_copy_names_its_source_and_is_remade_when_the_source_chang
 def test_a_verifiers_03_folder_maps_their_field_names(tmp_path):
     run_dir = write_verifiers_03_run(tmp_path / "vf03")
     assert detect_format(run_dir) == "verifiers-0.3"
+    assert detect_format(write_eval_run(tmp_path / "ours", rows_for(2, 2))) is None  # ours is read as it is
     before = snapshot(run_dir)
     rows = exported_rows(tmp_path, run_dir)
     assert [row["rollout_idx"] for row in rows] == [0, 1] * 3
