@@ -113,7 +113,7 @@ def _paired_json(result: PairedComparison) -> dict[str, Any]:
 
 
 def comparison_json(c: RunComparison) -> dict[str, Any]:
-    return {"a": str(c.a.path), "b": str(c.b.path), "env_id": c.a.metadata.env_id,
+    return {"a": str(c.a.source_path), "b": str(c.b.source_path), "env_id": c.a.metadata.env_id,
             "models": [c.a.metadata.model, c.b.metadata.model], "reward": _paired_json(c.reward),
             "metrics": {name: _paired_json(m) for name, m in c.metrics.items()},
             "only_in_a": c.only_a, "only_in_b": c.only_b, "errored_rollouts_left_out": [c.errored_a, c.errored_b],
@@ -123,7 +123,7 @@ def comparison_json(c: RunComparison) -> dict[str, Any]:
 
 def comparison_lines(c: RunComparison) -> list[str]:
     reward = c.reward
-    lines = [f"A: {c.a.path}  ({c.a.metadata.model})", f"B: {c.b.path}  ({c.b.metadata.model})",
+    lines = [f"A: {c.a.source_path}  ({c.a.metadata.model})", f"B: {c.b.source_path}  ({c.b.metadata.model})",
              f"reward: {reward.verdict()}",
              f"  per example: {reward.better} better, {reward.worse} worse, {reward.unchanged} unchanged"]
     if c.only_a or c.only_b:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from prime_cli.evals.foreign_runs import TRACES_FILE, resolve_run_dir
 from prime_cli.evals.row_columns import HEAVY_KEYS
 from prime_cli.evals.schema import EvalRunLayout, MetadataRecord, Rollout
 from prime_cli.evals.store import RunDirError, read_metadata
@@ -63,7 +64,9 @@ def _is_gepa_dir(run_dir: Path, metadata: MetadataRecord) -> bool:
 
 
 def read_entry(run_dir: Path) -> RunEntry:
-    """The browser entry of one run folder. Raises RunDirError when it is not a run."""
+    """The browser entry of one run folder (another tool's: of its converted copy). Raises RunDirError
+    when it is not a run."""
+    run_dir = resolve_run_dir(run_dir)
     meta = read_metadata(run_dir)
     gepa = _is_gepa_dir(run_dir, meta)
     avg = meta.get("best_score") if gepa else meta.get("avg_reward")
@@ -95,8 +98,9 @@ def training_entry(run_dir: Path) -> RunEntry:
 
 
 def _walk_run_dirs(top: Path, max_depth: int) -> Iterator[Path]:
-    """Folders holding a metadata.json under `top` (itself included), not descending into runs."""
-    if EvalRunLayout(top).is_run():
+    """Folders holding a metadata.json (or verifiers' traces.jsonl) under `top` (itself included), not
+    descending into runs."""
+    if EvalRunLayout(top).is_run() or (top / TRACES_FILE).is_file():
         yield top
         return
     if max_depth <= 0:

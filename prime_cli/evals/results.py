@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .foreign_runs import EXPECTED, TRACES_FILE, resolve_run_dir
 from .run_folders import folder_kind
 from .schema import ROW_KEYS, EvalRunLayout, Rollout, RunMetadata
 from .store import PathLike, RunDirError, read_metadata, read_results
@@ -34,6 +35,12 @@ class EvalRun:
     @property
     def path(self) -> Path:
         return self.layout.run_dir
+
+    @property
+    def source_path(self) -> Path:
+        """The folder the user named: `path`, or for another tool's run the folder it was converted from."""
+        source = (self.metadata.model_extra or {}).get("source")
+        return Path(source["path"]) if isinstance(source, dict) and source.get("path") else self.path
 
     def columns(self) -> list[str]:
         """The row keys in contract order, then the extra (state) columns in order of appearance."""
@@ -71,19 +78,22 @@ class EvalRun:
 
 
 def run_folder(path: PathLike) -> Path:
-    """The run folder `path` names: the folder itself, or its results.jsonl / metadata.json."""
+    """The run folder `path` names: the folder itself, or its results.jsonl / metadata.json (or
+    verifiers' traces.jsonl). Another tool's run folder names its converted copy (foreign_runs.py)."""
     path = Path(path).expanduser()
-    if path.is_file() and path.name in (EvalRunLayout.RESULTS, EvalRunLayout.METADATA):
-        return path.parent
+    if path.is_file() and path.name in (EvalRunLayout.RESULTS, EvalRunLayout.METADATA, TRACES_FILE):
+        path = path.parent
     kind = folder_kind(path)
     if kind == "missing":
         raise RunDirError(f"{path}: no such folder; pass an eval run folder (outputs/evals/<env>--<model>/<run_id>)")
     if kind == "gepa":
         raise RunDirError(f"{path} is a GEPA run folder, not an eval run; pass an eval run folder "
                           "(outputs/evals/<env>--<model>/<run_id>)")
+    converted = resolve_run_dir(path) if kind in ("eval", "other") else path
+    if converted != path:
+        return converted
     if kind != "eval":
-        raise RunDirError(f"{path} is not an eval run folder (no {EvalRunLayout.METADATA}); pass an eval run folder "
-                          "(outputs/evals/<env>--<model>/<run_id>)")
+        raise RunDirError(f"{path} is not an eval run folder; expected {EXPECTED}")
     return path
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prime_cli.evals.foreign_runs import is_foreign_run
 from prime_cli.evals.reader import (
     RunEntry,
     default_roots,
@@ -72,11 +73,12 @@ def locate(path: str | Path | None, cwd: str | Path | None = None) -> Located:
     if is_training_run(target):
         entry = training_entry(target)
         return Located([entry], entry, [target])
-    if (target / METADATA_FILE).is_file():
+    if (target / METADATA_FILE).is_file() or is_foreign_run(target):
         entry = read_entry(target)
         return Located([entry], entry, [target], rows_first=rows_first and entry.kind == "eval")
     entries = discover_runs([target])
     if not entries:
-        raise NoRunsError(f"no eval, GEPA or training runs under {path} (looked for folders holding metadata.json "
-                          "or config.json with metrics.jsonl); pass a run folder or an outputs folder")
+        raise NoRunsError(f"no eval, GEPA or training runs under {path} (looked for folders holding metadata.json, "
+                          "verifiers' traces.jsonl + configs/resolved/eval.json, or config.json with metrics.jsonl); "
+                          "pass a run folder or an outputs folder")
     return Located(entries, None, [target])

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from prime_cli.evals.foreign_runs import resolve_run_dir
 from prime_cli.evals.reader import SCAN_SLICE, ResultsIndex, metadata_mtime, parse_line, slim_row
 from prime_cli.evals.row_columns import RowColumns, SmallRow
 from prime_cli.evals.row_index import load_index, results_stamp, save_index
@@ -29,7 +30,7 @@ FIRST_PAINT_BYTES = 512 << 10
 
 class RunModel:
     def __init__(self, run_dir: Path) -> None:
-        self.run_dir = Path(run_dir)
+        self.run_dir = resolve_run_dir(Path(run_dir))  # another tool's run: its converted copy
         self.metadata = MetadataRecord(**read_metadata(self.run_dir))
         self._meta_mtime = metadata_mtime(self.run_dir)
         self.index = ResultsIndex(self.run_dir)

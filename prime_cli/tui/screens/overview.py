@@ -123,6 +123,9 @@ def config_view(metadata: MetadataRecord) -> Table:
                 value = f"{Path(str(value.get('run'))).name} ({value.get('run')}, {value.get('date')})"
             table.add_row(key, visible(value, multiline=True) if isinstance(value, str)
                           else json_visible(json.dumps(value, ensure_ascii=False)))  # JSON escapes C0 itself
+    source = metadata.get("source")  # another tool's run, opened through its converted copy (foreign_runs.py)
+    if isinstance(source, dict):
+        table.add_row("source", visible(f"{source.get('format')}: {source.get('path')}", multiline=True))
     return table
 
 
