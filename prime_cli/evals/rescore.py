@@ -3,7 +3,9 @@
 No policy model is called. Each example's rollouts are scored together, as `prime eval run` scores a
 group (one by one when the run used independent scoring). The new run folder is created beside the
 source (or under `-o`), its metadata names the source (`rescored_from`), and rows are appended as each
-group is scored, so an interrupted rescore keeps what it did and `--resume NEW_RUN` does the rest.
+group is scored, so an interrupted rescore keeps what it did and `--resume NEW_RUN` does the rest. Another
+tool's run (verifiers' folders, read through foreign_runs) is rescored into `prime eval run`'s default
+folder for its environment and model (or `-o`), never into the other tool's folder.
 """
 
 from __future__ import annotations
@@ -25,13 +27,14 @@ from .rescore_states import RebuiltState, rescored_row, state_from_row
 from .results import EvalRun, load_run
 from .row_values import example_key
 from .run_folders import check_eval_output_dir
-from .schema import MetadataRecord, Rollout
+from .schema import EvalRunLayout, MetadataRecord, Rollout
 from .store import RunStore, read_results
 from .summary import metadata_fields, summarize
 
 # metadata of the source that describes its results, not the run that produced them: recomputed
 RESULT_KEYS = {"avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage", "summary", "status", "date",
-               "time_ms", "retries", "error_budget", "rescored_from", "reward_functions", "env_args"}
+               "time_ms", "retries", "error_budget", "rescored_from", "reward_functions", "env_args",
+               "source"}  # `source`: the converted copy of another tool's run names its folder; ours is not one
 
 
 class RescoreRefused(EnvConfigError):
@@ -78,7 +81,7 @@ async def score_group(env: vf.Environment, rows: list[Rollout], independent: boo
 def _metadata(raw: dict[str, Any], source: EvalRun, env: vf.Environment, env_args: dict[str, Any]) -> MetadataRecord:
     meta: dict[str, Any] = {k: v for k, v in raw.items() if k not in RESULT_KEYS}
     meta.update(env_args=env_args, reward_functions=env.rubric.get_reward_func_names(),
-                rescored_from={"run": str(source.path.resolve()), "date": datetime.now().isoformat(timespec="seconds"),
+                rescored_from={"run": str(source.source_path.resolve()), "date": datetime.now().isoformat(timespec="seconds"),
                                "prime_cli": prime_cli.__version__})
     return meta  # type: ignore[return-value]
 
@@ -92,9 +95,9 @@ def _check_resume(resume: Path) -> None:
 def _open_resumed(resume: Path, source: EvalRun) -> RunStore:
     store = RunStore.open(resume)
     origin = (store.metadata.get("rescored_from") or {}).get("run")
-    if origin != str(source.path.resolve()):
+    if origin != str(source.source_path.resolve()):
         store.close()
-        raise RunDirError(f"--resume {resume} is not a rescore of {source.path} (it rescored {origin or 'nothing'}); "
+        raise RunDirError(f"--resume {resume} is not a rescore of {source.source_path} (it rescored {origin or 'nothing'}); "
                           "pass the folder that an earlier `prime eval rescore` of this run printed")
     return store
 
@@ -106,7 +109,9 @@ def rescore(path: str, env_args: dict[str, Any] | None, output_dir: str | None, 
         _check_resume(Path(resume))
     source = load_run(path)
     raw = read_metadata(source.path)
-    folder = (Path(output_dir) if output_dir else source.path.parent.parent) / source.path.parent.name
+    foreign = source.source_path != source.path  # another tool's run, read through its converted copy
+    folder = (source.path.parent if not output_dir and not foreign else
+              EvalRunLayout.runs_folder(source.metadata.env_id, source.metadata.model, output_dir))
     if output_dir and not resume:
         check_eval_output_dir(Path(output_dir), folder)
     summary_then = raw.get("summary") if isinstance(raw.get("summary"), dict) else {}
@@ -116,7 +121,7 @@ def rescore(path: str, env_args: dict[str, Any] | None, output_dir: str | None, 
     env = vf.load_environment(env_id, **args)
     groups = _groups(source.rows)
     if not groups:
-        raise EnvConfigError(f"{source.path} has no rollouts to rescore")
+        raise EnvConfigError(f"{source.source_path} has no rollouts to rescore")
     independent = bool(source.metadata.independent_scoring)
     stores: list[RunStore] = []
 
@@ -127,7 +132,7 @@ def rescore(path: str, env_args: dict[str, Any] | None, output_dir: str | None, 
 
     status, start = "completed", time.perf_counter()
     try:  # one event loop for the whole rescore: a judge rubric's client stays on the loop it was made on
-        asyncio.run(_score_all(env, groups, independent, open_store, source.path, max_concurrent, progress, bool(resume)))
+        asyncio.run(_score_all(env, groups, independent, open_store, source.source_path, max_concurrent, progress, bool(resume)))
     except (KeyboardInterrupt, asyncio.CancelledError):
         if not stores:
             raise KeyboardInterrupt from None  # nothing written yet

@@ -48,10 +48,10 @@ def run_rescore(path: str, env_args: dict[str, Any] | None, output_dir: str | No
     finally:
         if bar is not None:
             bar.stop()
-    comparison = compare_runs(str(outcome.source.path), str(outcome.run_dir))
+    comparison = compare_runs(str(outcome.source.source_path), str(outcome.run_dir))
     if as_json:
         event = {"event": "done", "status": outcome.status, "run_dir": str(outcome.run_dir),
-                 "source": str(outcome.source.path), "summary": outcome.summary,
+                 "source": str(outcome.source.source_path), "summary": outcome.summary,
                  "difference": comparison_json(comparison)}
         print(json_visible(json.dumps(event, ensure_ascii=False, default=str)))
     else:
@@ -71,5 +71,5 @@ def _print_report(outcome: RescoreOutcome, comparison: Any) -> None:
         print(line, file=sys.stderr if line.startswith("warning: ") else sys.stdout)
     print(f"Results: {outcome.run_dir}")
     if outcome.status != "completed":
-        print("Resume with: " + shlex.join(["prime", "eval", "rescore", str(outcome.source.path.resolve()),
+        print("Resume with: " + shlex.join(["prime", "eval", "rescore", str(outcome.source.source_path.resolve()),
                                             "--resume", str(outcome.run_dir.resolve())]))

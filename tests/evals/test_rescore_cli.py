@@ -197,3 +197,25 @@ async def test_the_viewer_shows_where_a_rescored_run_came_from(tmp_path):
     line = next(line for line in text.splitlines() if "rescored_from" in line)
     assert re.search(rf"rescored_from +{source.name}\b", line), line
 
+
+
+def test_runs_other_tools_wrote_are_rescored_into_our_folder_never_theirs(tmp_path):
+    from tests.support.foreign_runs import snapshot as folder_bytes
+    from tests.support.foreign_runs import write_verifiers_03_run, write_verifiers_04_run
+
+    env = {"PRIME_CACHE_DIR": str(tmp_path / "cache")}
+    for write in (write_verifiers_04_run, write_verifiers_03_run):
+        theirs = write(tmp_path / write.__name__)
+        before = folder_bytes(theirs)
+        done = run_prime(["eval", "rescore", str(theirs), "-a", '{"answer_without_tags": true}', "--json"], tmp_path, env)
+        assert done.returncode == 0, done.stderr
+        event = json.loads(done.stdout.strip().splitlines()[-1])
+        made = Path(event["run_dir"])
+        made = made if made.is_absolute() else tmp_path / made
+        assert made.parent == tmp_path / "outputs" / "evals" / "reverse-text--gpt-4.1-mini"
+        meta = json.loads((made / "metadata.json").read_text())
+        assert meta["rescored_from"]["run"] == str(theirs.resolve()) and "source" not in meta
+        assert event["source"] == str(theirs) and Path(event["difference"]["b"]).name == made.name
+        rows = read_rows(made)
+        assert len(rows) == 6 and all(isinstance(r["reward"], float) for r in rows)
+        assert folder_bytes(theirs) == before
