@@ -1,5 +1,5 @@
-"""Every flag of `prime eval run`, `prime gepa run`, `prime train`, `prime eval export`, `prime eval compare` and
-the viewer, given a bad value: exit 2 and one `error:` line on stderr that names the flag as the user types it
+"""Every flag of `prime eval run`, `prime gepa run`, `prime train`, `prime eval export`, `prime eval compare`,
+`prime env check` and the viewer, given a bad value: exit 2 and one `error:` line on stderr that names the flag as the user types it
 (`-n/--num-examples must be ...`), without pydantic's words ("Value error", "Input should be") or a
 traceback. The table must name every option of those commands (read from the commands themselves),
 so a new flag cannot be added without its bad value here.
@@ -98,6 +98,10 @@ BAD: dict[tuple[str, ...], dict[str, list[str]]] = {
         "-f": [*EXPORT, "-f", "xlsx"],
         "-o": [*EXPORT, "-o", "no-such-folder/run.csv"],
     },
+    ("env", "check"): {
+        "-a": ["env", "check", "reverse-text", "-a", "{bad"],
+        "-n": ["env", "check", "reverse-text", "-n", "-3"],
+    },
     ("eval", "compare"): {"--power": ["eval", "compare", RUN, RUN, "--power", "0"]},
     ("eval", "view"): {"--interval": ["eval", "view", "--interval", "0"]},
     ("eval", "tui"): {"--interval": ["eval", "tui", "--interval", "0"]},
@@ -115,6 +119,7 @@ MORE = [
     ("--num-examples", [*EVAL, "--num-examples", "-3"]),
     ("--max-concurrent", [*EVAL, "--max-concurrent", "0"]),
     ("--timeout", [*EVAL, "--timeout", "-5"]),
+    ("-n", ["env", "check", "reverse-text", "-n", "all"]),
 ]
 
 
