@@ -75,20 +75,11 @@ def check_environment(env_id: str, env_args: dict[str, Any] | None = None, num_e
         report.problems.append("the eval dataset is empty")
         return report
     report.problems += row_problems(rows) + raw_type_problems(env, num_examples)
-    prompt = instructions(env, rows)
-    answers = [str(r.get("answer") or "") for r in rows]
-    writer = find_writer(env.parser, prompt, answers)
-    report.reference_writing = _describe(writer.how)
-    first_answer = next((a for a in answers if a.strip()), "")
-    report.problems += prompt_parser_problems(prompt, env.parser, writer, first_answer)
-    if first_answer and not writer.reads_back(first_answer):
-        report.notes.append(f"the parser does not read the answer back from any writing tried; the reference is "
-                            f"written {report.reference_writing}")
+    replies = _replies(env, rows, report)
     report.problems += schema_problems(env.oai_tools or [])
     report.notes += schema_notes(env.oai_tools or [])
     if judge_rubrics(env.rubric):
         skip_judges(env.rubric)
-    replies = replies_for(rows, writer)
     turn_problems, turn_notes = asyncio.run(scripted_turn_problems(env, rows, replies))
     report.problems += turn_problems
     report.notes += turn_notes
@@ -107,6 +98,34 @@ def check_environment(env_id: str, env_args: dict[str, Any] | None = None, num_e
                                          prefix_share(scored))
     report.problems += reward_problems(scored, report.table)
     return report
+
+
+def _replies(env: Any, rows: list[dict[str, Any]], report: CheckReport) -> list[dict[str, str | None]]:
+    """Every row's replies, written for the parser of the row's task (an EnvGroup has one per task);
+    the prompt/parser problems found on the way go into the report."""
+    by_task: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_task.setdefault(str(row.get("task") or ""), []).append(i)
+    group = hasattr(env, "get_env_for_task") and len(by_task) > 1
+    replies: list[dict[str, str | None]] = [{} for _ in rows]
+    writings = []
+    for task, indices in by_task.items():
+        child = env.get_env_for_task(task) if hasattr(env, "get_env_for_task") else env
+        task_rows = [rows[i] for i in indices]
+        prompt = instructions(child, task_rows)
+        answers = [str(r.get("answer") or "") for r in task_rows]
+        writer = find_writer(child.parser, prompt, answers)
+        label = f"task {task}: " if group else ""
+        writings.append(f"{label}{_describe(writer.how)}")
+        first_answer = next((a for a in answers if a.strip()), "")
+        report.problems += [label + p for p in prompt_parser_problems(prompt, child.parser, writer, first_answer)]
+        if first_answer and not writer.reads_back(first_answer):
+            report.notes.append(f"{label}the parser does not read the answer back from any writing tried; the "
+                                f"reference is written {_describe(writer.how)}")
+        for i, kinds in zip(indices, replies_for(task_rows, writer), strict=True):
+            replies[i] = kinds
+    report.reference_writing = "; ".join(writings)
+    return replies
 
 
 def _describe(how: str) -> str:

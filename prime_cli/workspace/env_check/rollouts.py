@@ -51,9 +51,11 @@ class ScoredRow:
 def judge_rubrics(rubric: Rubric) -> list[JudgeRubric]:
     if isinstance(rubric, JudgeRubric):
         return [rubric]
-    if isinstance(rubric, RubricGroup):
-        return [j for child in rubric.rubrics for j in judge_rubrics(child)]
-    return []
+    children = list(rubric.rubrics) if isinstance(rubric, RubricGroup) else []
+    env_map = getattr(rubric, "env_map", None)  # an EnvGroup's rubric: one environment per task
+    if isinstance(env_map, dict):
+        children = [env.rubric for env in env_map.values()]
+    return [j for child in children for j in judge_rubrics(child)]
 
 
 def skip_judges(rubric: Rubric) -> list[JudgeRubric]:

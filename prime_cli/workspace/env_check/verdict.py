@@ -26,13 +26,22 @@ SKIPPED_ERROR = "JudgeNotCalled"
 
 
 def weights_of(rubric: Rubric) -> dict[str, float]:
-    if isinstance(rubric, RubricGroup):
+    children = child_rubrics(rubric)
+    if children:
         merged: dict[str, float] = {}
-        for child in rubric.rubrics:
+        for child in children:
             for name, weight in weights_of(child).items():
                 merged.setdefault(name, weight)
         return merged
     return dict(zip(rubric.get_reward_func_names(), rubric.get_reward_weights(), strict=False))
+
+
+def child_rubrics(rubric: Rubric) -> list[Rubric]:
+    """The rubrics a composite rubric delegates to: a RubricGroup's, an EnvGroup's (one per task)."""
+    if isinstance(rubric, RubricGroup):
+        return list(rubric.rubrics)
+    env_map = getattr(rubric, "env_map", None)
+    return [env.rubric for env in env_map.values()] if isinstance(env_map, dict) else []
 
 
 def score_table(rows: list[ScoredRow], names: list[str]) -> dict[str, dict[str, float | None]]:
