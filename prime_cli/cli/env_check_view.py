@@ -17,7 +17,10 @@ def print_report(report: Any) -> None:
     if not console.is_terminal:
         console = Console(width=10_000)
     say = lambda text: console.print(visible(text, multiline=True), soft_wrap=True, highlight=False, markup=False)  # noqa: E731
-    say(f"{report.env_id}: {report.examples} eval rows, reference answers written {report.reference_writing}")
+    if report.reference_writing:
+        say(f"{report.env_id}: {report.examples} eval rows, reference answers written {report.reference_writing}")
+    else:
+        say(f"{report.env_id}: {report.examples} eval rows")
     if report.table:
         kinds = list(next(iter(report.table.values())))
         table = Table("reward function", "weight", *[k.replace("_", " ") for k in kinds], box=None,

@@ -16,9 +16,16 @@ import prime_cli.envs as vf
 WORDS = ["alphabetical", "breakfasting", "candlelights", "dragonflies", "everlasting", "fingerprints"]
 
 
-def load_environment(sound: bool = False, judge: bool = False, broken_turn: bool = False):
+def load_environment(sound: bool = False, judge: bool = False, broken_turn: bool = False, mixed: bool = False,
+                     bad_tool: bool = False, blank: str = ""):
     tag = "answer" if sound else "reversed_text"
     rows = [{"question": w, "answer": w[::-1]} for w in WORDS]
+    if mixed:  # one answer a number
+        rows[1]["answer"] = 7
+    if blank:  # a row with an empty question, one with neither question nor prompt
+        rows[0]["question"] = ""
+        if blank == "missing":
+            del rows[2]["question"]
     parser = vf.XMLParser(["answer"], answer_field="answer")
 
     def exact(completion, answer, parser) -> float:
@@ -49,6 +56,15 @@ def load_environment(sound: bool = False, judge: bool = False, broken_turn: bool
                 raise RuntimeError("no follow-up written yet")
 
         return Broken(eval_dataset=rows, system_prompt=prompt, parser=parser, rubric=rubric, max_turns=2)
+    if bad_tool:
+        def lookup(word: str) -> str:
+            """Look a word up."""
+            return word[::-1]
+
+        env = vf.ToolEnv(tools=[lookup], eval_dataset=rows, system_prompt=prompt, parser=parser, rubric=rubric)
+        env.oai_tools.append({"type": "function", "function": {
+            "name": "look up", "parameters": {"type": "object", "properties": {"x": {}}, "required": ["y"]}}})
+        return env
     return vf.SingleTurnEnv(eval_dataset=rows, system_prompt=prompt, parser=parser, rubric=rubric)
 '''
 
@@ -114,6 +130,33 @@ def test_an_env_response_that_raises_on_a_scripted_turn_is_named(workspace):
     result = check(workspace, "-a", '{"sound": true, "broken_turn": true}')
     assert result.returncode == 1, result.stdout + result.stderr
     assert any("env_response" in p and "RuntimeError" in p for p in problem_lines(result.stdout)), result.stdout
+
+
+def test_answers_of_mixed_types_are_named(workspace):
+    result = check(workspace, "-a", '{"sound": true, "mixed": true}')
+    assert result.returncode == 1, result.stdout + result.stderr
+    problems = problem_lines(result.stdout)
+    assert any("`answer` has mixed types" in p and "5 str" in p and "1 int" in p for p in problems), problems
+
+
+def test_a_row_without_a_prompt_is_named(workspace):
+    result = check(workspace, "-a", '{"sound": true, "blank": "empty"}')
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert any("1 of 6 rows have no prompt text" in p for p in problem_lines(result.stdout)), result.stdout
+    missing = check(workspace, "-a", '{"sound": true, "blank": "missing"}')
+    assert missing.returncode == 1, missing.stdout + missing.stderr
+    assert any("does not load" in p and "row 2" in p for p in problem_lines(missing.stdout)), missing.stdout
+
+
+def test_tool_schemas_are_checked_and_a_scripted_tool_call_answered(workspace):
+    result = check(workspace, "-a", '{"sound": true, "bad_tool": true}')
+    assert result.returncode == 1, result.stdout + result.stderr
+    problems = problem_lines(result.stdout)
+    assert any("'look up'" in p and "name" in p for p in problems), problems
+    assert any("look up" in p and "['y']" in p for p in problems), problems
+    assert any("look up" in p and "['x']" in p and "no type" in p for p in problems), problems
+    assert not any("lookup" in p.replace("look up", "") for p in problems), problems  # the sound tool passes
+    assert "note: tool look up has no description" in result.stdout
 
 
 @pytest.mark.parametrize("args", [["no-such-env"], ["toy-check", "-a", "{bad"], ["toy-check", "-a", "[1]"],
