@@ -12,7 +12,13 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from .dataset_checks import instructions, prompt_parser_problems, raw_type_problems, row_problems
+from .dataset_checks import (
+    instructions,
+    prompt_parser_problems,
+    question_text,
+    raw_type_problems,
+    row_problems,
+)
 from .rollouts import judge_rubrics, score_rows, skip_judges
 from .turn_checks import schema_notes, schema_problems, scripted_turn_problems
 from .verdict import (
@@ -118,7 +124,8 @@ def _replies(env: Any, rows: list[dict[str, Any]], report: CheckReport) -> list[
         label = f"task {task}: " if group else ""
         writings.append(f"{label}{_describe(writer.how)}")
         first_answer = next((a for a in answers if a.strip()), "")
-        report.problems += [label + p for p in prompt_parser_problems(prompt, child.parser, writer, first_answer)]
+        problems = prompt_parser_problems(prompt, child.parser, writer, first_answer, question_text(task_rows[0]))
+        report.problems += [label + p for p in problems]
         if first_answer and not writer.reads_back(first_answer):
             report.notes.append(f"{label}the parser does not read the answer back from any writing tried; the "
                                 f"reference is written {_describe(writer.how)}")

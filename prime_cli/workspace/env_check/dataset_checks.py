@@ -23,6 +23,10 @@ def instructions(env: Any, rows: list[dict[str, Any]]) -> str:
     return str(prompt)
 
 
+def question_text(row: dict[str, Any]) -> str:
+    return _prompt_text(row.get("prompt"))
+
+
 def row_problems(rows: list[dict[str, Any]]) -> list[str]:
     problems = []
     no_prompt = [r.get("example_id") for r in rows if not _prompt_text(r.get("prompt")).strip()]
@@ -62,13 +66,16 @@ def raw_type_problems(env: Any, count: int) -> list[str]:
     return problems
 
 
-def prompt_parser_problems(prompt: str, parser: Parser, writer: Writer, answer: str) -> list[str]:
+def prompt_parser_problems(prompt: str, parser: Parser, writer: Writer, answer: str, question: str = "") -> list[str]:
+    """`prompt` is the system prompt, whose tags must be ones the parser reads; the tag the parser reads
+    the answer from may be asked for there or in the row's `question` (whose own tags may be data)."""
     tags = prompt_tags(prompt)
     if isinstance(parser, XMLParser):
         names = [n for field in parser._fields for n in field]
         answer_names = [n for field in parser._fields if parser.answer_field in field for n in field]
         problems = [f"the prompt asks for <{t}> but the parser reads {_tags(names)}" for t in tags if t not in names]
-        if answer_names and not any(f"<{n}>" in prompt for n in answer_names) and not problems:
+        asked = prompt + "\n" + question
+        if answer_names and not any(f"<{n}>" in asked for n in answer_names) and not problems:
             problems.append(f"the prompt never asks for <{answer_names[0]}>, the tag the parser reads the answer from")
         return problems
     if not answer.strip():
