@@ -1,4 +1,4 @@
-"""`prime env init|install|list|info`: manage environment packages."""
+"""`prime env init|install|list|info|check`: manage and check environment packages."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import typer
 
 from .errors import fail
 
-env_app = typer.Typer(help="Create, install, list and inspect environments.", no_args_is_help=True)
+env_app = typer.Typer(help="Create, install, list, inspect and check environments.", no_args_is_help=True)
 
 
 @env_app.command("init")
@@ -94,14 +94,7 @@ def info(
     from prime_cli.envs.errors import EnvConfigError
     from prime_cli.workspace import environment_info
 
-    args = {}
-    if env_args:
-        try:
-            args = json.loads(env_args)
-        except json.JSONDecodeError as exc:
-            fail(f"-a/--env-args is not valid JSON ({exc.msg}): {env_args}")
-        if not isinstance(args, dict):
-            fail(f"-a/--env-args must be a JSON object like '{{\"key\": 1}}', got {env_args}")
+    args = _env_args_json(env_args)
     try:
         described = environment_info(name, args, path)
     except EnvConfigError as exc:
@@ -123,3 +116,52 @@ def info(
         typer.echo("tools: " + ", ".join(described.tools))
     if described.eval_defaults:
         typer.echo("eval defaults: " + ", ".join(f"{k}={v}" for k, v in described.eval_defaults.items()))
+
+
+@env_app.command("check")
+def check(
+    name: str = typer.Argument(..., help="Environment id, e.g. reverse-text."),
+    env_args: str | None = typer.Option(None, "-a", "--env-args", help="JSON of load_environment() arguments."),
+    num_examples: int = typer.Option(20, "-n", "--num-examples", help="Eval rows to check (-1: all)."),
+    json_output: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
+) -> None:
+    """Find a broken reward before paying for rollouts; no model is called.
+
+    On a sample of the eval split: every row has a prompt, answers and info have one type, the prompt
+    asks for the format the parser reads, tool schemas are valid and env_response answers a scripted turn.
+    The rubric then scores, through the environment's own rollout and group scoring, a reference reply
+    (the row's answer written as the parser reads it) and adversarial replies: an empty reply, another
+    row's answer, the answer without its format, a 3-character prefix, the prompt echoed back, a long
+    repetition. The reference must get the top reward and no reward function may pay the adversarial
+    replies like the reference. Judge-model rewards are skipped. Exit 0: no problem; 1: problems,
+    one line each; 2: bad input.
+    """
+    if num_examples == 0 or num_examples < -1:
+        fail(f"-n/--num-examples must be a positive number, or -1 for all (got {num_examples})")
+    args = _env_args_json(env_args)
+    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.workspace.env_check import check_environment
+
+    try:
+        report = check_environment(name, args, num_examples)
+    except EnvConfigError as exc:
+        fail(str(exc))
+    if json_output:
+        typer.echo(json.dumps(report.as_dict(), indent=1))
+    else:
+        from .env_check_view import print_report
+
+        print_report(report)
+    raise typer.Exit(0 if report.ok else 1)
+
+
+def _env_args_json(env_args: str | None) -> dict:
+    if not env_args:
+        return {}
+    try:
+        args = json.loads(env_args)
+    except json.JSONDecodeError as exc:
+        fail(f"-a/--env-args is not valid JSON ({exc.msg}): {env_args}")
+    if not isinstance(args, dict):
+        fail(f"-a/--env-args must be a JSON object like '{{\"key\": 1}}', got {env_args}")
+    return args

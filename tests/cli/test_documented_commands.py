@@ -67,7 +67,7 @@ def readme_command_lines() -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-SUBCOMMANDS = {"eval": {"run", "view", "tui", "export"}, "gepa": {"run"}, "env": {"init", "install", "list", "info"},
+SUBCOMMANDS = {"eval": {"run", "view", "tui", "export"}, "gepa": {"run"}, "env": {"init", "install", "list", "info", "check"},
                "lab": {"setup"}, "serve": set(), "train": set()}
 # subcommands run through the real script by other tests of this folder
 RUN_ELSEWHERE = {"prime eval tui": "tests/cli/test_tui_command.py (a pseudo-terminal)",
@@ -262,6 +262,8 @@ def check_effect(command: str, cwd: Path, before: list[Path], result: subprocess
         assert "reverse-text" in out or "reverse_text" in out
     elif args[:2] == ["env", "info"]:
         assert "reward" in out.lower() and args[2] in out
+    elif args[:2] == ["env", "check"]:
+        assert "reference" in out and out.rstrip().splitlines()[-1].startswith("ok:"), out
     elif args[0] == "serve":
         assert "--port" in out
     else:

@@ -1,6 +1,7 @@
 """Every flag of `prime eval run`, `prime gepa run`, `prime train`, `prime eval export`, `prime eval compare`,
-`prime eval rescore` and the viewer, given a bad value: exit 2 and one `error:` line on stderr that names the
-flag as the user types it (`-n/--num-examples must be ...`), without pydantic's words ("Value error", "Input should be") or a
+`prime eval rescore`, `prime env check` and the viewer, given a bad value: exit 2 and one `error:` line on
+stderr that names the flag as the user types it (`-n/--num-examples must be ...`), without pydantic's words
+("Value error", "Input should be") or a
 traceback. The table must name every option of those commands (read from the commands themselves),
 so a new flag cannot be added without its bad value here.
 
@@ -98,6 +99,10 @@ BAD: dict[tuple[str, ...], dict[str, list[str]]] = {
         "-f": [*EXPORT, "-f", "xlsx"],
         "-o": [*EXPORT, "-o", "no-such-folder/run.csv"],
     },
+    ("env", "check"): {
+        "-a": ["env", "check", "reverse-text", "-a", "{bad"],
+        "-n": ["env", "check", "reverse-text", "-n", "-3"],
+    },
     ("eval", "compare"): {"--power": ["eval", "compare", RUN, RUN, "--power", "0"]},
     ("eval", "rescore"): {
         "-a": ["eval", "rescore", RUN, "-a", "{bad"],
@@ -121,6 +126,7 @@ MORE = [
     ("--num-examples", [*EVAL, "--num-examples", "-3"]),
     ("--max-concurrent", [*EVAL, "--max-concurrent", "0"]),
     ("--timeout", [*EVAL, "--timeout", "-5"]),
+    ("-n", ["env", "check", "reverse-text", "-n", "all"]),
 ]
 
 

@@ -1,0 +1,79 @@
+"""Scripted rollouts: every reply kind goes through the environment's own `rollout` (so multi-turn and
+tool environments run their turn loop) and each row's replies are scored together as one group by
+`env.score_group`, the path `prime eval run` scores with. No model is called."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from prime_cli.envs.errors import ModelError
+from prime_cli.envs.rubrics import JudgeRubric, Rubric, RubricGroup
+from prime_cli.envs.types import ChatResponse, State
+
+MAX_SCRIPTED_TURNS = 10
+
+
+class JudgeNotCalled(Exception):
+    """Raised by the stand-in judge: `prime env check` does not call judge models (yet)."""
+
+
+class SkippedJudge:
+    async def chat(self, messages: Any, *, model: str, tools: Any = None, sampling_args: Any = None) -> ChatResponse:
+        raise JudgeNotCalled("prime env check does not call judge models")
+
+
+class ScriptedReplies:
+    """A chat client that gives the same reply at every turn, for at most MAX_SCRIPTED_TURNS turns."""
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+        self.calls = 0
+
+    async def chat(self, messages: Any, *, model: str, tools: Any = None, sampling_args: Any = None) -> ChatResponse:
+        self.calls += 1
+        if self.calls > MAX_SCRIPTED_TURNS:
+            raise ModelError(f"the rollout did not end after {MAX_SCRIPTED_TURNS} scripted turns")
+        return ChatResponse(message={"role": "assistant", "content": self.reply}, finish_reason="stop")
+
+    async def complete(self, prompt: str, *, model: str, sampling_args: Any = None) -> ChatResponse:
+        return await self.chat(prompt, model=model)
+
+
+@dataclass
+class ScoredRow:
+    example_id: Any
+    answer_chars: int = 0
+    states: dict[str, State] = field(default_factory=dict)  # kind -> scored rollout
+
+
+def judge_rubrics(rubric: Rubric) -> list[JudgeRubric]:
+    if isinstance(rubric, JudgeRubric):
+        return [rubric]
+    children = list(rubric.rubrics) if isinstance(rubric, RubricGroup) else []
+    env_map = getattr(rubric, "env_map", None)  # an EnvGroup's rubric: one environment per task
+    if isinstance(env_map, dict):
+        children = [env.rubric for env in env_map.values()]
+    return [j for child in children for j in judge_rubrics(child)]
+
+
+def skip_judges(rubric: Rubric) -> list[JudgeRubric]:
+    """Point every judge rubric at a stand-in that refuses; its functions then score 0.0 with a
+    recorded JudgeNotCalled, which the report shows as skipped."""
+    judges = judge_rubrics(rubric)
+    for judge in judges:
+        judge.judge_client = SkippedJudge()
+        judge.class_objects["judge_client"] = judge.judge_client
+    return judges
+
+
+async def score_rows(env: Any, rows: list[dict[str, Any]], replies: list[dict[str, str | None]]) -> list[ScoredRow]:
+    async def one_row(row: dict[str, Any], kinds: dict[str, str | None]) -> ScoredRow:
+        chosen = [(kind, text) for kind, text in kinds.items() if text is not None]
+        states = await asyncio.gather(*(env.rollout(ScriptedReplies(text), "scripted", row) for _, text in chosen))
+        await env.score_group(list(states))
+        answer = str(row.get("answer") or "").strip()
+        return ScoredRow(row.get("example_id"), len(answer), {kind: state for (kind, _), state in zip(chosen, states, strict=True)})
+
+    return list(await asyncio.gather(*(one_row(row, kinds) for row, kinds in zip(rows, replies, strict=True))))
