@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from .errors import fail
+from .errors import fail, json_object_arg
 
 env_app = typer.Typer(help="Create, install, list, inspect and check environments.", no_args_is_help=True)
 
@@ -94,7 +94,7 @@ def info(
     from prime_cli.envs.errors import EnvConfigError
     from prime_cli.workspace import environment_info
 
-    args = _env_args_json(env_args)
+    args = json_object_arg("-a/--env-args", env_args or None) or {}
     try:
         described = environment_info(name, args, path)
     except EnvConfigError as exc:
@@ -138,7 +138,7 @@ def check(
     """
     if num_examples == 0 or num_examples < -1:
         fail(f"-n/--num-examples must be a positive number, or -1 for all (got {num_examples})")
-    args = _env_args_json(env_args)
+    args = json_object_arg("-a/--env-args", env_args or None) or {}
     from prime_cli.envs.errors import EnvConfigError
     from prime_cli.workspace.env_check import check_environment
 
@@ -153,15 +153,3 @@ def check(
 
         print_report(report)
     raise typer.Exit(0 if report.ok else 1)
-
-
-def _env_args_json(env_args: str | None) -> dict:
-    if not env_args:
-        return {}
-    try:
-        args = json.loads(env_args)
-    except json.JSONDecodeError as exc:
-        fail(f"-a/--env-args is not valid JSON ({exc.msg}): {env_args}")
-    if not isinstance(args, dict):
-        fail(f"-a/--env-args must be a JSON object like '{{\"key\": 1}}', got {env_args}")
-    return args

@@ -79,3 +79,19 @@ def one_line_warnings() -> None:
         return default(message, category, filename, lineno, line)
 
     warnings.formatwarning = formatwarning
+
+
+def json_object_arg(flag: str, text: str | None) -> dict[str, Any] | None:
+    """A flag's JSON object (`-a '{"k": 1}'`), or one `error:` line naming the flag; None when not given."""
+    if text is None:
+        return None
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail(f"{flag} is not valid JSON ({exc.msg} at char {exc.pos}): {text}")
+    if not isinstance(value, dict):
+        fail(f"{flag} must be a JSON object like '{{\"key\": 1}}', got {text}")
+    return value
+

@@ -7,25 +7,13 @@ from typing import Any
 
 import typer
 
-from .errors import fail, fail_config
+from .errors import fail, fail_config, json_object_arg
 
 eval_app = typer.Typer(
     help="Evaluate models on environments (`prime eval run`), export saved runs, and browse them "
     "(`prime eval view`, also named `prime eval tui`). `prime eval ENV` is short for `prime eval run ENV`.",
     no_args_is_help=True,
 )
-
-
-def _json_arg(flag: str, text: str | None) -> dict[str, Any] | None:
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        fail(f"{flag} is not valid JSON ({exc.msg} at char {exc.pos}): {text}")
-    if not isinstance(value, dict):
-        fail(f"{flag} must be a JSON object like '{{\"key\": 1}}', got {text}")
-    return value
 
 
 def _headers(values: list[str] | None) -> dict[str, str] | None:
@@ -84,9 +72,9 @@ def run(
         "model": model, "base_url": base_url, "api_key_var": api_key_var, "endpoints_path": endpoints_path,
         "num_examples": num_examples, "rollouts_per_example": rollouts_per_example, "max_concurrent": max_concurrent,
         "max_tokens": max_tokens, "temperature": temperature,
-        "sampling_args": _json_arg("-S/--sampling-args", sampling_args),
-        "env_args": _json_arg("-a/--env-args", env_args),
-        "extra_env_kwargs": _json_arg("-x/--extra-env-kwargs", extra_env_kwargs),
+        "sampling_args": json_object_arg("-S/--sampling-args", sampling_args),
+        "env_args": json_object_arg("-a/--env-args", env_args),
+        "extra_env_kwargs": json_object_arg("-x/--extra-env-kwargs", extra_env_kwargs),
         "state_columns": [c.strip() for c in state_columns.split(",") if c.strip()] if state_columns else None,
         "save_results": save_results, "resume": resume, "retry_errors": retry_errors,
         "independent_scoring": independent_scoring, "verbose": verbose, "output_dir": output_dir,
@@ -164,7 +152,6 @@ def compare(
     """Is B better than A? Pairs the runs on example id and prints B - A with its 95% interval, a p-value
     (paired t-test on per-example mean rewards, two-sided), how many examples got better, worse or stayed
     the same, and the same for each metric both runs have. Errored rollouts are left out and counted."""
-    import json
     import math
 
     from prime_cli.envs.errors import EnvConfigError
@@ -201,7 +188,7 @@ def rescore(
     from prime_cli.envs.errors import EnvConfigError
     from prime_cli.evals.rescore_report import run_rescore
 
-    args = _json_arg("-a/--env-args", env_args)
+    args = json_object_arg("-a/--env-args", env_args)
     try:
         code = run_rescore(run_dir, args, output_dir, resume, max_concurrent, as_json)
     except EnvConfigError as exc:

@@ -6,8 +6,7 @@ from typing import Any
 
 import typer
 
-from .errors import fail, fail_config
-from .eval_cmd import _json_arg
+from .errors import fail, fail_config, json_object_arg
 
 gepa_app = typer.Typer(help="Optimise an environment's system prompt with GEPA.", no_args_is_help=True)
 
@@ -63,9 +62,9 @@ def run(
         "state_columns": [c.strip() for c in state_columns.split(",") if c.strip()] if state_columns else None,
         "max_concurrent": max_concurrent, "parallel_proposals": parallel_proposals,
         "speculative_proposals": speculative_proposals, "seed": seed, "run_dir": run_dir,
-        "env_args": _json_arg("-a/--env-args", env_args),
-        "sampling_args": student_sampling(_json_arg("-S/--sampling-args", sampling_args), max_tokens, temperature),
-        "reflection_sampling_args": _json_arg("--reflection-sampling-args", reflection_sampling_args),
+        "env_args": json_object_arg("-a/--env-args", env_args),
+        "sampling_args": student_sampling(json_object_arg("-S/--sampling-args", sampling_args), max_tokens, temperature),
+        "reflection_sampling_args": json_object_arg("--reflection-sampling-args", reflection_sampling_args),
         "max_reflection_failures": max_reflection_failures, "max_retries": max_retries, "timeout": timeout,
         "display": "json" if json_output else "plain" if plain else None,
     }
