@@ -148,7 +148,7 @@ def test_a_rubric_reading_unsaved_state_is_refused_naming_the_state_columns_flag
 def test_ctrl_c_keeps_the_scored_rows_and_resume_finishes_them(tmp_path):
     write_env(tmp_path)
     source = eval_run(tmp_path)
-    proc = popen_prime(["eval", "rescore", str(source), "-a", '{"delay": 0.4}', "-c", "1"], tmp_path)
+    proc = popen_prime(["eval", "rescore", str(source), "-a", '{"delay": 1.5}', "-c", "1"], tmp_path)
     deadline = time.monotonic() + 60
     rescored = None
     while time.monotonic() < deadline:
