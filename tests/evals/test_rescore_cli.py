@@ -24,12 +24,14 @@ VERSION = 1
 WORDS = {words!r}
 
 
-def load_environment(needs_trajectory: bool = False, delay: float = 0.0):
+def load_environment(needs_trajectory: bool = False, hold_after: int = 0):
     rows = [{{"question": f"say {{w}}", "answer": w}} for w in WORDS]
+    scored = []
 
     async def exact(completion, answer) -> float:
-        if delay:
-            await asyncio.sleep(delay)
+        scored.append(answer)
+        while hold_after and len(scored) > hold_after:  # scoring stops here until the test interrupts it
+            await asyncio.sleep(0.05)
         text = completion[-1]["content"].strip() if completion else ""
         if text == answer:
             return 1.0
@@ -148,10 +150,11 @@ def test_a_rubric_reading_unsaved_state_is_refused_naming_the_state_columns_flag
 def test_ctrl_c_keeps_the_scored_rows_and_resume_finishes_them(tmp_path):
     write_env(tmp_path)
     source = eval_run(tmp_path)
-    proc = popen_prime(["eval", "rescore", str(source), "-a", '{"delay": 1.5}', "-c", "1"], tmp_path)
-    deadline = time.monotonic() + 60
+    # the rubric scores 6 rollouts (the first two examples), then waits: the SIGINT lands mid-rescore
+    proc = popen_prime(["eval", "rescore", str(source), "-a", '{"hold_after": 6}', "-c", "1"], tmp_path)
+    deadline = time.monotonic() + 120
     rescored = None
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and proc.poll() is None:
         found = [p.parent for p in tmp_path.rglob("results.jsonl") if p.parent != source]
         if found and len(read_rows(found[0])) >= 6:
             rescored = found[0]
@@ -162,10 +165,10 @@ def test_ctrl_c_keeps_the_scored_rows_and_resume_finishes_them(tmp_path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     kept = read_rows(rescored)
-    assert 6 <= len(kept) < 18 and json.loads((rescored / "metadata.json").read_text())["status"] == "cancelled"
+    assert len(kept) == 6 and json.loads((rescored / "metadata.json").read_text())["status"] == "cancelled"
     resume = next(line for line in out.splitlines() if line.startswith("Resume with: "))
     assert f"--resume {rescored.resolve()}" in resume
-    done = run_prime(["eval", "rescore", str(source), "-a", '{"delay": 0.0}', "--resume", str(rescored)], tmp_path)
+    done = run_prime(["eval", "rescore", str(source), "-a", "{}", "--resume", str(rescored)], tmp_path)
     assert done.returncode == 0, done.stderr
     rows = read_rows(rescored)
     assert [(r["example_id"], r["rollout_idx"]) for r in rows] == [(r["example_id"], r["rollout_idx"]) for r in read_rows(source)]
