@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from prime_cli.runs.intervals import shown_bounds
 from prime_cli.runs.visible import visible_data
 
 from .health import health_rows
@@ -59,9 +60,8 @@ def _with_interval(interval: Any, std: Any) -> str:
 
 def _bracket(interval: Any) -> str:
     """` [low, high]`; nothing when the interval is missing or has no width (every example scored the same)."""
-    if not isinstance(interval, dict) or not interval.get("se"):
-        return ""
-    return f" [{_num(interval['low'])}, {_num(interval['high'])}]"
+    bounds = shown_bounds(interval)
+    return "" if bounds is None else f" [{_num(bounds[0])}, {_num(bounds[1])}]"
 
 
 def _power_text(power: dict) -> str:

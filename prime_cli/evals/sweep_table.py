@@ -11,7 +11,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from prime_cli.runs.intervals import examples_needed, format_p, paired_comparison, signed
+from prime_cli.runs.intervals import (
+    examples_needed,
+    format_p,
+    paired_comparison,
+    shown_bounds,
+    signed,
+)
 
 from .row_values import example_key, reward_value
 from .summary import pass_at_k
@@ -51,7 +57,7 @@ def sweep_row(label: str, step: int | None, model: str, outcome: Any, rollouts_p
     return SweepRow(label, step, model, outcome.status, str(outcome.run_dir) if outcome.run_dir else None,
                     int(summary.get("num_rollouts") or 0), summary.get("avg_reward"), summary.get("std_reward"),
                     k, statistics.fmean(scores) if scores else None,
-                    [interval["low"], interval["high"]] if interval and interval.get("se") else None, None,
+                    list(bounds) if (bounds := shown_bounds(interval)) else None, None,
                     dict(per_example))
 
 

@@ -61,6 +61,14 @@ class PairedComparison:
         return f"no detectable difference: {numbers}"
 
 
+def shown_bounds(record: object) -> tuple[float, float] | None:
+    """(low, high) of an interval record (summary `ci95` entries) worth showing: None when it is missing or
+    has no width (every example scored the same: a [x, x] bracket would claim certainty the data do not)."""
+    if not isinstance(record, dict) or not record.get("se"):
+        return None
+    return record["low"], record["high"]
+
+
 def signed(x: float) -> str:
     """+0.123 / -0.123, with rounding noise shown as +0.000 rather than -0.000."""
     return f"{0.0 if abs(x) < 5e-4 else x:+.3f}"

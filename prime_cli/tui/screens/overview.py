@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from prime_cli.evals.schema import MetadataRecord, Summary
+from prime_cli.runs.intervals import shown_bounds
 from prime_cli.runs.visible import json_visible, visible, visible_data
 from prime_cli.tui.model import RunModel
 from prime_cli.tui.rows import histogram, reward_of
@@ -36,9 +37,8 @@ def _table(*headers: str) -> Table:
 
 
 def _interval(record: Any) -> str:
-    if not isinstance(record, dict) or not record.get("se"):
-        return "–"  # missing, or no width: every example scored the same
-    return f"[{fmt(record.get('low'))}, {fmt(record.get('high'))}]"
+    bounds = shown_bounds(record)
+    return "–" if bounds is None else f"[{fmt(bounds[0])}, {fmt(bounds[1])}]"
 
 
 def _interval_note(intervals: dict) -> Text:
