@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from prime_cli.envs.errors import error_record
+from prime_cli.runs import json_lines
 from prime_cli.runs.atomic import write_atomic
 from prime_cli.runs.ids import RUN_ID_PATTERN, new_run_id
 from prime_cli.runs.metadata import METADATA_FILE, RunDirError, read_metadata
@@ -74,9 +75,9 @@ def _clean(obj: Any) -> Any:
 def to_json(obj: Any, indent: int | None = None) -> str:
     """Strict JSON of `obj`: NaN/inf become null, unencodable values become strings."""
     try:
-        return json.dumps(obj, ensure_ascii=False, allow_nan=False, default=_fallback, indent=indent)
+        return json_lines.dumps(obj, allow_nan=False, default=_fallback, indent=indent)
     except (ValueError, TypeError):  # NaN somewhere, or a non-string dict key
-        return json.dumps(_clean(obj), ensure_ascii=False, allow_nan=False, indent=indent)
+        return json_lines.dumps(_clean(obj), allow_nan=False, indent=indent)
 
 
 def _encode(obj: Any, indent: int | None = None) -> bytes:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import prime_cli.envs as vf
+from prime_cli.runs import json_lines
 
 from .reflection import rollout_record
 from .rows import prompt_hash, with_system
@@ -48,7 +49,7 @@ class RolloutCache:
         self.path = path
         self.results: dict[str, dict[str, Any]] = {}
         if path is not None and path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
+            for line in path.read_text(encoding="utf-8").split("\n"):
                 try:
                     entry = json.loads(line)
                 except ValueError:  # a line cut by a kill: that rollout is simply run again
@@ -66,7 +67,7 @@ class RolloutCache:
     def put(self, entry: dict[str, Any]) -> None:
         self.results[entry["key"]] = entry
         if self._fh is not None:
-            self._fh.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
+            self._fh.write(json_lines.dumps(entry, default=str) + "\n")
             self._fh.flush()
 
     def close(self) -> None:

@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from prime_cli.runs import json_lines
 from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from prime_cli.runs.metadata import RunDirError
 
@@ -70,7 +71,7 @@ class GepaRunDir:
 
     def _append(self, path: Path, row: GepaCandidate | GepaIteration) -> None:
         with path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            fh.write(json_lines.dumps(row, default=str) + "\n")
 
     def save_candidate(self, candidate: Candidate) -> None:
         self._append(self.layout.candidates_path, candidate.line())

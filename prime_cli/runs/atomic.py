@@ -8,12 +8,13 @@ row index, GEPA's run folder, `prime serve`'s server records and the trainer plu
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
+
+from prime_cli.runs import json_lines
 
 NEW_FILE_MODE = 0o644  # mkstemp's 0o600 would hide a run's files from the user's other accounts
 
@@ -50,11 +51,11 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, *, durable: bool 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, *, indent: int | None = None,
                       durable: bool = False) -> None:
     """`obj` as JSON (one trailing newline); values JSON cannot hold are written as strings."""
-    text = json.dumps(obj, indent=indent, ensure_ascii=False, default=str) + "\n"
+    text = json_lines.dumps(obj, indent=indent, default=str) + "\n"
     write_text_atomic(path, text, durable=durable)
 
 
 def write_jsonl_atomic(path: str | os.PathLike[str], rows: Any, *, durable: bool = False) -> None:
     """`rows` (any iterable of JSON values) as one JSON line each."""
-    write_text_atomic(path, "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows),
+    write_text_atomic(path, "".join(json_lines.dumps(row, default=str) + "\n" for row in rows),
                       durable=durable)

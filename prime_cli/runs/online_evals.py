@@ -52,7 +52,7 @@ def read_evals(path: Path) -> list[dict[str, Any]]:
     except OSError:
         return []
     lines = []
-    for raw in text.splitlines():
+    for raw in text.split("\n"):
         try:
             line = json.loads(raw)
         except ValueError:
