@@ -8,6 +8,7 @@ Ctrl-C stops new groups, lets in-flight ones finish and be saved, and marks the 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
 import time
@@ -51,12 +52,13 @@ class EvalOutcome:
     run_dir: Path | None
     error: str | None = None
     rows: list[Rollout] = field(default_factory=list)
+    crashed: bool = False  # a group raised (not an endpoint error): exit 1, resumable
 
     @property
     def exit_code(self) -> int:
         if self.status == COMPLETED:
             return 0
-        return 2 if self.error and self.status == "failed" else 1
+        return 2 if self.error and self.status == "failed" and not self.crashed else 1
 
 
 def resolve_counts(config: EvalConfig) -> tuple[int, int]:
@@ -136,27 +138,23 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     fatal: list[str] = []
     start = time.perf_counter()
 
-    async def run_group(group_index: int, row: dict[str, Any], indices: list[int], width: int) -> None:
-        try:
-            client, model = pool.for_group(group_index)
-            states = await env.run_group(client, model, row, n=len(indices), sampling_args=sampling_args,
-                                         independent_scoring=config.independent_scoring)
-            for idx, state in zip(indices, states, strict=True):
-                error = state.get("error") or {}
-                if error.get("type") in FATAL_ERROR_TYPES:
-                    fatal.append(error.get("message", "endpoint error"))
-                    continue  # not a result: resume will run it again
-                result = state_to_row(state, idx, config.state_columns)
-                files.write(result)
-                new_rows.append(result)
-                stats.add(result)
-                if config.verbose:
-                    show_rollout(display, result, config.env_id)
-                snapshot = stats.snapshot()
-                display.progress(done=snapshot["done"], total=total, stats=snapshot)
-        finally:
-            for _ in range(width):
-                slots.release()
+    async def run_group(group_index: int, row: dict[str, Any], indices: list[int]) -> None:
+        client, model = pool.for_group(group_index)
+        states = await env.run_group(client, model, row, n=len(indices), sampling_args=sampling_args,
+                                     independent_scoring=config.independent_scoring)
+        for idx, state in zip(indices, states, strict=True):
+            error = state.get("error") or {}
+            if error.get("type") in FATAL_ERROR_TYPES:
+                fatal.append(error.get("message", "endpoint error"))
+                continue  # not a result: resume will run it again
+            result = state_to_row(state, idx, config.state_columns)
+            files.write(result)
+            new_rows.append(result)
+            stats.add(result)
+            if config.verbose:
+                show_rollout(display, result, config.env_id)
+            snapshot = stats.snapshot()
+            display.progress(done=snapshot["done"], total=total, stats=snapshot)
 
     loop = asyncio.get_running_loop()
     try:
@@ -168,24 +166,40 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
                   total=total, already_done=stats.snapshot()["done"], num_examples=files.num_examples,
                   rollouts_per_example=files.rollouts_per_example)
     status = "completed"
+    crash: BaseException | None = None
+    failures: list[BaseException] = []
+
+    def group_done(task: asyncio.Task, width: int) -> None:
+        # the slots are given back here, not in the task: a task cancelled before it ever ran has no finally
+        for _ in range(width):
+            slots.release()
+        # the first group that raises (a full disk, a bug in the environment) stops the run: it is kept here
+        # rather than dropped with its task, and the other groups in flight are cancelled
+        in_flight.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            failures.append(task.exception())  # type: ignore[arg-type]
+            for other in list(in_flight):
+                other.cancel()
+
     try:
         for group_index, (row, indices) in enumerate(jobs.groups):
             width = min(len(indices), config.max_concurrent)
             for _ in range(width):
                 await slots.acquire()
-            if cancel.requested.is_set() or fatal:
+            if cancel.requested.is_set() or fatal or failures:
                 for _ in range(width):
                     slots.release()
                 break
-            task = asyncio.create_task(run_group(group_index, row, indices, width))
+            task = asyncio.create_task(run_group(group_index, row, indices))
             in_flight.add(task)
-            task.add_done_callback(in_flight.discard)
-        if in_flight:
-            results = await asyncio.gather(*list(in_flight), return_exceptions=True)
-            for result in results:
-                if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
-                    raise result
-        if fatal:
+            task.add_done_callback(functools.partial(group_done, width=width))
+        while in_flight:
+            await asyncio.gather(*list(in_flight), return_exceptions=True)
+        if failures:
+            crash = failures[0]
+            logger.error("a group of rollouts raised; the run stops", exc_info=crash)
+            status = "failed"
+        elif fatal:
             status = "failed"
         elif cancel.requested.is_set():
             status = "cancelled"
@@ -218,5 +232,7 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     if status == COMPLETED_WITH_ERRORS and not run_dir:
         display.message("save the run with -s to rerun only its errored rollouts with --retry-errors DIR", "warning")
     display.finish(status=status, summary=summary, run_dir=run_dir, resume_command=resume, retry_command=retry)
-    return EvalOutcome(status=status, summary=summary, run_dir=files.run_dir, error=fatal[0] if fatal else None,
-                       rows=all_rows)
+    error = fatal[0] if fatal else (f"the run stopped: {type(crash).__name__}: {crash}" if crash else None)
+    return EvalOutcome(status=status, summary=summary, run_dir=files.run_dir, error=error, rows=all_rows,
+                       crashed=crash is not None)
+
