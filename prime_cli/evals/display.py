@@ -20,6 +20,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import visible
 
 from .health import failed_before_any_rollout, health_rows, status_label
@@ -31,8 +32,8 @@ __all__ = ["EvalDisplay", "JsonDisplay", "PlainDisplay", "RichDisplay", "make_di
 
 Clock = Callable[[], float]
 _STYLES = {"info": "dim", "warning": "yellow", "error": "bold red",  # message levels, then statuses
-           "completed": "bold green", "cancelled": "bold yellow", "failed": "bold red",
-           "completed_with_errors": "bold red"}
+           RunStatus.COMPLETED: "bold green", RunStatus.CANCELLED: "bold yellow", RunStatus.FAILED: "bold red",
+           RunStatus.COMPLETED_WITH_ERRORS: "bold red"}
 
 
 class EvalDisplay:
@@ -62,7 +63,7 @@ class EvalDisplay:
     def rollout(self, row: dict) -> None:
         """One finished rollout (a results.jsonl row), shown as it finishes (`-v`)."""
 
-    def finish(self, *, status: str, summary: dict, run_dir: str | None,
+    def finish(self, *, status: RunStatus, summary: dict, run_dir: str | None,
                resume_command: str | None = None, retry_command: str | None = None) -> None:
         pass
 
@@ -140,7 +141,7 @@ class JsonDisplay(_LineDisplay):
     def rollout(self, row: dict) -> None:
         self._out(self._event("rollout", **rollout_event(rollout_view(row, self.env_id))))
 
-    def finish(self, *, status: str, summary: dict, run_dir: str | None,
+    def finish(self, *, status: RunStatus, summary: dict, run_dir: str | None,
                resume_command: str | None = None, retry_command: str | None = None) -> None:
         self._flush_pending()
         self._out(self._event("done", status=status, run_dir=run_dir, summary=summary,
@@ -172,7 +173,7 @@ class PlainDisplay(_LineDisplay):
     def rollout(self, row: dict) -> None:
         self._out(f"{self.env_id} {rollout_text(rollout_view(row, self.env_id))}".lstrip())
 
-    def finish(self, *, status: str, summary: dict, run_dir: str | None,
+    def finish(self, *, status: RunStatus, summary: dict, run_dir: str | None,
                resume_command: str | None = None, retry_command: str | None = None) -> None:
         self._flush_pending()
         if failed_before_any_rollout(status, summary):  # no empty summary: the error line says what failed
@@ -258,7 +259,7 @@ class RichDisplay(EvalDisplay):
     def rollout(self, row: dict) -> None:  # printed above the live panel while it runs
         self.console.print(rollout_renderable(rollout_view(row, self.env_id)))
 
-    def finish(self, *, status: str, summary: dict, run_dir: str | None,
+    def finish(self, *, status: RunStatus, summary: dict, run_dir: str | None,
                resume_command: str | None = None, retry_command: str | None = None) -> None:
         self._stop()
         if failed_before_any_rollout(status, summary):  # no empty summary: the error line says what failed

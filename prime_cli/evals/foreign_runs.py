@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from prime_cli.runs.metadata import METADATA_FILE, RunDirError
+from prime_cli.runs.status import RunStatus
 
 from . import foreign_rows
 
@@ -136,7 +137,7 @@ def _metadata(folder: Path, fmt: str, rows: list[dict[str, Any]]) -> dict[str, A
     meta.update(metadata_fields(summary))
     if theirs:
         meta["source_summary"] = theirs  # the averages their tool wrote, kept next to ours
-    meta["status"] = "completed_with_errors" if summary.get("avg_error") else "completed"
+    meta["status"] = RunStatus.COMPLETED_WITH_ERRORS if summary.get("avg_error") else RunStatus.COMPLETED
     return meta
 
 

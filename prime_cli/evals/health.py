@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .schema import Summary
+from prime_cli.runs.status import RunStatus
 
-COMPLETED = "completed"
-COMPLETED_WITH_ERRORS = "completed_with_errors"
-FINISHED_STATUSES = (COMPLETED, COMPLETED_WITH_ERRORS)
+from .schema import Summary
 
 
 def run_retries(pool: Any, previous: Any = None) -> dict[str, Any]:
@@ -36,19 +34,20 @@ def error_budget(errored: int, rollouts: int, max_error_rate: float) -> dict[str
             "rollouts": rollouts, "exceeded": rate > max_error_rate}
 
 
-def final_status(status: str, budget: dict[str, Any]) -> str:
+def final_status(status: RunStatus, budget: dict[str, Any]) -> RunStatus:
     """`completed` becomes `completed_with_errors` when the error budget is exceeded."""
-    return COMPLETED_WITH_ERRORS if status == COMPLETED and budget.get("exceeded") else status
+    exceeded = status == RunStatus.COMPLETED and budget.get("exceeded")
+    return RunStatus.COMPLETED_WITH_ERRORS if exceeded else status
 
 
-def failed_before_any_rollout(status: str, summary: Summary) -> bool:
+def failed_before_any_rollout(status: RunStatus, summary: Summary) -> bool:
     """The run failed (an unreachable server, a bad key) before a rollout finished: its summary would be
     all zeros, so the display shows only the retries, and the CLI the one error line."""
-    return status == "failed" and not summary.get("num_rollouts")
+    return status == RunStatus.FAILED and not summary.get("num_rollouts")
 
 
-def status_label(status: str) -> str:
-    return status.replace("_", " ")
+def status_label(status: RunStatus) -> str:
+    return str(status).replace("_", " ")
 
 
 def _plural(count: int, word: str, plural: str | None = None) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import prime_cli.envs as vf
+from prime_cli.runs.status import RunStatus
 
 from .config import build_config
 from .display import make_display
@@ -25,7 +26,7 @@ class PolicyEval:
     """What one environment's eval of the policy gave."""
 
     run_dir: Path
-    status: str  # the eval run's status (completed, completed_with_errors, failed)
+    status: RunStatus  # the eval run's status (completed, completed_with_errors, failed)
     reward_mean: float | None
     reward_std: float | None
     num_rollouts: int

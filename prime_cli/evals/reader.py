@@ -24,6 +24,7 @@ from prime_cli.evals.row_columns import HEAVY_KEYS
 from prime_cli.evals.schema import EvalRunLayout, MetadataRecord, Rollout
 from prime_cli.evals.store import RunDirError, read_metadata
 from prime_cli.runs.layouts import GepaRunLayout
+from prime_cli.runs.status import RunStatus
 from prime_cli.runs.training_reader import find_training_runs, read_training_run
 
 SCAN_SLICE = 4 << 20
@@ -40,7 +41,7 @@ class RunEntry:
     env_id: str
     model: str
     run_id: str
-    status: str
+    status: RunStatus | str  # a string this version does not know is shown as it is
     date: str
     avg_reward: float | None
     num_examples: int | None = None
@@ -76,7 +77,7 @@ def read_entry(run_dir: Path) -> RunEntry:
         env_id=str(meta.get("env_id") or "?"),
         model=str(meta.get("model") or "?"),
         run_id=str(meta.get("run_id") or run_dir.name),
-        status=str(meta.get("status") or "completed"),  # another tool's run has no status: it finished
+        status=RunStatus.read(meta.get("status")),
         date=str(meta.get("date") or meta.get("created_at") or ""),
         avg_reward=avg if isinstance(avg, (int, float)) else None,
         num_examples=meta.get("num_examples"),

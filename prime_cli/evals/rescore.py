@@ -22,6 +22,7 @@ import prime_cli
 import prime_cli.envs as vf
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.runs.metadata import RunDirError, read_metadata
+from prime_cli.runs.status import RunStatus
 
 from .rescore_states import RebuiltState, rescored_row, state_from_row
 from .results import EvalRun, load_run
@@ -47,7 +48,7 @@ class RescoreOutcome:
     run_dir: Path
     rows: list[Rollout]
     summary: dict[str, Any]
-    status: str  # completed or cancelled
+    status: RunStatus  # completed or cancelled
 
 
 def _groups(rows: list[Rollout]) -> list[list[Rollout]]:
@@ -130,22 +131,22 @@ def rescore(path: str, env_args: dict[str, Any] | None, output_dir: str | None, 
         stores.append(store)
         return store
 
-    status, start = "completed", time.perf_counter()
+    status, start = RunStatus.COMPLETED, time.perf_counter()
     try:  # one event loop for the whole rescore: a judge rubric's client stays on the loop it was made on
         asyncio.run(_score_all(env, groups, independent, open_store, source.source_path, max_concurrent, progress, bool(resume)))
     except (KeyboardInterrupt, asyncio.CancelledError):
         if not stores:
             raise KeyboardInterrupt from None  # nothing written yet
-        status = "cancelled"
+        status = RunStatus.CANCELLED
     except BaseException:
-        status = "failed"
+        status = RunStatus.FAILED
         raise
     finally:
         if stores:
             store = stores[0]
             rows = _final_rows(store.run_dir, source.rows)
             summary = summarize(rows, pass_threshold)
-            if status == "completed":
+            if status == RunStatus.COMPLETED:
                 store.rewrite_results(rows)
             store.update_metadata(status=status, time_ms=(time.perf_counter() - start) * 1000.0,
                                   **metadata_fields(summary))

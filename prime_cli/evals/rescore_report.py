@@ -8,6 +8,7 @@ import shlex
 import sys
 from typing import Any
 
+from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import json_visible
 
 from .compare import compare_runs, comparison_json, comparison_lines
@@ -56,7 +57,7 @@ def run_rescore(path: str, env_args: dict[str, Any] | None, output_dir: str | No
         print(json_visible(json.dumps(event, ensure_ascii=False, default=str)))
     else:
         _print_report(outcome, comparison)
-    return 0 if outcome.status == "completed" else 1
+    return 0 if outcome.status == RunStatus.COMPLETED else 1
 
 
 def _print_report(outcome: RescoreOutcome, comparison: Any) -> None:
@@ -70,6 +71,6 @@ def _print_report(outcome: RescoreOutcome, comparison: Any) -> None:
     for line in comparison_lines(comparison):
         print(line, file=sys.stderr if line.startswith("warning: ") else sys.stdout)
     print(f"Results: {outcome.run_dir}")
-    if outcome.status != "completed":
+    if outcome.status != RunStatus.COMPLETED:
         print("Resume with: " + shlex.join(["prime", "eval", "rescore", str(outcome.source.source_path.resolve()),
                                             "--resume", str(outcome.run_dir.resolve())]))

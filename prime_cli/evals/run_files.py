@@ -12,9 +12,9 @@ from typing import Any
 
 import prime_cli
 import prime_cli.envs as vf
+from prime_cli.runs.status import FINISHED, RunStatus
 
 from .config import DEFAULT_MAX_ERROR_RATE, EvalConfig
-from .health import FINISHED_STATUSES
 from .row_index import write_index
 from .schema import EvalRunLayout, MetadataRecord, Rollout, RunMetadata, Summary
 from .store import (
@@ -64,17 +64,17 @@ class RunFiles:
         fixed = {(r["example_id"], r["rollout_idx"]): r for r in new_rows if not r.get("error")}
         return [fixed.get((r["example_id"], r["rollout_idx"]), r) for r in self.previous_rows]
 
-    def finish(self, new_rows: list[Rollout], status: str, elapsed_ms: float,
+    def finish(self, new_rows: list[Rollout], status: RunStatus, elapsed_ms: float,
                summarize: Callable[..., Summary], metadata_fields: Callable[[Summary], MetadataRecord],
                pass_threshold: float, extra: MetadataRecord | None = None) -> tuple[list[Rollout], Summary]:
         """Write the final rows and metadata (with `extra` fields, e.g. retries) and close the store.
         Returns the run's rows and their summary."""
         rows = self.merged_rows(new_rows)
-        if self.store is not None and (status in FINISHED_STATUSES or self.mode == "retry"):
+        if self.store is not None and (status in FINISHED or self.mode == "retry"):
             rows = sorted(rows, key=_row_key)
         summary = summarize(rows, pass_threshold=pass_threshold)
         if self.store is not None:
-            if status in FINISHED_STATUSES or self.mode == "retry":
+            if status in FINISHED or self.mode == "retry":
                 self.store.rewrite_results(rows)
             previous_ms = float(self.store.metadata.get("time_ms") or 0.0) if self.mode != "new" else 0.0
             self.store.update_metadata(status=status, time_ms=previous_ms + elapsed_ms, **metadata_fields(summary),
@@ -136,7 +136,7 @@ def start_metadata(config: EvalConfig, env: vf.Environment, n: int, r: int,
         state_columns=list(config.state_columns),
         tools=env.oai_tools or [],
         reward_functions=env.rubric.get_reward_func_names(),
-        status="running",
+        status=RunStatus.RUNNING,
         **({"sweep": config.sweep} if config.sweep else {}),
     ).to_record()
 
@@ -177,7 +177,7 @@ def prepare_run_files(config: EvalConfig, env: vf.Environment, n: int, r: int,
         store = _open_existing(run_dir, config, "-R")
         rows = read_results(run_dir)
         meta = store.metadata
-        store.update_metadata(status="running", sampling_args=sampling_args)
+        store.update_metadata(status=RunStatus.RUNNING, sampling_args=sampling_args)
         return RunFiles("resume", int(meta["num_examples"]), int(meta["rollouts_per_example"]),
                         sampling_args, store, rows, completed_pairs(rows))
     if config.retry_errors:

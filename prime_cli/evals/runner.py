@@ -19,6 +19,7 @@ from typing import Any
 import prime_cli.envs as vf
 from prime_cli.envs.eval_defaults import env_sampling_defaults
 from prime_cli.runs.log import run_log
+from prime_cli.runs.status import FINISHED, RunStatus
 
 from .config import (
     DEFAULT_NUM_EXAMPLES,
@@ -27,7 +28,7 @@ from .config import (
     env_eval_defaults,
 )
 from .display import EvalDisplay
-from .health import COMPLETED, COMPLETED_WITH_ERRORS, error_budget, final_status, run_retries
+from .health import error_budget, final_status, run_retries
 from .jobs import EvalJobs, plan_jobs
 from .preflight import load_env
 from .reward_signal import reward_check
@@ -47,7 +48,7 @@ class EvalAborted(Exception):
 
 @dataclass
 class EvalOutcome:
-    status: str
+    status: RunStatus
     summary: Summary
     run_dir: Path | None
     error: str | None = None
@@ -56,9 +57,9 @@ class EvalOutcome:
 
     @property
     def exit_code(self) -> int:
-        if self.status == COMPLETED:
+        if self.status == RunStatus.COMPLETED:
             return 0
-        return 2 if self.error and self.status == "failed" and not self.crashed else 1
+        return 2 if self.error and self.status == RunStatus.FAILED and not self.crashed else 1
 
 
 def resolve_counts(config: EvalConfig) -> tuple[int, int]:
@@ -165,7 +166,7 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     display.start(env_id=config.env_id, model=config.model, run_dir=str(files.run_dir) if files.run_dir else None,
                   total=total, already_done=stats.snapshot()["done"], num_examples=files.num_examples,
                   rollouts_per_example=files.rollouts_per_example)
-    status = "completed"
+    status = RunStatus.COMPLETED
     crash: BaseException | None = None
     failures: list[BaseException] = []
 
@@ -198,15 +199,15 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
         if failures:
             crash = failures[0]
             logger.error("a group of rollouts raised; the run stops", exc_info=crash)
-            status = "failed"
+            status = RunStatus.FAILED
         elif fatal:
-            status = "failed"
+            status = RunStatus.FAILED
         elif cancel.requested.is_set():
-            status = "cancelled"
+            status = RunStatus.CANCELLED
     except asyncio.CancelledError:
-        status = "cancelled"
+        status = RunStatus.CANCELLED
     except BaseException:
-        status = "failed"
+        status = RunStatus.FAILED
         raise
     finally:
         if handler_installed:
@@ -227,9 +228,9 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     if (check := reward_check(all_rows, config.env_id, config.env_args)) is not None:
         summary["reward_check"] = check
     run_dir = str(files.run_dir) if files.run_dir else None
-    resume = files.resume_command(config) if status not in (COMPLETED, COMPLETED_WITH_ERRORS) and run_dir else None
+    resume = files.resume_command(config) if status not in FINISHED and run_dir else None
     retry = files.retry_command(config) if budget["errored_rollouts"] and not resume and run_dir else None
-    if status == COMPLETED_WITH_ERRORS and not run_dir:
+    if status == RunStatus.COMPLETED_WITH_ERRORS and not run_dir:
         display.message("save the run with -s to rerun only its errored rollouts with --retry-errors DIR", "warning")
     display.finish(status=status, summary=summary, run_dir=run_dir, resume_command=resume, retry_command=retry)
     error = fatal[0] if fatal else (f"the run stopped: {type(crash).__name__}: {crash}" if crash else None)

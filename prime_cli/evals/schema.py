@@ -25,11 +25,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict  # pydantic validates these (typing.TypedDict needs 3.12)
 
 from prime_cli.runs.metadata import METADATA_FILE
+from prime_cli.runs.status import RunStatus
 
 PathLike = str | os.PathLike
 
-RunStatus = Literal["running", "completed", "completed_with_errors", "cancelled", "failed"]
-RESUMABLE_STATUSES = frozenset({"running", "cancelled", "failed"})
+# what an eval run may record (a training run's STOPPED is never saved); older files' strings validate
+EvalRunStatus = Literal[RunStatus.RUNNING, RunStatus.COMPLETED, RunStatus.COMPLETED_WITH_ERRORS, RunStatus.CANCELLED,
+                        RunStatus.FAILED]
 
 
 class ErrorRecord(TypedDict, total=False):
@@ -169,7 +171,7 @@ class RunMetadata(BaseModel):
     state_columns: list[str] = Field(default_factory=list)
     tools: list[dict[str, Any]] = Field(default_factory=list)
     reward_functions: list[str] = Field(default_factory=list)
-    status: RunStatus = "completed"
+    status: EvalRunStatus = RunStatus.COMPLETED
     retries: dict[str, Any] | None = None
     error_budget: dict[str, Any] | None = None
     summary: dict[str, Any] | None = None

@@ -25,8 +25,10 @@ from prime_cli.runs import json_lines
 from prime_cli.runs.atomic import write_atomic
 from prime_cli.runs.ids import RUN_ID_PATTERN, new_run_id
 from prime_cli.runs.metadata import METADATA_FILE, RunDirError, read_metadata
+from prime_cli.runs.status import RESUMABLE as RESUMABLE_STATUSES
+from prime_cli.runs.status import RunStatus
 
-from .schema import RESUMABLE_STATUSES, ROW_KEYS, EvalRunLayout, MetadataRecord, Rollout
+from .schema import ROW_KEYS, EvalRunLayout, MetadataRecord, Rollout
 
 logger = logging.getLogger(__name__)
 PathLike = str | os.PathLike
@@ -245,7 +247,7 @@ class RunStore:
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         run_dir.mkdir()
         meta: MetadataRecord = {**metadata, "date": datetime.now().astimezone().isoformat(timespec="seconds"),
-                                "status": "running"}
+                                "status": RunStatus.RUNNING}
         write_atomic(EvalRunLayout(run_dir).metadata_path, _encode(meta, indent=2), durable=True)
         return cls(run_dir, meta)
 

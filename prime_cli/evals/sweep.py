@@ -24,6 +24,7 @@ from typing import Any
 
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.runs.layouts import TrainingRunLayout, step_dir_name, steps_in
+from prime_cli.runs.status import RunStatus
 from prime_cli.serve.errors import ServeError
 from prime_cli.serve.lora_runtime import (
     AdapterLoadError,
@@ -187,7 +188,7 @@ class _Sweep:
         self.rows.append(sweep_row(label, step, run.model, outcome, self.rollouts, run.pass_threshold))
         if outcome.error:
             self.stop(f"{label}: {outcome.error}")
-        return outcome.status != "cancelled"
+        return outcome.status != RunStatus.CANCELLED
 
     def run(self, base: EvalConfig, headers: dict[str, str]) -> int:
         if self.eval_base and not self.evaluate("base", _tagged(base, base.model, self.weights_dir, None), None):

@@ -18,6 +18,7 @@ from prime_cli.runs.intervals import (
     shown_bounds,
     signed,
 )
+from prime_cli.runs.status import RunStatus
 
 from .row_values import example_key, reward_value
 from .summary import pass_at_k
@@ -28,7 +29,7 @@ class SweepRow:
     label: str  # "base" or the adapter's name (step_N)
     step: int | None  # None for the base model
     model: str  # the model name the run was sent to
-    status: str
+    status: RunStatus
     run_dir: str | None
     num_rollouts: int
     avg_reward: float | None

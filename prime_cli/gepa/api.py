@@ -15,6 +15,7 @@ from typing import IO, Any
 
 import prime_cli.envs as vf
 from prime_cli.envs.errors import EnvConfigError
+from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import json_visible, visible
 
 from .config import GepaConfig, build_config, config_for, load_toml
@@ -178,7 +179,7 @@ def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, str
         out.append(f"Use it as the system prompt of {config.env_id}'s environment.")
     if run_dir is not None:
         out.append(f"Run directory: {run_dir}")
-        if outcome.status != "completed":
+        if outcome.status != RunStatus.COMPLETED:
             out.append(f"Resume with: {resume_command(config, run_dir)}")
         elif outcome.state.reflections_exhausted(config.max_reflection_failures):
             more = str(max(2 * config.max_reflection_failures, outcome.state.fruitless_reflections + 1))
@@ -212,7 +213,7 @@ def print_json_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None
              "seed_ci95": bounds(seed.val_scores) if seed else None, "best_ci95": bounds(best.val_scores) if best else None,
              "test_difference": paired_record(test_difference(outcome.seed_test_scores, outcome.best_test_scores)),
              "stop_reason": outcome.stop_reason,
-             "resume_command": resume_command(config, run_dir) if run_dir and outcome.status != "completed" else None}
+             "resume_command": resume_command(config, run_dir) if run_dir and outcome.status != RunStatus.COMPLETED else None}
     stream.write(json_visible(json.dumps(event, ensure_ascii=False)) + "\n")
     stream.flush()
 
@@ -254,7 +255,7 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
         student, reflector = pools
     if resume:
         run, state = GepaRunDir.open(Path(config.run_dir))  # type: ignore[arg-type]
-        run.write_metadata(status="running", completed_at=None, error=None, max_calls=config.max_calls,
+        run.write_metadata(status=RunStatus.RUNNING, completed_at=None, error=None, max_calls=config.max_calls,
                            config=config.as_given())
     else:
         path = Path(config.run_dir) if config.run_dir else default_base(config.env_id, config.model) / new_run_id()
@@ -327,7 +328,7 @@ def _finish(config: GepaConfig, resume: bool, stream: IO[str], inputs: SearchInp
         print_unscored(outcome, config, run_dir, stream)
     if outcome.error:
         print(f"error: {visible(outcome.error, multiline=True)}", file=sys.stderr)
-    return 0 if outcome.status == "completed" else 1
+    return 0 if outcome.status == RunStatus.COMPLETED else 1
 
 
 __all__ = ["EnvConfigError", "resolve_config", "run_gepa", "run_search"]

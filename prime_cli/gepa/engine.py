@@ -35,6 +35,7 @@ from typing import Any
 from prime_cli.clients.errors import FatalEndpointError
 from prime_cli.envs.errors import ModelError
 from prime_cli.envs.messages import content_text
+from prime_cli.runs.status import RunStatus
 
 from .config import GepaConfig
 from .evaluator import BACKGROUND, VALIDATION, EndpointAborted, Evaluator, Ledger
@@ -69,7 +70,7 @@ class ProposalResult:
 
 @dataclass
 class Outcome:
-    status: str
+    status: RunStatus
     state: SearchState
     total_metric_calls: int
     error: str | None = None
@@ -117,7 +118,7 @@ class GepaEngine(Speculation):
     # -- public ------------------------------------------------------------------------------------
 
     async def run(self) -> Outcome:
-        status, error, searched = "completed", None, False
+        status, error, searched = RunStatus.COMPLETED, None, False
         try:
             seed_rows = None if self.state.candidates else self._charge_seed()
             for plan in self.state.pending:
@@ -147,18 +148,18 @@ class GepaEngine(Speculation):
                     self.on_commit(line)
             searched = True
         except (KeyboardInterrupt, asyncio.CancelledError):
-            status = "cancelled"
+            status = RunStatus.CANCELLED
         except (ReflectionAborted, EndpointAborted) as exc:
-            status, error = "failed", str(exc)
+            status, error = RunStatus.FAILED, str(exc)
         except Exception as exc:  # noqa: BLE001 - any fatal error still leaves a consistent, resumable run
             logger.exception("the GEPA run failed")
-            status, error = "failed", f"{type(exc).__name__}: {exc} (details in gepa.log)"
+            status, error = RunStatus.FAILED, f"{type(exc).__name__}: {exc} (details in gepa.log)"
         finally:
             await self._cancel_all(background=not searched)
         outcome = Outcome(status, self.state, self.ledger.used, error,
-                          stop_reason=self._stop_reason() if status == "completed" else None)
+                          stop_reason=self._stop_reason() if status == RunStatus.COMPLETED else None)
         try:
-            if status == "completed" and self.config.num_test > 0:
+            if status == RunStatus.COMPLETED and self.config.num_test > 0:
                 await self._score_test(outcome)
         finally:
             await self._cancel_all(background=True)
@@ -387,7 +388,7 @@ class GepaEngine(Speculation):
         if not self.state.candidates:  # stopped during the seed's pass: the files of save_start stand
             self.run_dir.write_metadata(status=outcome.status, completed_at=now_iso(), error=outcome.error)
             return
-        if outcome.status == "completed":
+        if outcome.status == RunStatus.COMPLETED:
             self._save()
         else:  # interrupted, maybe mid-commit: state.json keeps the last committed iteration
             outcome.total_metric_calls = len(self.state.charged)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from prime_cli.runs.metadata import RunDirError, read_metadata
+from prime_cli.runs.status import RunStatus
 
 from .schema import FrontierRow, GepaCandidate, GepaIteration, GepaMetadata, GepaRunLayout
 
@@ -81,8 +82,8 @@ class GepaRun:
     best_prompt: str | None = None
 
     @property
-    def status(self) -> str:
-        return str(self.metadata.get("status") or "completed")
+    def status(self) -> RunStatus | str:
+        return RunStatus.read(self.metadata.get("status"))
 
     def candidate(self, idx: int) -> Candidate | None:
         for cand in self.candidates:

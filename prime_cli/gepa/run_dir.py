@@ -15,6 +15,7 @@ from typing import Any
 from prime_cli.runs import json_lines
 from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from prime_cli.runs.metadata import RunDirError
+from prime_cli.runs.status import RunStatus
 
 from .pareto import best_candidate, row_fronts
 from .reader import read_jsonl
@@ -42,7 +43,7 @@ class GepaRunDir:
     @classmethod
     def create(cls, path: Path, metadata: GepaMetadata) -> GepaRunDir:
         path.mkdir(parents=True, exist_ok=True)
-        run = cls(path, {**metadata, "run_id": path.name, "status": "running", "created_at": now_iso(),
+        run = cls(path, {**metadata, "run_id": path.name, "status": RunStatus.RUNNING, "created_at": now_iso(),
                          "completed_at": None})
         run.write_metadata()
         run.layout.candidates_path.touch()

@@ -13,6 +13,7 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from prime_cli.runs.layouts import GepaRunLayout
+from prime_cli.runs.status import RunStatus
 
 __all__ = ["FrontierPrompt", "FrontierRow", "GepaCandidate", "GepaIteration", "GepaMetadata", "GepaRunLayout"]
 
@@ -66,7 +67,7 @@ class GepaMetadata(TypedDict, total=False):
     """A GEPA run's metadata.json (rewritten as the search goes; unknown keys are kept)."""
 
     run_id: str
-    status: str  # running, completed, interrupted, failed...
+    status: RunStatus | str  # a RunStatus value (running, then completed, cancelled or failed); read back as a str
     created_at: str
     completed_at: str | None
     env_id: str

@@ -14,6 +14,7 @@ from typing import Any
 
 from .layouts import TrainingRunLayout
 from .online_evals import eval_env_names, eval_mean, read_evals
+from .status import RunStatus
 
 
 def is_training_run(path: Path) -> bool:
@@ -71,7 +72,7 @@ class TrainingRun:
         return value if isinstance(value, int) else None
 
     @property
-    def status(self) -> str:
+    def status(self) -> RunStatus:
         """completed (every step trained), else running while a process holds the folder's lock, else
         stopped. A run written before the lock existed: running if something was written in the last minute."""
         import time
@@ -79,11 +80,11 @@ class TrainingRun:
         from .training_folder import lock_holder
 
         if self.max_steps is not None and self.trained_steps >= self.max_steps:
-            return "completed"
+            return RunStatus.COMPLETED
         layout = TrainingRunLayout(self.path)
         if layout.lock_path.exists():
-            return "running" if lock_holder(layout) is not None else "stopped"
-        return "running" if time.time() - self.mtime < 60 else "stopped"
+            return RunStatus.RUNNING if lock_holder(layout) is not None else RunStatus.STOPPED
+        return RunStatus.RUNNING if time.time() - self.mtime < 60 else RunStatus.STOPPED
 
     def rewards(self) -> list[tuple[int, float]]:
         return [(s["step"], float(s["reward_mean"])) for s in self.steps

@@ -20,7 +20,8 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
   without torch, and a config change the checkpoint can take; else one line in `ResumeConfigError`).
 - Online evals: `evaluate_policy(...)` runs an ordinary eval run of the served policy into a folder
   (the eval engine's `prime_cli.evals.in_training`, imported when first called) and returns a `PolicyEval`;
-  `read_evals` reads evals.jsonl, `eval_summary_line` formats one of its lines.
+  `read_evals` reads evals.jsonl, `eval_summary_line` formats one of its lines. A `PolicyEval.status` is a
+  `RunStatus`; `FINISHED` holds those of a run that evaluated every rollout.
 - Terminal output: `visible(text)` writes the control characters of a model's or an environment's words
   (an error a part reports, an error kind) as escapes, as every prime command shows them.
 """
@@ -29,6 +30,7 @@ from prime_cli.clients import EndpointSpec, OpenAIChatClient
 from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from prime_cli.runs.layouts import steps_in
 from prime_cli.runs.online_evals import eval_summary_line, read_evals
+from prime_cli.runs.status import FINISHED, RunStatus
 from prime_cli.runs.training_folder import (
     FolderBusy,
     FolderLock,
@@ -59,8 +61,9 @@ async def evaluate_policy(*args, **kwargs):
 
 
 __all__ = [
-    "API_VERSION", "AdapterLoadError", "BufferConfig", "EndpointSpec", "FolderBusy", "FolderLock", "LossConfig",
-    "ManagedProcess", "OpenAIChatClient", "RLConfig", "ResumeConfigError",
+    "API_VERSION", "AdapterLoadError", "BufferConfig", "EndpointSpec", "FINISHED", "FolderBusy", "FolderLock",
+    "LossConfig",
+    "ManagedProcess", "OpenAIChatClient", "RLConfig", "ResumeConfigError", "RunStatus",
     "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
     "VllmServer", "check_resume", "env_file_values", "eval_summary_line",
     "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "load_adapter",

@@ -21,6 +21,7 @@ from prime_cli.evals.row_index import load_index, results_stamp, save_index
 from prime_cli.evals.schema import MetadataRecord, Rollout, Summary
 from prime_cli.evals.store import RunDirError, read_metadata
 from prime_cli.evals.summary import summarize
+from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import visible
 from prime_cli.tui.filters import RowFilter
 from prime_cli.tui.rows import metric_names, sort_value
@@ -46,12 +47,12 @@ class RunModel:
         self.version = 0  # bumped whenever rows or metadata change, so every screen sees it
 
     @property
-    def status(self) -> str:
-        return str(self.metadata.get("status") or "completed")
+    def status(self) -> RunStatus | str:
+        return RunStatus.read(self.metadata.get("status"))
 
     @property
     def live(self) -> bool:
-        return self.status == "running"
+        return self.status == RunStatus.RUNNING
 
     @property
     def title(self) -> str:
@@ -174,7 +175,7 @@ class RunModel:
                 self._summary = (version, summary)
                 return summary
         meta = self.metadata
-        if self.status != "running" and isinstance(meta.get("summary"), dict):
+        if self.status != RunStatus.RUNNING and isinstance(meta.get("summary"), dict):
             return {**meta["summary"], **{k: meta.get(k) for k in ("avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage")}}
         return None
 

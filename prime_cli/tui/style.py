@@ -7,11 +7,12 @@ from typing import Any
 
 from rich.text import Text
 
+from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import visible
 
-STATUS_STYLES = {"running": "bold yellow", "completed": "green", "cancelled": "magenta", "failed": "bold red",
-                 "completed_with_errors": "bold red"}
-STATUS_LABELS = {"completed_with_errors": "errors"}  # finished, above its error budget (fits the status column)
+STATUS_STYLES = {RunStatus.RUNNING: "bold yellow", RunStatus.COMPLETED: "green", RunStatus.CANCELLED: "magenta",
+                 RunStatus.FAILED: "bold red", RunStatus.COMPLETED_WITH_ERRORS: "bold red"}
+STATUS_LABELS = {RunStatus.COMPLETED_WITH_ERRORS: "errors"}  # finished, above its error budget (fits the status column)
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -43,8 +44,9 @@ def short_date(iso: str) -> str:
         return visible(str(iso or "")[:16])
 
 
-def status_text(status: str) -> Text:
-    return Text(visible(STATUS_LABELS.get(status, status)), style=STATUS_STYLES.get(status, ""))
+def status_text(status: RunStatus | str) -> Text:
+    """A status read from a file may be one this version does not know: shown as written, unstyled."""
+    return Text(visible(STATUS_LABELS.get(status, str(status))), style=STATUS_STYLES.get(status, ""))
 
 
 def reward_style(reward: float | None, high: float = 1.0) -> str:

@@ -11,6 +11,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from prime_cli.evals.reader import RunEntry
+from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import visible
 from prime_cli.tui.style import fmt, short_date, status_text
 
@@ -122,5 +123,5 @@ class BrowserScreen(Screen):
         self.fill()
 
     def _poll(self) -> None:
-        if any(e.status == "running" for e in self.entries):
+        if any(e.status == RunStatus.RUNNING for e in self.entries):
             self.action_reload()

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from prime_cli.evals.reader import metadata_mtime
 from prime_cli.gepa.reader import GepaRun, read_gepa_run
+from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import visible
 from prime_cli.tui.style import fmt, short_date, signed, status_text
 
@@ -83,7 +84,7 @@ class GepaScreen(Screen):
 
     def follow(self) -> None:
         """Live mode: re-read a run that is still being written."""
-        if self.run.status != "running":
+        if self.run.status != RunStatus.RUNNING:
             return
         mtime = metadata_mtime(self.run_dir)
         sizes = sum(p.stat().st_size for p in self.run_dir.glob("*.jsonl"))
@@ -121,9 +122,9 @@ class GepaScreen(Screen):
     def _ending(self) -> tuple[tuple[str, str], ...]:
         """Why the run ended other than by its budget: an early stop, or the error that failed it."""
         meta = self.run.metadata
-        if meta.get("error") and self.run.status != "running":
+        if meta.get("error") and self.run.status != RunStatus.RUNNING:
             return (("\nerror: " + visible(meta["error"], multiline=True), "red"),)
-        if meta.get("stop_reason") and self.run.status == "completed":
+        if meta.get("stop_reason") and self.run.status == RunStatus.COMPLETED:
             return (("\nstopped before the budget: " + visible(meta["stop_reason"], multiline=True), "yellow"),)
         return ()
 

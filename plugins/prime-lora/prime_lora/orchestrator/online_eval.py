@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from prime_cli.train.plugin_api import (
+    FINISHED,
     RLConfig,
     TrainingRunLayout,
     eval_summary_line,
@@ -115,7 +116,7 @@ class OnlineEval:
             prefix = f"eval/{spec.name}"
             line.update({f"{prefix}/reward/mean": result.reward_mean, f"{prefix}/reward/std": result.reward_std,
                          f"{prefix}/num_rollouts": result.num_rollouts, f"{prefix}/error_rate": result.error_rate})
-            if result.status not in ("completed", "completed_with_errors"):
+            if result.status not in FINISHED:
                 print(f"warning: the eval of step {step} on {spec.name} ended {result.status}: see "
                       f"{result.run_dir}/eval.log", file=sys.stderr, flush=True)
         with layout.evals_path.open("a") as handle:  # only the orchestrator writes it; the trainer tails it
