@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import difflib
 import math
-import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from prime_cli.clients.command_flags import LOCAL_MODEL
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.envs.eval_defaults import ENV_DEFAULT_KEYS, env_eval_defaults  # noqa: F401 - re-exported
-from prime_cli.runs.config_errors import ConfigValueError, value_problem
+from prime_cli.runs.config_loading import build_model, read_toml_config
 
 from .schema import ROW_KEYS
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 DEFAULT_NUM_EXAMPLES = 5
 DEFAULT_ROLLOUTS_PER_EXAMPLE = 3
@@ -148,38 +141,13 @@ def served_locally(config: EvalConfig, model: str, url: str) -> EvalConfig:
     return local
 
 
-def validation_error(exc: ValidationError, where: str) -> ConfigValueError:
-    """Each problem naming its key (in `where`), with a suggestion for unknown keys."""
-    known = list(EvalConfig.model_fields)
-    problems, others = [], []
-    for error in exc.errors():
-        key = ".".join(str(p) for p in error["loc"]) or "(entry)"
-        if error["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(str(error["loc"][-1]), known, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            others.append(f"{where}: unknown key '{key}'{hint}")
-        elif error["type"] == "missing":
-            others.append(f"{where}: missing required key '{key}'")
-        else:
-            problems.append(value_problem(error))
-    return ConfigValueError(where, problems, others)
-
-
 def build_config(where: str, **values: Any) -> EvalConfig:
-    try:
-        return EvalConfig(**values)
-    except ValidationError as exc:
-        raise validation_error(exc, where) from None
+    return build_model(EvalConfig, where, values)
 
 
 def load_toml_configs(path: Path, overrides: dict[str, Any] | None = None) -> list[EvalConfig]:
     """`[[eval]]` entries of a TOML file; top-level keys are defaults shared by every entry."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise EnvConfigError(f"config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise EnvConfigError(f"{path} is not valid TOML: {exc}") from None
+    data = read_toml_config(path, "configs/eval/*.toml")
     entries = data.pop("eval", None)
     if not isinstance(entries, list) or not entries:
         raise EnvConfigError(f"{path} has no [[eval]] entries; add one with at least `env_id = \"...\"`")

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from prime_cli.clients.command_flags import LOCAL_MODEL
 from prime_cli.envs.errors import EnvConfigError
-from prime_cli.runs.config_errors import ConfigValueError, value_problem
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from prime_cli.runs.config_loading import build_model, read_toml_config
 
 # Settings that decide the search itself: a resumed run keeps the values it was started with.
 SEARCH_KEYS = ("env_id", "env_args", "num_train", "num_val", "minibatch_size", "rollouts_per_example",
@@ -156,36 +150,12 @@ class GepaConfig(BaseModel):
                 f"or lower -N/--num-val")
 
 
-def validation_error(exc: ValidationError, where: str) -> ConfigValueError:
-    import difflib
-
-    problems, others = [], []
-    for error in exc.errors():
-        key = ".".join(str(p) for p in error["loc"]) or "(entry)"
-        if error["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(str(error["loc"][-1]), list(GepaConfig.model_fields), n=1)
-            others.append(f"{where}: unknown key '{key}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
-        elif error["type"] == "missing":
-            others.append(f"{where}: missing required key '{key}'")
-        else:
-            problems.append(value_problem(error))
-    return ConfigValueError(where, problems, others)
-
-
 def build_config(where: str, **values: Any) -> GepaConfig:
-    try:
-        return GepaConfig(**values)
-    except ValidationError as exc:
-        raise validation_error(exc, where) from None
+    return build_model(GepaConfig, where, values)
 
 
 def load_toml(path: Path) -> dict[str, Any]:
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise EnvConfigError(f"config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise EnvConfigError(f"{path} is not valid TOML: {exc}") from None
+    data = read_toml_config(path, "configs/gepa/*.toml")
     if isinstance(data.get("gepa"), dict):  # a [gepa] table is accepted as well as top-level keys
         data = {**{k: v for k, v in data.items() if k != "gepa"}, **data["gepa"]}
     return data

@@ -7,8 +7,9 @@ be ...") never reaches the user."""
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,12 @@ def shown(value: Any) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def closest_key(name: str, keys: Iterable[str]) -> str | None:
+    """The key `name` was most likely meant to be (a typo), or None when none is close."""
+    close = difflib.get_close_matches(name, list(keys), n=1)
+    return close[0] if close else None
 
 
 def problem_message(error: Mapping[str, Any]) -> str:

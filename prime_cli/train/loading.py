@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prime_cli.runs.config_loading import parse_toml, read_config_text
 from prime_cli.runs.visible import visible
 
 from .config_aliases import (
@@ -22,30 +23,19 @@ from .env_file import resolve_env_files
 from .errors import TrainConfigError
 from .messages import describe_validation_error, rename_paths
 from .overrides import apply_overrides, format_path
-from .tomlio import TOMLDecodeError, toml_loads
 
 if TYPE_CHECKING:
     from .config import RLConfig
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise TrainConfigError(f"{path}: no such config file (examples: configs/rl/*.toml)")
-    if not path.is_file():
-        raise TrainConfigError(f"{path} is not a file; give a TOML config such as configs/rl/reverse-text-cpu.toml")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TrainConfigError(f"{path}: cannot read it ({exc})") from None
+    text = read_config_text(path, "configs/rl/*.toml", TrainConfigError)
     if path.suffix == ".json":  # the resolved config.json a run writes: `prime train OUT/config.json --resume-step N`
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise TrainConfigError(f"{path} is not valid JSON: {exc}") from None
-    try:
-        return toml_loads(text)
-    except TOMLDecodeError as exc:
-        raise TrainConfigError(f"{path} is not valid TOML: {str(exc).splitlines()[0]}") from None
+    return parse_toml(text, path, TrainConfigError)
 
 
 def config_dict(path: Path, overrides: list[str] = ()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 import typing
 from typing import Any
+
+from prime_cli.runs.config_errors import closest_key, problem_message
 
 from .overrides import format_path
 
@@ -52,9 +53,9 @@ def _unknown_key(model: type, loc: tuple[Any, ...], source: str, extra_keys: lis
     keys = section_keys(model, loc[:-1]) or []
     if not loc[:-1]:
         keys = keys + extra_keys
-    close = difflib.get_close_matches(str(loc[-1]), keys, n=1, cutoff=0.6)
+    close = closest_key(str(loc[-1]), keys)
     if close:
-        hint = f"did you mean {format_path((*loc[:-1], close[0]))}?"
+        hint = f"did you mean {format_path((*loc[:-1], close))}?"
     elif keys:
         section = format_path(loc[:-1]) or "the top level"
         hint = f"keys of {section}: {', '.join(keys)}"
@@ -72,7 +73,7 @@ def describe_error(error: dict[str, Any], model: type, source: str, extra_keys: 
     loc = tuple(error.get("loc", ()))
     path = format_path(loc)
     kind = error.get("type", "")
-    message = re.sub(r"^(Value|Assertion) error, ", "", str(error.get("msg", "")))
+    message = problem_message(error)  # pydantic's words without "Value error, "; "Input should be" -> "must be"
     if kind == "extra_forbidden":
         return _unknown_key(model, loc, source, list(extra_keys))
     if kind in ("missing", "too_short") and path in REQUIRED_HINTS:
@@ -85,8 +86,7 @@ def describe_error(error: dict[str, Any], model: type, source: str, extra_keys: 
         return f"{path} {TYPE_WORDS[kind]} (got {_short(error.get('input'))})"
     if kind == "value_error" or kind == "assertion_error":
         return message if not path or path in message else f"{path}: {message}"
-    if message.startswith("Input should be "):
-        message = "must be " + message.removeprefix("Input should be ")
+    if message.startswith("must be "):
         return f"{path} {message} (got {_short(error.get('input'))})"
     return f"{path}: {message}" if path else message
 

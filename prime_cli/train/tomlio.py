@@ -11,8 +11,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as _toml
 
-TOMLDecodeError = _toml.TOMLDecodeError
-
 
 def toml_loads(text: str) -> dict[str, Any]:
     return _toml.loads(text)

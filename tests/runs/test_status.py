@@ -12,7 +12,7 @@ from prime_cli.runs.status import FINISHED, RESUMABLE, RunStatus
 
 def test_a_member_prints_and_serialises_as_its_value():
     status = RunStatus.COMPLETED_WITH_ERRORS
-    assert (str(status), f"{status}", f"{status:>22}|", "{}".format(status)) == (
+    assert (str(status), f"{status}", f"{status:>22}|", format(status)) == (
         "completed_with_errors", "completed_with_errors", " completed_with_errors|", "completed_with_errors")
     assert json.dumps({"status": RunStatus.FAILED}) == '{"status": "failed"}'
 

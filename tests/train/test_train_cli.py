@@ -110,7 +110,8 @@ def test_bad_configs_exit_2_with_one_line(name, tmp_path, monkeypatch):
 
 def test_no_config_and_missing_file(tmp_path, monkeypatch):
     assert_one_error_line(in_process([], monkeypatch), "give a config file")
-    assert_one_error_line(in_process([str(tmp_path / "missing.toml")], monkeypatch), "missing.toml: no such config file")
+    assert_one_error_line(in_process([str(tmp_path / "missing.toml")], monkeypatch),
+                          "config file", "missing.toml does not exist (examples: configs/rl/*.toml)")
 
 
 def test_bad_config_in_a_real_process_has_no_traceback(tmp_path):

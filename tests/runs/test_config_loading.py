@@ -1,0 +1,45 @@
+"""The one config loader of eval, GEPA and training: reading the file and naming each bad key as written."""
+
+from __future__ import annotations
+
+import pytest
+
+from prime_cli.envs.errors import EnvConfigError
+from prime_cli.evals.config import load_toml_configs
+from prime_cli.gepa.config import config_for
+from prime_cli.train.errors import TrainConfigError
+from prime_cli.train.loading import read_toml
+
+
+def _load_eval(path):
+    return load_toml_configs(path)
+
+
+def _load_gepa(path):
+    return config_for(str(path), {})
+
+
+@pytest.mark.parametrize("load", [_load_eval, _load_gepa])
+def test_a_folder_or_an_unreadable_file_is_one_error_line_for_eval_and_gepa(load, tmp_path):
+    folder = tmp_path / "folder.toml"
+    folder.mkdir()
+    with pytest.raises(EnvConfigError, match=r"folder\.toml is not a file; give a TOML config \(examples: configs/"):
+        load(folder)
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(b'env_id = "caf\xe9"\n')
+    with pytest.raises(EnvConfigError, match=r"latin\.toml: cannot read it \("):
+        load(latin)
+
+
+@pytest.mark.parametrize(("load", "error", "examples"), [
+    (_load_eval, EnvConfigError, "configs/eval/*.toml"), (_load_gepa, EnvConfigError, "configs/gepa/*.toml"),
+    (read_toml, TrainConfigError, "configs/rl/*.toml"),
+])
+def test_every_engine_words_a_missing_or_broken_file_alike(load, error, examples, tmp_path):
+    with pytest.raises(error) as missing:
+        load(tmp_path / "nope.toml")
+    assert str(missing.value) == f"config file {tmp_path / 'nope.toml'} does not exist (examples: {examples})"
+    broken = tmp_path / "broken.toml"
+    broken.write_text("x = = 1\n")
+    with pytest.raises(error, match=r"broken\.toml is not valid TOML: .*line 1"):
+        load(broken)
