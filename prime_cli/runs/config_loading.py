@@ -49,15 +49,16 @@ def read_toml_config(path: Path, examples: str, error: type[Exception] = EnvConf
 
 
 def validation_error(exc: Any, known_keys: Iterable[str], where: str) -> ConfigValueError:
-    """A pydantic `ValidationError` of a flat config: each problem naming its key in `where`, an unknown
-    key with the closest of `known_keys`."""
+    """A pydantic `ValidationError` of a flat config: each problem naming its key in `where`; an unknown
+    key with the closest of `known_keys`, or all of them when none is close."""
     known = list(known_keys)
     problems, others = [], []
     for error in exc.errors():
         key = ".".join(str(part) for part in error["loc"]) or "(entry)"
         if error["type"] == "extra_forbidden":
             close = closest_key(str(error["loc"][-1]), known)
-            others.append(f"{where}: unknown key '{key}'" + (f" (did you mean '{close}'?)" if close else ""))
+            hint = f"did you mean '{close}'?" if close else f"keys: {', '.join(known)}"  # as train's messages
+            others.append(f"{where}: unknown key '{key}' ({hint})")
         elif error["type"] == "missing":
             others.append(f"{where}: missing required key '{key}'")
         else:

@@ -6,7 +6,9 @@ import pytest
 
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.evals.config import load_toml_configs
-from prime_cli.gepa.config import config_for
+from prime_cli.gepa.config import GepaConfig, config_for
+from prime_cli.runs.config_errors import ConfigValueError
+from prime_cli.runs.config_loading import build_model
 from prime_cli.train.errors import TrainConfigError
 from prime_cli.train.loading import read_toml
 
@@ -43,3 +45,20 @@ def test_every_engine_words_a_missing_or_broken_file_alike(load, error, examples
     broken.write_text("x = = 1\n")
     with pytest.raises(error, match=r"broken\.toml is not valid TOML: .*line 1"):
         load(broken)
+
+
+def test_an_unknown_key_gets_the_closest_key_or_the_list_of_keys():
+    with pytest.raises(ConfigValueError) as typo:
+        build_model(GepaConfig, "g.toml", {"env_id": "e", "max_cals": 5})
+    assert str(typo.value) == "g.toml: unknown key 'max_cals' (did you mean 'max_calls'?)"
+    with pytest.raises(ConfigValueError) as far:
+        build_model(GepaConfig, "g.toml", {"env_id": "e", "zzzq": 5})
+    assert str(far.value).startswith("g.toml: unknown key 'zzzq' (keys: env_id, env_args, model, ")
+
+
+def test_value_problems_name_the_key_in_the_file_or_the_flag_that_gave_it():
+    with pytest.raises(ConfigValueError) as caught:
+        build_model(GepaConfig, "command line", {"env_id": "e", "num_val": 0, "env": 1})
+    assert str(caught.value) == ("command line: num_val must be at least 1 (got 0); "
+                                 "command line: unknown key 'env' (did you mean 'env_id'?)")
+    assert caught.value.describe({"num_val": "-N/--num-val"}).startswith("-N/--num-val must be at least 1 (got 0); ")
