@@ -57,6 +57,9 @@ def closest_key(name: str, keys: Iterable[str]) -> str | None:
     return close[0] if close else None
 
 
+_BOUND_WORDS = {"greater than or equal to": "at least", "less than or equal to": "at most", "greater than": "more than"}
+
+
 def problem_message(error: Mapping[str, Any]) -> str:
     """pydantic's message of one error, as "must be ...": without "Value error, " or "Input should be"."""
     message = str(error.get("msg", ""))
@@ -66,6 +69,8 @@ def problem_message(error: Mapping[str, Any]) -> str:
         message = "must be " + message.removeprefix("Input should be ")
         if message.startswith("must be a valid "):  # "..., unable to parse string as an integer"
             message = message.split(", ", 1)[0]
+        for bound, words in _BOUND_WORDS.items():  # as the CLI words a flag's range: "must be at least 1"
+            message = message.replace(f"must be {bound} ", f"must be {words} ", 1)
     return message
 
 

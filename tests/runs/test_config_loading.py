@@ -7,7 +7,7 @@ import pytest
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.evals.config import load_toml_configs
 from prime_cli.gepa.config import GepaConfig, config_for
-from prime_cli.runs.config_errors import ConfigValueError
+from prime_cli.runs.config_errors import ConfigValueError, problem_message
 from prime_cli.runs.config_loading import build_model
 from prime_cli.train.errors import TrainConfigError
 from prime_cli.train.loading import read_toml
@@ -62,3 +62,15 @@ def test_value_problems_name_the_key_in_the_file_or_the_flag_that_gave_it():
     assert str(caught.value) == ("command line: num_val must be at least 1 (got 0); "
                                  "command line: unknown key 'env' (did you mean 'env_id'?)")
     assert caught.value.describe({"num_val": "-N/--num-val"}).startswith("-N/--num-val must be at least 1 (got 0); ")
+
+
+@pytest.mark.parametrize(("pydantic_words", "ours"), [
+    ("Input should be greater than or equal to 1", "must be at least 1"),
+    ("Input should be greater than 0", "must be more than 0"),
+    ("Input should be less than or equal to 1", "must be at most 1"),
+    ("Input should be less than 1", "must be less than 1"),
+    ("Value error, must be 0 or more", "must be 0 or more"),
+    ("Input should be a valid integer, unable to parse string as an integer", "must be a valid integer"),
+])
+def test_pydantic_bounds_read_as_the_cli_words_a_flags_range(pydantic_words, ours):
+    assert problem_message({"msg": pydantic_words}) == ours

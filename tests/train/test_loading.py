@@ -151,9 +151,9 @@ def test_missing_required_keys(tmp_path):
 
 
 def test_type_and_range_messages(tmp_path):
-    assert load_error(tmp_path, MINIMAL, ["max_steps=0"]) == "--set max_steps must be greater than or equal to 1 (got 0)"
+    assert load_error(tmp_path, MINIMAL, ["max_steps=0"]) == "--set max_steps must be at least 1 (got 0)"
     assert load_error(tmp_path, MINIMAL, ["max_steps=many"]) == "--set max_steps must be an integer (got 'many')"
-    assert load_error(tmp_path, "max_steps = 0\n" + MINIMAL) == "max_steps must be greater than or equal to 1 (got 0)"
+    assert load_error(tmp_path, "max_steps = 0\n" + MINIMAL) == "max_steps must be at least 1 (got 0)"
     assert load_error(tmp_path, MINIMAL + "[trainer.loss]\nratio_low = 2.0\n").startswith(
         "trainer.loss needs ratio_low < 1 < ratio_high")
     assert load_error(tmp_path, MINIMAL, ["max_steps=0", "seed=x"]).endswith("(and 1 more problem)")
