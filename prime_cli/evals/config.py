@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 from prime_cli.clients.command_flags import LOCAL_MODEL
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.envs.eval_defaults import ENV_DEFAULT_KEYS, env_eval_defaults  # noqa: F401 - re-exported
+from prime_cli.runs.config_fields import Count, NonNegative, Seconds, ZeroOrMore
 from prime_cli.runs.config_loading import build_model, read_toml_config
 
 from .schema import ROW_KEYS
@@ -35,10 +36,10 @@ class EvalConfig(BaseModel):
     endpoints_path: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     num_examples: int | None = None
-    rollouts_per_example: int | None = None
-    max_concurrent: int = DEFAULT_MAX_CONCURRENT
-    max_tokens: int | None = None
-    temperature: float | None = None
+    rollouts_per_example: Count | None = None
+    max_concurrent: Count = DEFAULT_MAX_CONCURRENT
+    max_tokens: Count | None = None
+    temperature: NonNegative | None = None
     sampling_args: dict[str, Any] = Field(default_factory=dict)
     save_results: bool = False
     resume: str | None = None
@@ -46,8 +47,8 @@ class EvalConfig(BaseModel):
     independent_scoring: bool = False
     output_dir: str | None = None
     state_columns: list[str] = Field(default_factory=list)
-    max_retries: int = 3
-    timeout: float = 600.0
+    max_retries: ZeroOrMore = 3
+    timeout: Seconds = 600.0
     pass_threshold: float = 1.0
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     power_delta: float | None = None  # the summary also says how many examples would detect this difference
@@ -73,34 +74,6 @@ class EvalConfig(BaseModel):
     def _check_n(cls, value: int | None) -> int | None:
         if value is not None and (value == 0 or value < -1):
             raise ValueError("must be a positive number, or -1 for all")
-        return value
-
-    @field_validator("rollouts_per_example", "max_concurrent", "max_tokens")
-    @classmethod
-    def _positive(cls, value: int | None) -> int | None:
-        if value is not None and value < 1:
-            raise ValueError("must be at least 1")
-        return value
-
-    @field_validator("max_retries")
-    @classmethod
-    def _non_negative(cls, value: int) -> int:
-        if value < 0:
-            raise ValueError("must be 0 or more")
-        return value
-
-    @field_validator("temperature")
-    @classmethod
-    def _temperature(cls, value: float | None) -> float | None:
-        if value is not None and not value >= 0:
-            raise ValueError("must be 0 or more")
-        return value
-
-    @field_validator("timeout")
-    @classmethod
-    def _seconds(cls, value: float) -> float:
-        if not value > 0:
-            raise ValueError("must be more than 0 seconds")
         return value
 
     @field_validator("state_columns")

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from prime_cli.clients.command_flags import LOCAL_MODEL
 from prime_cli.envs.errors import EnvConfigError
+from prime_cli.runs.config_fields import Count, Seconds, ZeroOrMore
 from prime_cli.runs.config_loading import build_model, read_toml_config
 
 # Settings that decide the search itself: a resumed run keeps the values it was started with.
@@ -35,24 +36,24 @@ class GepaConfig(BaseModel):
     reflection_base_url: str | None = None
     api_key_var: str | None = None
     endpoints_path: str | None = None
-    max_calls: int = 500
-    num_train: int = 100
-    num_val: int = 50
-    num_test: int = 0
-    minibatch_size: int = 3
-    rollouts_per_example: int = 1
+    max_calls: Count = 500
+    num_train: Count = 100
+    num_val: Count = 50
+    num_test: ZeroOrMore = 0
+    minibatch_size: Count = 3
+    rollouts_per_example: Count = 1
     perfect_score: float | None = None
     state_columns: list[str] = Field(default_factory=list)
-    max_concurrent: int = 32
-    parallel_proposals: int = 1
-    speculative_proposals: int = 0
-    max_reflection_failures: int = 3
+    max_concurrent: Count = 32
+    parallel_proposals: Count = 1
+    speculative_proposals: ZeroOrMore = 0
+    max_reflection_failures: Count = 3
     sampling_args: dict[str, Any] = Field(default_factory=dict)
     reflection_sampling_args: dict[str, Any] = Field(default_factory=dict)
     seed: int = 0
     run_dir: str | None = None
-    max_retries: int = 3
-    timeout: float | None = None
+    max_retries: ZeroOrMore = 3
+    timeout: Seconds | None = None
     display: Literal["auto", "rich", "plain", "json"] = "auto"
     _served_local: tuple[bool, bool] = PrivateAttr(default=(False, False))
 
@@ -77,28 +78,6 @@ class GepaConfig(BaseModel):
         config = self.model_copy(update=update)
         config._served_local = (student, reflection)
         return config
-
-    @field_validator("max_calls", "num_train", "num_val", "minibatch_size", "rollouts_per_example",
-                     "max_concurrent", "parallel_proposals", "max_reflection_failures")
-    @classmethod
-    def _positive(cls, value: int) -> int:
-        if value < 1:
-            raise ValueError("must be at least 1")
-        return value
-
-    @field_validator("num_test", "max_retries", "speculative_proposals")
-    @classmethod
-    def _non_negative(cls, value: int) -> int:
-        if value < 0:
-            raise ValueError("must be 0 or more")
-        return value
-
-    @field_validator("timeout")
-    @classmethod
-    def _seconds(cls, value: float | None) -> float | None:
-        if value is not None and not value > 0:
-            raise ValueError("must be more than 0 seconds")
-        return value
 
     def timeout_for(self, served_local: bool) -> float:
         """--timeout, or the default for the server: shorter for the embedded model."""
