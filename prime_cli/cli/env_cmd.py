@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from .errors import fail, json_object_arg
+from .options import EnvArgsOpt
 
 env_app = typer.Typer(help="Create, install, list, inspect and check environments.", no_args_is_help=True)
 
@@ -121,7 +122,7 @@ def info(
 @env_app.command("check")
 def check(
     name: str = typer.Argument(..., help="Environment id, e.g. reverse-text."),
-    env_args: str | None = typer.Option(None, "-a", "--env-args", help="JSON of load_environment() arguments."),
+    env_args: EnvArgsOpt = None,
     num_examples: int = typer.Option(20, "-n", "--num-examples", help="Eval rows to check (-1: all)."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
 ) -> None:

@@ -7,7 +7,10 @@ from typing import Any
 
 import typer
 
+from . import options
 from .errors import fail, fail_config, json_object_arg
+
+NEWEST_RUN = "latest"  # the eval engine's -R value for the newest unfinished run
 
 eval_app = typer.Typer(
     help="Evaluate models on environments (`prime eval run`), export saved runs, and browse them "
@@ -28,35 +31,35 @@ def _headers(values: list[str] | None) -> dict[str, str] | None:
     return headers
 
 
-@eval_app.command("run")
+@eval_app.command("run", cls=options.BareResumeCommand)
 def run(
     ctx: typer.Context,
     target: str = typer.Argument(..., help="Environment id (e.g. reverse-text) or a TOML file with [[eval]] entries."),
-    model: str | None = typer.Option(None, "-m", "--model", help="Endpoint id from the registry, a model id used with -b, or a LiteLLM provider name (anthropic/claude-sonnet-4). Default: local."),
-    base_url: str | None = typer.Option(None, "-b", "--api-base-url", help="OpenAI-compatible base URL (e.g. http://localhost:8000/v1)."),
-    api_key_var: str | None = typer.Option(None, "-k", "--api-key-var", help="NAME of the environment variable holding the API key (never the key)."),
-    endpoints_path: str | None = typer.Option(None, "-e", "--endpoints-path", help="Endpoint registry: a TOML file, or a Python file with an ENDPOINTS dict (read, not run). Default: configs/endpoints.toml, else configs/endpoints.py."),
+    model: options.ModelOpt = None,
+    base_url: options.BaseUrlOpt = None,
+    api_key_var: options.ApiKeyVarOpt = None,
+    endpoints_path: options.EndpointsPathOpt = None,
     num_examples: int | None = typer.Option(None, "-n", "--num-examples", help="Examples to evaluate (-1: all). Default 5, or the environment's [tool.prime.eval]."),
     rollouts_per_example: int | None = typer.Option(None, "-r", "--rollouts-per-example", help="Rollouts per example, run and scored as a group. Default 3."),
     max_concurrent: int | None = typer.Option(None, "-c", "--max-concurrent", help="Most rollouts in flight at once. Default 32."),
     max_tokens: int | None = typer.Option(None, "-t", "--max-tokens", help="Max tokens per model reply."),
     temperature: float | None = typer.Option(None, "-T", "--temperature", help="Sampling temperature."),
     sampling_args: str | None = typer.Option(None, "-S", "--sampling-args", help="JSON of extra sampling arguments, e.g. '{\"top_p\": 0.9}'."),
-    env_args: str | None = typer.Option(None, "-a", "--env-args", help="JSON of arguments for the environment's load_environment()."),
+    env_args: options.EnvArgsOpt = None,
     extra_env_kwargs: str | None = typer.Option(None, "-x", "--extra-env-kwargs", help="JSON of environment attributes to set after loading, e.g. '{\"max_turns\": 5}'."),
     state_columns: str | None = typer.Option(None, "-C", "--state-columns", help="Comma-separated extra state keys to save per rollout (e.g. trajectory,turn)."),
     save_results: bool | None = typer.Option(None, "-s", "--save-results", help="Save the run (metadata.json, results.jsonl, eval.log)."),
     resume: str | None = typer.Option(None, "-R", "--resume", help="Resume a run: its directory, or no value for the newest unfinished run. Model, -b, -k, -a and sampling args come from the run unless given."),
-    retry_errors: str | None = typer.Option(None, "--retry-errors", help="Rerun only the errored rollouts of this run directory (with the run's own model, -b, -k, -a and sampling args unless given)."),
+    retry_errors: str | None = typer.Option(None, "--retry-errors", help="Rerun the errored rollouts of this run directory, and any it never ran (with the run's own model, -b, -k, -a and sampling args unless given)."),
     independent_scoring: bool | None = typer.Option(None, "-i", "--independent-scoring", help="Score each rollout alone instead of per group."),
     verbose: bool | None = typer.Option(None, "-v", "--verbose", help="Print each rollout as it finishes (prompt tail, completion, reward, metrics, stop/error; a `rollout` event with --json) and log at debug level in eval.log."),
     output_dir: str | None = typer.Option(None, "-o", "--output-dir", help="Directory that run folders are created in, instead of <env>/outputs/evals (not a run folder itself)."),
     header: list[str] | None = typer.Option(None, "--header", help="Extra HTTP header 'Name: value' (repeatable)."),
-    max_retries: int | None = typer.Option(None, "--max-retries", help="Retries per model call on 429/5xx/timeouts. Default 3."),
+    max_retries: options.MaxRetriesOpt = None,
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds per model call. Default 600."),
     seed: int | None = typer.Option(None, "--seed", help="Shuffle the examples with this seed before taking -n."),
     pass_threshold: float | None = typer.Option(None, "--pass-threshold", help="Reward at or above which a rollout passes (pass@k). Default 1.0."),
-    max_error_rate: float | None = typer.Option(None, "--max-error-rate", help="Fraction of errored rollouts above which the run ends 'completed with errors' and exits 1. Default 0.1."),
+    max_error_rate: float | None = typer.Option(None, "--max-error-rate", help="Error budget, a fraction (default 0.1). A run over it at the end ends 'completed with errors' (exit 1). A run clearly over it early stops (exit 1, status failed; finish it with --retry-errors DIR): once 20 rollouts have finished and the lower end of the error rate's 95% interval is above the budget, so a broken endpoint costs about 20 rollouts. 1 never stops."),
     power_delta: float | None = typer.Option(None, "--power", metavar="DELTA", help="The summary also says how many examples a run needs to detect a reward difference of DELTA against another run at 80% power (two-sided, 5%), from this run's spread across examples."),
     json_output: bool = typer.Option(False, "--json", help="Print NDJSON events (start, progress, rollout with -v, done; with --weights-dir a final `sweep` event) instead of the live panel."),
     weights_dir: str | None = typer.Option(None, "--weights-dir", help="Checkpoint sweep: evaluate every PEFT adapter in this training run's weights/ folder (weights/step_N), each loaded at run time into one vLLM as model step_N, plus the base model; one saved run each, then a table (mean reward, std, pass@k, best step marked). Needs -m local or -b URL of a vLLM server with runtime LoRA loading."),
@@ -76,7 +79,7 @@ def run(
         "env_args": json_object_arg("-a/--env-args", env_args),
         "extra_env_kwargs": json_object_arg("-x/--extra-env-kwargs", extra_env_kwargs),
         "state_columns": [c.strip() for c in state_columns.split(",") if c.strip()] if state_columns else None,
-        "save_results": save_results, "resume": resume, "retry_errors": retry_errors,
+        "save_results": save_results, "resume": NEWEST_RUN if resume == options.BARE else resume, "retry_errors": retry_errors,
         "independent_scoring": independent_scoring, "verbose": verbose, "output_dir": output_dir,
         "headers": _headers(header), "max_retries": max_retries, "timeout": timeout, "seed": seed,
         "pass_threshold": pass_threshold, "max_error_rate": max_error_rate, "power_delta": power_delta, "display": "json" if json_output else None,
@@ -170,7 +173,7 @@ def compare(
         typer.echo(line, err=line.startswith("warning: "))
 
 
-@eval_app.command("rescore")
+@eval_app.command("rescore", cls=options.BareResumeCommand)
 def rescore(
     run_dir: str = typer.Argument(..., metavar="RUN", help="A saved eval run folder (or its results.jsonl)."),
     env_args: str | None = typer.Option(None, "-a", "--env-args", help="JSON of arguments for load_environment(). Default: the run's own."),
@@ -188,6 +191,9 @@ def rescore(
     from prime_cli.envs.errors import EnvConfigError
     from prime_cli.evals.rescore_report import run_rescore
 
+    if resume == options.BARE:
+        fail("-R/--resume needs the folder of the rescore to finish: the one an interrupted "
+             "`prime eval rescore` printed after 'Resume with:'")
     args = json_object_arg("-a/--env-args", env_args)
     try:
         code = run_rescore(run_dir, args, output_dir, resume, max_concurrent, as_json)

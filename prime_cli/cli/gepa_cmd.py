@@ -6,6 +6,7 @@ from typing import Any
 
 import typer
 
+from . import options
 from .errors import fail, fail_config, json_object_arg
 
 gepa_app = typer.Typer(help="Optimise an environment's system prompt with GEPA.", no_args_is_help=True)
@@ -17,16 +18,16 @@ def student_sampling(args: dict[str, Any] | None, max_tokens: int | None, temper
     return {**(args or {}), **flags} if args is not None or flags else None
 
 
-@gepa_app.command("run")
+@gepa_app.command("run", cls=options.BareResumeCommand)
 def run(
     ctx: typer.Context,
     target: str | None = typer.Argument(None, help="Environment id (e.g. reverse-text) or a TOML config (configs/gepa/*.toml). May be left out with -R."),
-    model: str | None = typer.Option(None, "-m", "--model", help="Student model: an endpoint id from the registry, a model id used with -b, or a LiteLLM provider name (anthropic/...). Default: local."),
+    model: options.ModelOpt = None,
     reflection_model: str | None = typer.Option(None, "-M", "--reflection-model", help="Model that rewrites the prompt from feedback (endpoint id or model id). Default: the student model."),
-    base_url: str | None = typer.Option(None, "-b", "--api-base-url", help="OpenAI-compatible base URL for -m (and for -M unless --reflection-base-url)."),
-    reflection_base_url: str | None = typer.Option(None, "--reflection-base-url", help="Base URL for -M when it is served elsewhere."),
-    api_key_var: str | None = typer.Option(None, "-k", "--api-key-var", help="NAME of the environment variable holding the API key (never the key)."),
-    endpoints_path: str | None = typer.Option(None, "-e", "--endpoints-path", help="Endpoint registry: a TOML file, or a Python file with an ENDPOINTS dict (read, not run). Default: configs/endpoints.toml, else configs/endpoints.py."),
+    base_url: options.BaseUrlOpt = None,
+    reflection_base_url: str | None = typer.Option(None, "--reflection-base-url", help="Base URL for -M when it is served elsewhere. Default: -b."),
+    api_key_var: options.ApiKeyVarOpt = None,
+    endpoints_path: options.EndpointsPathOpt = None,
     max_calls: int | None = typer.Option(None, "-B", "--max-calls", help="Budget in student rollouts (validation + minibatches; the test set is extra). Default 500."),
     num_train: int | None = typer.Option(None, "-n", "--num-train", help="Training rows (from the dataset) that minibatches are drawn from. Default 100."),
     num_val: int | None = typer.Option(None, "-N", "--num-val", help="Validation rows (from the eval dataset) that accepted prompts are scored on. Default 50."),
@@ -41,18 +42,22 @@ def run(
     seed: int | None = typer.Option(None, "--seed", help="Seed for row selection, minibatches and parent choice. Default 0."),
     run_dir: str | None = typer.Option(None, "-o", "--run-dir", help="Run directory: new or empty, or an existing GEPA run (with state.json), which is resumed as with -R; any other folder is refused. Default: outputs/gepa/<env>--<model>/<run_id>."),
     resume: str | None = typer.Option(None, "-R", "--resume", help="Resume the GEPA run in this directory. Its saved settings are the defaults; a flag that differs from them is refused, except a larger -B and the connection flags (-b, -k, -e, -c, --timeout, --max-retries, --speculate, --num-test)."),
-    env_args: str | None = typer.Option(None, "-a", "--env-args", help="JSON of arguments for the environment's load_environment()."),
+    env_args: options.EnvArgsOpt = None,
     max_tokens: int | None = typer.Option(None, "-t", "--max-tokens", min=1, help="Max tokens per student reply. Default: the environment's (as `prime eval run`)."),
     temperature: float | None = typer.Option(None, "-T", "--temperature", min=0.0, help="Student sampling temperature. Default: the environment's, else the server's."),
     sampling_args: str | None = typer.Option(None, "-S", "--sampling-args", help="JSON of sampling arguments for the student, e.g. '{\"top_p\": 0.9}'; the environment's max_tokens/temperature apply where not given, as in `prime eval run`."),
     reflection_sampling_args: str | None = typer.Option(None, "--reflection-sampling-args", help="JSON of sampling arguments for the reflection model. Default max_tokens 1024, e.g. '{\"max_tokens\": 2048}'."),
     max_reflection_failures: int | None = typer.Option(None, "--max-reflection-failures", help="Stop after this many reflections in a row that fail (errors, each already retried: the run fails) or, while no new rollout is paid for, give no new prompt to try (cut at max_tokens, no ``` block, a known prompt: the run ends early). Default 3."),
-    max_retries: int | None = typer.Option(None, "--max-retries", help="Retries per model call on 429/5xx/timeouts. Default 3."),
+    max_retries: options.MaxRetriesOpt = None,
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds per model call before it is retried from scratch (said on stderr). Default 600, 300 for the local model."),
     plain: bool = typer.Option(False, "--plain", help="Plain progress lines instead of the live panel."),
     json_output: bool = typer.Option(False, "--json", help="Print NDJSON events (start, progress, iteration, message, done) instead of the live panel."),
 ) -> None:
-    """Optimise the environment's system prompt with GEPA (reflective Pareto search) and print the best one."""
+    """Optimise the environment's system prompt with GEPA (reflective Pareto search) and print the best one.
+
+    The student model (-m) answers the environment's prompts; the reflection model (-M) reads its scored
+    replies and rewrites the prompt.
+    """
     values: dict[str, Any] = {
         "model": model, "reflection_model": reflection_model, "base_url": base_url,
         "reflection_base_url": reflection_base_url, "api_key_var": api_key_var, "endpoints_path": endpoints_path,
@@ -69,6 +74,9 @@ def run(
         "display": "json" if json_output else "plain" if plain else None,
     }
     values = {k: v for k, v in values.items() if v is not None}
+    if resume == options.BARE:
+        fail("-R/--resume needs the folder of the GEPA run to resume (printed after 'Run directory:'), "
+             "e.g. prime gepa run -R outputs/gepa/<env>--<model>/<run_id>")
     if resume is not None:
         if run_dir is not None and run_dir != resume:
             fail(f"-R {resume} and -o {run_dir} name different run folders; give one of them")

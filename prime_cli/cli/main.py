@@ -53,20 +53,14 @@ app.command("train", epilog=TRAIN_EPILOG)(train)
 
 EVAL_COMMANDS = ("run", "view", "tui", "export", "compare", "rescore")
 EVAL_SUBCOMMANDS = {*EVAL_COMMANDS, "--help", "-h"}
-OPTIONAL_VALUE_FLAGS = {"-R", "--resume"}
 
 
 def normalize_argv(argv: list[str]) -> list[str]:
-    """`prime eval ENV` means `prime eval run ENV`; a bare `-R` means the newest unfinished run."""
+    """`prime eval ENV` means `prime eval run ENV`. (A bare `-R` is read by its command: options.py.)"""
     argv = list(argv)
     if len(argv) >= 2 and argv[0] == "eval" and argv[1] not in EVAL_SUBCOMMANDS:
         argv.insert(1, "run")
-    out: list[str] = []
-    for i, arg in enumerate(argv):
-        out.append(arg)
-        if arg in OPTIONAL_VALUE_FLAGS and (i + 1 == len(argv) or argv[i + 1].startswith("-")):
-            out.append("latest")
-    return out
+    return argv
 
 
 def unknown_eval_word(argv: list[str]) -> str | None:

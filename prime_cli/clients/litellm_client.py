@@ -11,12 +11,11 @@ from typing import Any
 
 from prime_cli.envs.types import ChatResponse, Message, SamplingArgs
 
+from .base import EndpointClient
 from .errors import ClientConfigError
-from .limits import LoopSemaphore
 from .openai_client import NEVER_SENT, chat_response_from
 from .providers import import_litellm, missing_provider_keys
 from .registry import LITELLM_PREFIX, EndpointSpec, api_key_for, secret_header_values
-from .retry import RetryCounts, RetryPolicy, call_with_retries, logger
 
 
 def check_provider_key(spec: EndpointSpec) -> None:
@@ -31,27 +30,18 @@ def check_provider_key(spec: EndpointSpec) -> None:
             f"{' or '.join(missing)}: not set; export it, or pass -k NAME of the variable holding the key")
 
 
-class LiteLLMChatClient:
+class LiteLLMChatClient(EndpointClient):
     """Implements the envs ChatClient protocol via `litellm.acompletion`."""
 
-    def __init__(self, spec: EndpointSpec, max_concurrent: int = 32, retry: RetryPolicy | None = None, *,
-                 timeout: float = 600.0, return_token_ids: bool = False) -> None:
+    shown_as = "model"
+
+    def _connect(self) -> None:
+        spec = self.spec
         self._litellm = import_litellm()
         check_provider_key(spec)
-        self._limit = LoopSemaphore(max_concurrent)  # checks max_concurrent >= 1 before anything else
-        self.spec = spec
-        self.max_concurrent = max_concurrent
-        self.retry = retry or RetryPolicy()
-        self.timeout = timeout
-        self.return_token_ids = return_token_ids
         # No key variable: LiteLLM reads the provider's own variable (ANTHROPIC_API_KEY, ...).
         self._api_key = api_key_for(spec) if spec.key_var else None
         self._secrets = tuple(v for v in (self._api_key, *secret_header_values(spec.headers)) if v)
-        self.retry_counts = RetryCounts()
-
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(endpoint_id={self.spec.endpoint_id!r}, model={self.spec.model!r}, "
-                f"key_var={self.spec.key_var!r}, max_concurrent={self.max_concurrent})")
 
     def _request(self, model: str, messages: list[Message], tools: list[dict[str, Any]] | None,
                  sampling_args: SamplingArgs | None) -> dict[str, Any]:
@@ -75,17 +65,7 @@ class LiteLLMChatClient:
     async def chat(self, messages: list[Message], *, model: str, tools: list[dict[str, Any]] | None = None,
                    sampling_args: SamplingArgs | None = None) -> ChatResponse:
         kwargs = self._request(model, messages, tools, sampling_args)
-        semaphore = self._limit.get()
-
-        async def attempt() -> ChatResponse:
-            async with semaphore:
-                response = await self._litellm.acompletion(**kwargs)
-            return chat_response_from(response)
-
         where = self.spec.url or f"litellm provider {kwargs['model'].split('/')[0]}"
-        return await call_with_retries(attempt, self.retry, describe=f"{kwargs['model']} via litellm", log=logger,
-                                       url=where, model=kwargs["model"],
-                                       secrets=self._secrets, key_var=self.spec.key_var, counts=self.retry_counts)
+        return await self._send(lambda: self._litellm.acompletion(**kwargs), chat_response_from, model=kwargs["model"],
+                                describe=f"{kwargs['model']} via litellm", where=where)
 
-    async def aclose(self) -> None:
-        """Nothing to close: LiteLLM manages its own HTTP clients."""

@@ -10,10 +10,9 @@ from typing import Any
 
 from prime_cli.envs.types import ChatResponse, Message, SamplingArgs, Usage
 
+from .base import EndpointClient
 from .errors import MalformedResponseError
-from .limits import LoopSemaphore
-from .registry import EndpointSpec, api_key_for, secret_header_values
-from .retry import RetryCounts, RetryPolicy, call_with_retries, logger
+from .registry import api_key_for, secret_header_values
 
 NEVER_SENT = {"stream", "stream_options"}
 """Sampling arguments dropped: the rollout loop needs whole responses."""
@@ -145,42 +144,23 @@ def _parameters(method: Any) -> set[str]:
         return set()
 
 
-class OpenAIChatClient:
+class OpenAIChatClient(EndpointClient):
     """Implements the envs ChatClient (and CompletionClient) protocol over `openai.AsyncOpenAI`."""
 
-    def __init__(self, spec: EndpointSpec, *, max_concurrent: int = 32, retry: RetryPolicy | None = None,
-                 timeout: float = 600.0, return_token_ids: bool = False) -> None:
+    def _connect(self) -> None:
         import openai
 
-        self._limit = LoopSemaphore(max_concurrent)  # checks max_concurrent >= 1 before anything else
-        self.spec = spec
-        self.max_concurrent = max_concurrent
-        self.retry = retry or RetryPolicy()
-        self.timeout = timeout
-        self.return_token_ids = return_token_ids
+        spec = self.spec
         self._api_key = api_key_for(spec)
         self._secrets = (self._api_key, *secret_header_values(spec.headers))
-        self.retry_counts = RetryCounts()
         self._client = openai.AsyncOpenAI(base_url=spec.url, api_key=self._api_key, max_retries=0,
-                                          timeout=timeout, default_headers=dict(spec.headers) or None)
+                                          timeout=self.timeout, default_headers=dict(spec.headers) or None)
         self._chat_params = _parameters(self._client.chat.completions.create)
         self._completion_params = _parameters(self._client.completions.create)
 
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(endpoint_id={self.spec.endpoint_id!r}, url={self.spec.url!r}, "
-                f"key_var={self.spec.key_var!r}, max_concurrent={self.max_concurrent})")
-
     async def _call(self, create: Any, convert: Any, model: str, kwargs: dict[str, Any]) -> ChatResponse:
-        semaphore = self._limit.get()
-
-        async def attempt() -> ChatResponse:
-            async with semaphore:
-                response = await create(model=model, **kwargs)
-            return convert(response)
-
-        return await call_with_retries(attempt, self.retry, describe=f"{model} at {self.spec.url}", log=logger,
-                                       url=self.spec.url, model=model, secrets=self._secrets,
-                                       key_var=self.spec.key_var, counts=self.retry_counts)
+        return await self._send(lambda: create(model=model, **kwargs), convert, model=model,
+                                describe=f"{model} at {self.spec.url}", where=self.spec.url)
 
     async def chat(self, messages: list[Message], *, model: str, tools: list[dict[str, Any]] | None = None,
                    sampling_args: SamplingArgs | None = None) -> ChatResponse:
@@ -203,9 +183,3 @@ class OpenAIChatClient:
 
     async def aclose(self) -> None:
         await self._client.close()
-
-    async def __aenter__(self) -> OpenAIChatClient:
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> None:
-        await self.aclose()

@@ -15,7 +15,8 @@ KINDS = ("openai", "litellm")
 
 
 def make_client(spec: EndpointSpec, **kwargs: Any) -> ChatClient:
-    """The client class for `spec.kind`, built with `kwargs` (max_concurrent, retry, timeout, ...)."""
+    """The client class for `spec.kind`, built with `kwargs`: the settings every kind takes (EndpointClient:
+    max_concurrent, retry, timeout, return_token_ids)."""
     if spec.kind == "openai":
         from .openai_client import OpenAIChatClient
 

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from prime_cli.runs.tasks import gather_or_cancel
+
 from .config import EvalConfig, build_config, load_toml_configs, served_locally
 from .preflight import preflight, uses_local
 
@@ -31,7 +33,7 @@ async def _run_all(checked: list[tuple[EvalConfig, Any]], stream: Any) -> list[A
         return [await one(config, env, config.display)]
     # several runs at once share the terminal: plain lines (or JSON) instead of live panels
     modes = ["json" if c.display == "json" else "plain" for c, _ in checked]
-    return list(await asyncio.gather(*(one(c, env, m) for (c, env), m in zip(checked, modes, strict=True))))
+    return await gather_or_cancel(*(one(c, env, m) for (c, env), m in zip(checked, modes, strict=True)))
 
 
 def run_checked(config: EvalConfig, env: Any, stream: Any = None) -> Any:

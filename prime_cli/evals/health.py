@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from prime_cli.runs.intervals import rate_lower_bound
 from prime_cli.runs.status import RunStatus
 
 from .schema import Summary
@@ -32,6 +33,33 @@ def error_budget(errored: int, rollouts: int, max_error_rate: float) -> dict[str
     rate = errored / rollouts if rollouts else 0.0
     return {"max_error_rate": max_error_rate, "error_rate": rate, "errored_rollouts": errored,
             "rollouts": rollouts, "exceeded": rate > max_error_rate}
+
+
+BUDGET_MIN_ROLLOUTS = 20
+
+
+def budget_stop_reason(errored: int, finished: int, max_error_rate: float) -> str | None:
+    """Why a run should stop now (its endpoint or environment is broken), or None. The rule: at least
+    BUDGET_MIN_ROLLOUTS finished in this process, and the error rate clearly over the budget: the lower end
+    of its 95% interval is above `max_error_rate`. All of 20 failing stops; 3 of 20 (which luck explains)
+    does not; the end-of-run budget check still judges a run that goes on."""
+    if finished < BUDGET_MIN_ROLLOUTS or rate_lower_bound(errored, finished) <= max_error_rate:
+        return None
+    return (f"error budget exceeded: {errored} of {finished} rollouts errored ({100 * errored / finished:.1f}%), "
+            f"above --max-error-rate {100 * max_error_rate:.1f}%")
+
+
+def first_errors(rows: list[Any], most: int = 3) -> str:
+    """The first distinct errors of `rows`, 'type: message (xN)', one line: what stopped the run."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        error = row.get("error")
+        if isinstance(error, dict):
+            text = " ".join(f"{error.get('type', 'Error')}: {error.get('message', '')}".split())
+            key = text if len(text) <= 160 else text[:157] + "..."
+            counts[key] = counts.get(key, 0) + 1
+    shown = [f"{text} (x{count})" if count > 1 else text for text, count in list(counts.items())[:most]]
+    return "; ".join(shown) + (f"; and {len(counts) - most} other kinds" if len(counts) > most else "")
 
 
 def final_status(status: RunStatus, budget: dict[str, Any]) -> RunStatus:

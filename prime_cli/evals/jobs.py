@@ -30,8 +30,9 @@ def plan_jobs(
     groups = []
     for row in rows:
         example_id = row["example_id"]
-        if only_pairs is not None:
-            indices = [i for i in range(rollouts_per_example) if (example_id, i) in only_pairs]
+        if only_pairs is not None:  # and those never run, as a run the error budget stopped has
+            indices = [i for i in range(rollouts_per_example)
+                       if (example_id, i) in only_pairs or (example_id, i) not in done_pairs]
         else:
             indices = [i for i in range(rollouts_per_example) if (example_id, i) not in done_pairs]
         if indices:

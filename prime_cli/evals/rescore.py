@@ -23,6 +23,7 @@ import prime_cli.envs as vf
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.runs.metadata import RunDirError, read_metadata
 from prime_cli.runs.status import RunStatus
+from prime_cli.runs.tasks import gather_or_cancel
 
 from .rescore_states import RebuiltState, rescored_row, state_from_row
 from .results import EvalRun, load_run
@@ -187,7 +188,7 @@ async def _score_all(env: vf.Environment, groups: list[list[Rollout]], independe
     if todo and todo[0] is groups[0]:  # scored above, before the folder existed
         write(groups[0], first)
         todo = todo[1:]
-    await asyncio.gather(*(one(group) for group in todo))
+    await gather_or_cancel(*(one(group) for group in todo))  # a refusal stops the other groups writing
 
 
 def _final_rows(run_dir: Path, source_rows: list[Rollout]) -> list[Rollout]:

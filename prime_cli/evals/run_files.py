@@ -62,7 +62,8 @@ class RunFiles:
         if self.mode != "retry":
             return self.previous_rows + new_rows
         fixed = {(r["example_id"], r["rollout_idx"]): r for r in new_rows if not r.get("error")}
-        return [fixed.get((r["example_id"], r["rollout_idx"]), r) for r in self.previous_rows]
+        never_run = [r for r in new_rows if (r["example_id"], r["rollout_idx"]) not in self.done_pairs]
+        return [fixed.get((r["example_id"], r["rollout_idx"]), r) for r in self.previous_rows] + never_run
 
     def finish(self, new_rows: list[Rollout], status: RunStatus, elapsed_ms: float,
                summarize: Callable[..., Summary], metadata_fields: Callable[[Summary], MetadataRecord],

@@ -28,7 +28,7 @@ from .config import (
     env_eval_defaults,
 )
 from .display import EvalDisplay
-from .health import error_budget, final_status, run_retries
+from .health import budget_stop_reason, error_budget, final_status, first_errors, run_retries
 from .jobs import EvalJobs, plan_jobs
 from .preflight import load_env
 from .reward_signal import reward_check
@@ -53,13 +53,13 @@ class EvalOutcome:
     run_dir: Path | None
     error: str | None = None
     rows: list[Rollout] = field(default_factory=list)
-    crashed: bool = False  # a group raised (not an endpoint error): exit 1, resumable
+    stopped: bool = False  # the run stopped itself (a group raised, the error budget): exit 1, resumable
 
     @property
     def exit_code(self) -> int:
         if self.status == RunStatus.COMPLETED:
             return 0
-        return 2 if self.error and self.status == RunStatus.FAILED and not self.crashed else 1
+        return 2 if self.error and self.status == RunStatus.FAILED and not self.stopped else 1
 
 
 def resolve_counts(config: EvalConfig) -> tuple[int, int]:
@@ -137,7 +137,19 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     sampling_args = files.sampling_args
     total = jobs.total_rollouts + stats.snapshot()["done"]
     fatal: list[str] = []
+    over_budget: list[str] = []  # why the error budget stopped the run (this process's rollouts only)
     start = time.perf_counter()
+
+    def check_budget() -> None:
+        errored = sum(1 for row in new_rows if row.get("error"))
+        if over_budget or not (reason := budget_stop_reason(errored, len(new_rows), config.max_error_rate)):
+            return
+        over_budget.append(f"{reason}; first errors: {first_errors(new_rows)}")
+        logger.error("%s: the run stops", over_budget[0])
+        display.message(f"{over_budget[0]}: stopping the run", "error")
+        for task in list(in_flight):
+            if task is not asyncio.current_task():
+                task.cancel()  # their rollouts are not saved: --retry-errors runs them
 
     async def run_group(group_index: int, row: dict[str, Any], indices: list[int]) -> None:
         client, model = pool.for_group(group_index)
@@ -156,6 +168,8 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
                 show_rollout(display, result, config.env_id)
             snapshot = stats.snapshot()
             display.progress(done=snapshot["done"], total=total, stats=snapshot)
+            if result.get("error"):
+                check_budget()
 
     loop = asyncio.get_running_loop()
     try:
@@ -187,7 +201,7 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
             width = min(len(indices), config.max_concurrent)
             for _ in range(width):
                 await slots.acquire()
-            if cancel.requested.is_set() or fatal or failures:
+            if cancel.requested.is_set() or fatal or failures or over_budget:
                 for _ in range(width):
                     slots.release()
                 break
@@ -200,7 +214,7 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
             crash = failures[0]
             logger.error("a group of rollouts raised; the run stops", exc_info=crash)
             status = RunStatus.FAILED
-        elif fatal:
+        elif fatal or over_budget:
             status = RunStatus.FAILED
         elif cancel.requested.is_set():
             status = RunStatus.CANCELLED
@@ -228,12 +242,15 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     if (check := reward_check(all_rows, config.env_id, config.env_args)) is not None:
         summary["reward_check"] = check
     run_dir = str(files.run_dir) if files.run_dir else None
-    resume = files.resume_command(config) if status not in FINISHED and run_dir else None
+    # a run stopped by its error budget is finished by --retry-errors (errored and never-run rollouts alike)
+    unfinished = status not in FINISHED and not over_budget
+    resume = files.resume_command(config) if unfinished and run_dir else None
     retry = files.retry_command(config) if budget["errored_rollouts"] and not resume and run_dir else None
     if status == RunStatus.COMPLETED_WITH_ERRORS and not run_dir:
         display.message("save the run with -s to rerun only its errored rollouts with --retry-errors DIR", "warning")
     display.finish(status=status, summary=summary, run_dir=run_dir, resume_command=resume, retry_command=retry)
-    error = fatal[0] if fatal else (f"the run stopped: {type(crash).__name__}: {crash}" if crash else None)
+    error = (fatal[0] if fatal else f"the run stopped: {type(crash).__name__}: {crash}" if crash
+             else over_budget[0] if over_budget else None)
     return EvalOutcome(status=status, summary=summary, run_dir=files.run_dir, error=error, rows=all_rows,
-                       crashed=crash is not None)
+                       stopped=crash is not None or bool(over_budget))
 

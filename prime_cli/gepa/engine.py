@@ -36,6 +36,7 @@ from prime_cli.clients.errors import FatalEndpointError
 from prime_cli.envs.errors import ModelError
 from prime_cli.envs.messages import content_text
 from prime_cli.runs.status import RunStatus
+from prime_cli.runs.tasks import gather_or_cancel
 
 from .config import GepaConfig
 from .evaluator import BACKGROUND, VALIDATION, EndpointAborted, Evaluator, Ledger
@@ -338,7 +339,7 @@ class GepaEngine(Speculation):
         rows = list(range(len(self.evaluator.splits["test"])))
         seed, best = self.state.candidates[0].prompt, outcome.best.prompt
         # the seed's pass began in the background; what is left of it now runs at full priority
-        seed_scores, best_scores = await asyncio.gather(
+        seed_scores, best_scores = await gather_or_cancel(
             self.evaluator.scores(seed, "test", rows),
             self.evaluator.scores(best, "test", rows) if best != seed else asyncio.sleep(0))
         if best == seed:

@@ -83,6 +83,18 @@ def _normal_quantile(p: float) -> float:
     return statistics.NormalDist().inv_cdf(p)
 
 
+def rate_lower_bound(count: int, n: int, level: float = LEVEL) -> float:
+    """The lower end of the Wilson score interval of the rate count/n (two-sided, `level`): the smallest
+    rate the data leave plausible. Wilson, not Wald: right near 0 and 1, and never below 0."""
+    if n <= 0:
+        return 0.0
+    z = _normal_quantile(0.5 + level / 2)
+    p, z2 = count / n, z * z / n
+    centre = p + z2 / 2
+    spread = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n))
+    return max(0.0, (centre - spread) / (1 + z2))
+
+
 def t_quantile(p: float, df: int) -> float:
     """Student's t quantile: exact for df 1 and 2; above, a Cornish-Fisher expansion of the normal quantile
     refined by Newton steps on the exact distribution function (t_cdf)."""

@@ -31,6 +31,7 @@ from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_t
 from prime_cli.runs.layouts import steps_in
 from prime_cli.runs.online_evals import eval_summary_line, read_evals
 from prime_cli.runs.status import FINISHED, RunStatus
+from prime_cli.runs.tasks import gather_or_cancel
 from prime_cli.runs.training_folder import (
     FolderBusy,
     FolderLock,
@@ -66,7 +67,7 @@ __all__ = [
     "ManagedProcess", "OpenAIChatClient", "RLConfig", "ResumeConfigError", "RunStatus",
     "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
     "VllmServer", "check_resume", "env_file_values", "eval_summary_line",
-    "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "load_adapter",
+    "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "gather_or_cancel", "load_adapter",
     "port_in_use", "read_evals", "read_manifest", "served_models", "server_root", "steps_in", "training_weights",
     "visible", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
 ]

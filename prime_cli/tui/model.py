@@ -147,6 +147,15 @@ class RunModel:
                 self.version += 1
             return changed
 
+    def catch_up(self, seen_version: int) -> bool:
+        """Live mode, for a screen that last drew `seen_version`: pick up appended rows and a rewritten
+        metadata.json while the run is written; True when that screen should draw again."""
+        if not self.loaded:
+            return False
+        if self.live:
+            self.refresh()
+        return self.version != seen_version
+
     def row(self, i: int) -> Rollout:
         return self.index.row(i)
 

@@ -107,3 +107,26 @@ def test_pool_surfaces_config_errors_before_any_request(monkeypatch):
         ClientPool([EndpointSpec("m", "m", "https://api.example.com/v1", "NOT_SET_KEY_VAR")])
     with pytest.raises(ClientConfigError, match="no endpoint"):
         ClientPool([])
+
+
+@pytest.mark.parametrize("client_class", [OpenAIChatClient, LiteLLMChatClient])
+async def test_both_clients_share_one_constructor_contract(client_class, monkeypatch):
+    """The endpoint spec, then keyword-only settings with the same names and defaults; both close with `async with`."""
+    import inspect
+
+    monkeypatch.setitem(sys.modules, "litellm", fake_litellm([])[0])
+    parameters = list(inspect.signature(client_class).parameters.values())
+    assert [(p.name, p.kind, p.default) for p in parameters] == [
+        ("spec", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty),
+        ("max_concurrent", inspect.Parameter.KEYWORD_ONLY, 32),
+        ("retry", inspect.Parameter.KEYWORD_ONLY, None),
+        ("timeout", inspect.Parameter.KEYWORD_ONLY, 600.0),
+        ("return_token_ids", inspect.Parameter.KEYWORD_ONLY, False),
+    ]
+    kind = "litellm" if client_class is LiteLLMChatClient else "openai"
+    spec = EndpointSpec("m", "m", "http://127.0.0.1:9/v1", None, {}, kind)
+    with pytest.raises(ValueError, match="max_concurrent must be at least 1"):
+        client_class(spec, max_concurrent=0)
+    async with client_class(spec, max_concurrent=2, timeout=5.0) as client:
+        assert (client.max_concurrent, client.timeout, client.return_token_ids) == (2, 5.0, False)
+        assert client.retry_counts.retries == 0

@@ -66,3 +66,22 @@ async def test_live_filter_stays_applied_to_new_rows(tmp_path):
         await pilot.pause(0.3)
         await settle(pilot)
         assert [app.screen.model.row(i)["example_id"] for i in app.screen.order] == [1]
+
+
+def test_catch_up_reads_a_running_run_and_says_when_a_screen_must_draw_again(tmp_path):
+    from prime_cli.tui.model import RunModel
+
+    rows = rows_for(2, 1)
+    model = RunModel(write_eval_run(tmp_path, rows[:1], status="running"))
+    assert not model.catch_up(-1)  # not loaded yet: the load draws the screen
+    model.load_all()
+    seen = model.version
+    assert model.catch_up(-1) and not model.catch_up(seen)
+    append_rows(model.run_dir, rows[1:])
+    assert model.catch_up(seen) and len(model) == 2
+    seen = model.version
+    finish_run(model.run_dir)
+    assert model.catch_up(seen) and not model.live
+    seen = model.version
+    append_rows(model.run_dir, [eval_row(5, 0, 1.0)])  # a finished run is not re-read
+    assert not model.catch_up(seen) and len(model) == 2

@@ -184,12 +184,7 @@ class OverviewScreen(Screen):
             self.render_cards()
 
     def follow(self) -> None:
-        """Live mode: pick up appended rows and the final metadata while the run is written."""
-        if not self.model.loaded:
-            return
-        if self.model.live:
-            self.model.refresh()
-        if self.model.version != self.seen_version:
+        if self.model.catch_up(self.seen_version):
             self.render_cards()
 
     def render_cards(self) -> None:

@@ -78,12 +78,7 @@ class RolloutsScreen(Screen):
         self.model.save_index()
 
     def follow(self) -> None:
-        """Live mode: pick up appended rows while the run is being written."""
-        if not self.model.loaded:
-            return
-        if self.model.live:
-            self.model.refresh()
-        if self.model.version != self.seen_version:
+        if self.model.catch_up(self.seen_version):
             self.rebuild()
 
     def rebuild(self) -> None:

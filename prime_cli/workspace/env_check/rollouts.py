@@ -4,13 +4,13 @@ tool environments run their turn loop) and each row's replies are scored togethe
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
 from prime_cli.envs.errors import ModelError
 from prime_cli.envs.rubrics import JudgeRubric, Rubric, RubricGroup
 from prime_cli.envs.types import ChatResponse, State
+from prime_cli.runs.tasks import gather_or_cancel
 
 MAX_SCRIPTED_TURNS = 10
 
@@ -71,9 +71,9 @@ def skip_judges(rubric: Rubric) -> list[JudgeRubric]:
 async def score_rows(env: Any, rows: list[dict[str, Any]], replies: list[dict[str, str | None]]) -> list[ScoredRow]:
     async def one_row(row: dict[str, Any], kinds: dict[str, str | None]) -> ScoredRow:
         chosen = [(kind, text) for kind, text in kinds.items() if text is not None]
-        states = await asyncio.gather(*(env.rollout(ScriptedReplies(text), "scripted", row) for _, text in chosen))
+        states = await gather_or_cancel(*(env.rollout(ScriptedReplies(text), "scripted", row) for _, text in chosen))
         await env.score_group(list(states))
         answer = str(row.get("answer") or "").strip()
         return ScoredRow(row.get("example_id"), len(answer), {kind: state for (kind, _), state in zip(chosen, states, strict=True)})
 
-    return list(await asyncio.gather(*(one_row(row, kinds) for row, kinds in zip(rows, replies, strict=True))))
+    return await gather_or_cancel(*(one_row(row, kinds) for row, kinds in zip(rows, replies, strict=True)))

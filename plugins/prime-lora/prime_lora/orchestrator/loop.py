@@ -7,7 +7,6 @@ for the trainer (and hot-loads the adapter into vLLM) when it runs ahead.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import sys
@@ -19,6 +18,7 @@ from prime_cli.train.plugin_api import (
     RLConfig,
     TrainingRunLayout,
     TrainingSample,
+    gather_or_cancel,
     write_json_atomic,
     write_jsonl_atomic,
 )
@@ -177,7 +177,7 @@ async def collect_batch(sampler: EnvSampler, servers: InferencePool | Any, confi
             break
         rounds += 1
         draws = [sampler.next() for _ in range(math.ceil(orch.oversampling_factor * missing))]
-        groups = await asyncio.gather(*(sample_group_on(pool, entry, row, config, policy_step, log)
+        groups = await gather_or_cancel(*(sample_group_on(pool, entry, row, config, policy_step, log)
                                         for entry, row in draws))
         stats.groups_sampled += len(groups)
         stats.all_groups.extend(groups)

@@ -28,6 +28,7 @@ from prime_cli.train.plugin_api import (
     TrainingRunLayout,
     eval_summary_line,
     evaluate_policy,
+    gather_or_cancel,
 )
 
 
@@ -109,7 +110,7 @@ class OnlineEval:
                                          max_concurrent=self.config.orchestrator.max_concurrent,
                                          seed=self.config.orchestrator_seed)
 
-        results = await asyncio.gather(*(one(spec) for spec in self.envs))
+        results = await gather_or_cancel(*(one(spec) for spec in self.envs))
         line: dict[str, Any] = {"step": step, "policy_step": policy_step,
                                 "eval/time_s": round(time.perf_counter() - started, 3)}
         for spec, result in zip(self.envs, results, strict=True):
