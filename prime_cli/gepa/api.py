@@ -33,6 +33,7 @@ from .preflight import (
 from .run_dir import STATE_FILE, GepaRunDir, RunDirError, default_base
 from .schema import GepaMetadata
 from .state import SearchState
+from .stopping import ReflectionsExhausted, SearchPoint
 from .uncertainty import bounds, bracket, paired_record, test_difference, verdict
 
 logger = logging.getLogger("prime_cli.gepa")
@@ -181,7 +182,7 @@ def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, str
         out.append(f"Run directory: {run_dir}")
         if outcome.status != RunStatus.COMPLETED:
             out.append(f"Resume with: {resume_command(config, run_dir)}")
-        elif outcome.state.reflections_exhausted(config.max_reflection_failures):
+        elif ReflectionsExhausted(config.max_reflection_failures).holds(SearchPoint.of(outcome.state, outcome.total_metric_calls)):
             more = str(max(2 * config.max_reflection_failures, outcome.state.fruitless_reflections + 1))
             out.append("To let the reflection model try more often: "
                        + shlex.join([*shlex.split(resume_command(config, run_dir)), "--max-reflection-failures", more])

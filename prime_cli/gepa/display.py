@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-import time
 from typing import IO, TYPE_CHECKING, Any
 
+from prime_cli.runs import display as base
 from prime_cli.runs.visible import visible
 
 if TYPE_CHECKING:  # rich is imported only when the live panel is used (--plain starts faster)
-    from rich.console import Console
     from rich.panel import Panel
 
 
@@ -28,41 +24,31 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
-class GepaDisplay:
-    """Counts what happened (rollouts, the seed's validation pass) for every kind of display; use as a
+class GepaDisplay(base.Display):
+    """GEPA's display protocol: the shared one plus each finished rollout and each committed iteration. It
+    counts what happened (rollouts, the seed's validation pass) for every kind of display; use as a
     context manager. Before the first iteration is committed, progress is the seed's validation pass:
     rollouts done of those it needs, its mean reward so far (the best known), the rate and the ETA."""
 
-    def __init__(self, clock: Any = time.monotonic) -> None:
-        self.clock = clock
-        self.t0 = clock()
-        self.info: dict[str, Any] = {}
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.snapshot: dict[str, Any] = {}
         self.rollouts = 0  # run this session
         self.seed_done = 0
         self.seed_reward = 0.0
-
-    def __enter__(self) -> GepaDisplay:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-    def start(self, **info: Any) -> None:
-        self.info = info
-        self.t0 = self.clock()
 
     def rollout_done(self, entry: dict[str, Any] | None = None) -> None:
         self.rollouts += 1
         if entry is not None and not self.snapshot and entry.get("split") == "val" and self.seed_done < self.seed_total:
             self.seed_done += 1
             self.seed_reward += float(entry.get("reward") or 0.0)
+            self._seed_progress()
+
+    def _seed_progress(self) -> None:
+        """One more rollout of the seed's validation pass is done."""
 
     def update(self, **snapshot: Any) -> None:
         self.snapshot = snapshot
-
-    def message(self, text: str, level: str = "info") -> None:
-        pass
 
     @property
     def seed_total(self) -> int:
@@ -71,7 +57,7 @@ class GepaDisplay:
     def progress(self) -> dict[str, Any]:
         """Budget and timing now: used/max_calls, rollouts/s this session, ETA of the seed's pass and of
         the whole budget (at this session's rate)."""
-        elapsed = max(self.clock() - self.t0, 1e-9)
+        elapsed = max(self.elapsed(), 1e-9)
         rate = self.rollouts / elapsed if self.rollouts else None
         max_calls = int(self.info.get("max_calls") or 0)
         used = self.snapshot.get("used", int(self.info.get("used") or 0) + self.rollouts)
@@ -93,20 +79,11 @@ class GepaDisplay:
                 f"budget {_duration(p['eta_s'])}")
 
 
-class PlainDisplay(GepaDisplay):
-    """Lines for logs and pipes: during the seed's pass a progress line at most every `interval` seconds
+class PlainDisplay(GepaDisplay, base.PlainLines):
+    """Lines for logs and pipes: during the seed's pass a progress line at most every `min_interval` seconds
     (and the first at once), then one line per iteration."""
 
-    interval = 2.0
-
-    def __init__(self, stream: IO[str] | None = None, clock: Any = time.monotonic) -> None:
-        super().__init__(clock)
-        self.stream = stream or sys.stdout
-        self._last_line: float | None = None
-
-    def _out(self, text: str) -> None:
-        self.stream.write(text + "\n")
-        self.stream.flush()
+    min_fraction = 0.0
 
     def start(self, **info: Any) -> None:
         super().start(**info)
@@ -115,17 +92,10 @@ class PlainDisplay(GepaDisplay):
         self._out(f"GEPA on {info['env_id']}: student {info['model']}, reflection {info['reflector']}, "
                   f"budget {info['max_calls']} rollouts{resumed}{where}")
         if self.seed_total:
-            self._out(f"validating the seed prompt: 0/{self.seed_total} rollouts (progress every {self.interval:g}s)")
+            self._out(f"validating the seed prompt: 0/{self.seed_total} rollouts (progress every {self.min_interval:g}s)")
 
-    def rollout_done(self, entry: dict[str, Any] | None = None) -> None:
-        counted = self.seed_done
-        super().rollout_done(entry)
-        if self.seed_done == counted:
-            return
-        now = self.clock()
-        if self._last_line is None or now - self._last_line >= self.interval or self.seed_done == self.seed_total:
-            self._last_line = now
-            self._out(self.seed_line())
+    def _seed_progress(self) -> None:
+        self._progress_line(self.seed_done, self.seed_total, self.seed_line())
 
     def update(self, **s: Any) -> None:
         super().update(**s)
@@ -135,75 +105,30 @@ class PlainDisplay(GepaDisplay):
                   f"budget {s['used']}/{s['max_calls']} | best {s['best_score']:.4f} (candidate {s['best_idx']}, "
                   f"seed {s['seed_score']:.4f}) | {s['candidates']} candidate(s) | ETA {_duration(eta)}")
 
-    def message(self, text: str, level: str = "info") -> None:
-        self._out(f"[{level}] {visible(text, multiline=True)}")
 
-
-class JsonDisplay(PlainDisplay):
+class JsonDisplay(GepaDisplay, base.JsonLines):
     """--json: NDJSON events on stdout, as `prime eval run --json` writes them: start, progress (at most
     ~5/s), iteration, message; the `done` event is written by the caller at the end."""
 
-    interval = 0.2
-
-    def _event(self, event: str, **fields: Any) -> None:
-        self._out(json.dumps({"event": event, "env_id": self.info.get("env_id"), **fields}, default=str))
-
     def start(self, **info: Any) -> None:
-        GepaDisplay.start(self, **info)
-        self._event("start", **info)
+        super().start(**info)
+        self._out(self._event("start", **info))
 
-    def rollout_done(self, entry: dict[str, Any] | None = None) -> None:
-        counted = self.seed_done
-        GepaDisplay.rollout_done(self, entry)
-        now = self.clock()
-        if self.seed_done != counted and (self._last_line is None or now - self._last_line >= self.interval
-                                          or self.seed_done == self.seed_total):
-            self._last_line = now
-            self._event("progress", phase="seed", **self.progress())
+    def _seed_progress(self) -> None:
+        self._progress_line(self.seed_done, self.seed_total, self._event("progress", phase="seed", **self.progress()))
 
     def update(self, **s: Any) -> None:
-        GepaDisplay.update(self, **s)
-        self._event("iteration", **{k: v for k, v in s.items() if k != "line"}, **s["line"],
-                    eta_s=self.progress()["eta_s"])
-
-    def message(self, text: str, level: str = "info") -> None:
-        self._event("message", level=level, text=text)
+        super().update(**s)
+        self._out(self._event("iteration", **{k: v for k, v in s.items() if k != "line"}, **s["line"],
+                              eta_s=self.progress()["eta_s"]))
 
 
-class RichDisplay(GepaDisplay):
+class RichDisplay(GepaDisplay, base.LivePanel):
     """Budget bar, iteration, best score, and the last proposal's verdict."""
 
-    def __init__(self, console: Console | None = None, clock: Any = time.monotonic) -> None:
-        from rich.console import Console
-        from rich.live import Live
+    name = "GEPA"
 
-        super().__init__(clock)
-        self.console = console or Console()
-        self.live = Live(console=self.console, get_renderable=self._render, refresh_per_second=4, transient=False)
-
-    def __enter__(self) -> RichDisplay:
-        self.live.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.live.is_started:
-            self.live.stop()
-
-    def message(self, text: str, level: str = "info") -> None:
-        from rich.text import Text
-
-        style = {"warning": "yellow", "error": "bold red"}.get(level, "dim")
-        self.console.print(Text(visible(text, multiline=True), style=style))
-
-    def _render(self) -> Any:
-        try:
-            return self._panel()
-        except Exception as exc:  # the refresh thread must never take the run down
-            from rich.text import Text
-
-            return Text(f"(display error: {exc!r})", style="red")
-
-    def _panel(self) -> Panel:
+    def _running_panel(self) -> Panel:
         from rich.console import Group
         from rich.panel import Panel
         from rich.progress_bar import ProgressBar
@@ -211,14 +136,12 @@ class RichDisplay(GepaDisplay):
         from rich.text import Text
 
         info, s = self.info, self.snapshot
-        if not info:
-            return Panel(Text("Starting GEPA…", style="dim"), title="prime gepa", title_align="left")
         max_calls = info["max_calls"]
         used = self.progress()["used"]
         bar = Table.grid(padding=(0, 1))
         bar.add_row(Text("budget", style="dim"), ProgressBar(total=max(max_calls, 1), completed=min(used, max_calls), width=30),
                     Text(f"{used}/{max_calls} rollouts"), Text(f"({self.rollouts} run this session)", style="dim"),
-                    Text(f"elapsed {_duration(self.clock() - self.t0)}, ETA {_duration(self.progress()['eta_s'])}",
+                    Text(f"elapsed {_duration(self.elapsed())}, ETA {_duration(self.progress()['eta_s'])}",
                          style="dim"))
         parts: list[Any] = [bar]
         if s:
@@ -238,14 +161,6 @@ class RichDisplay(GepaDisplay):
         return Panel(Group(*parts), title=title, title_align="left", subtitle=subtitle)
 
 
-def make_display(mode: str = "auto", stream: IO[str] | None = None) -> GepaDisplay:
-    if mode == "json":
-        return JsonDisplay(stream)
-    if mode == "auto":
-        is_tty = getattr(stream or sys.stdout, "isatty", lambda: False)()
-        mode = "rich" if is_tty and os.environ.get("TERM") != "dumb" else "plain"
-    if mode == "rich":
-        from rich.console import Console
-
-        return RichDisplay(Console(file=stream) if stream is not None else Console())
-    return PlainDisplay(stream)
+def make_display(mode: str | None = "auto", stream: IO[str] | None = None) -> GepaDisplay:
+    kinds = {"rich": RichDisplay, "plain": PlainDisplay, "json": JsonDisplay}
+    return base.make_display(mode, stream, kinds)  # type: ignore[return-value]

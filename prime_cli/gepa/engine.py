@@ -44,7 +44,8 @@ from .pareto import best_candidate, select_parent
 from .reflection import Proposal, parse_reply, reflection_prompt
 from .run_dir import GepaRunDir, now_iso
 from .speculation import Speculation
-from .state import MAX_IDLE_COMMITS, Candidate, Plan, SearchState
+from .state import Candidate, Plan, SearchState
+from .stopping import SearchPoint, StopConditions
 from .uncertainty import intervals_record
 
 logger = logging.getLogger("prime_cli.gepa")
@@ -103,6 +104,7 @@ class GepaEngine(Speculation):
         self.display = display
         self.metric_names = metric_names or []
         self.on_commit = on_commit
+        self.stops = StopConditions(config)
         self.num_val = len(evaluator.splits["val"])
         self._tasks: dict[int, asyncio.Task] = {}
         self._plans: dict[int, Plan] = {}
@@ -207,28 +209,14 @@ class GepaEngine(Speculation):
         only candidate: it is the parent whatever its scores, and the draw uses the RNG the same way."""
         return self.state.val_scores or [[0.0] * self.num_val]
 
-    def _reserved(self) -> int:
-        return len(self._tasks) * self.config.proposal_cost
+    def _point(self, last_failure: str = "") -> SearchPoint:
+        return SearchPoint.of(self.state, self.ledger.used, len(self._tasks), self._last_fruitless, last_failure)
 
     def _stop_reason(self) -> str | None:
-        if self.state.reflections_exhausted(self.config.max_reflection_failures):
-            last = f" (last: {self._last_fruitless})" if self._last_fruitless else ""
-            return (f"the reflection model gave no new prompt to try in {self.state.fruitless_reflections} proposals "
-                    f"in a row{last}, and their minibatch rollouts were all paid for already")
-        if self.state.idle_commits >= MAX_IDLE_COMMITS:
-            return "the last proposals only repeated rollouts already made"
-        return None
+        return self.stops.stop_reason(self._point())
 
     def _can_launch(self) -> bool:
-        used, cost = self.ledger.used, self.config.proposal_cost
-        if self.state.idle_commits >= MAX_IDLE_COMMITS:  # everything asked for is already known
-            return False
-        if self.state.reflections_exhausted(self.config.max_reflection_failures):
-            return False
-        if not self._tasks:
-            return used < self.config.max_calls
-        # in parallel only as many proposals as the budget could still validate if all were accepted
-        return used + (len(self._tasks) + 1) * (cost + self.config.validation_pass_cost) <= self.config.max_calls
+        return self.stops.allow_launch(self._point())
 
     def _plan_more(self) -> None:
         while len(self._tasks) < self.config.parallel_proposals and self._can_launch():
@@ -296,7 +284,7 @@ class GepaEngine(Speculation):
                 reason = f"same prompt as candidate {duplicate}"
             elif sum(result.child_scores) <= sum(result.parent_scores):
                 reason = "not better on minibatch"
-            elif self.ledger.used + self._reserved() >= self.config.max_calls:
+            elif self.stops.budget.leaves_no_validation(self._point()):
                 reason = "better on minibatch, but the budget ran out before validation"
             else:
                 self._speculate_accept(result.child_prompt)
@@ -327,12 +315,11 @@ class GepaEngine(Speculation):
             line["reflection_truncated"] = result.reflection_truncated
         if self.run_dir is not None:
             self.run_dir.save_iteration(line)
-        if state.consecutive_reflection_failures >= self.config.max_reflection_failures:
+        point = self._point(last_failure=result.reason)
+        if self.stops.reflections_failing.holds(point):
             self._save()
-            raise ReflectionAborted(
-                f"the reflection model {self.config.reflector} failed {state.consecutive_reflection_failures} times "
-                f"in a row (last: {result.reason.removeprefix('reflection failed: ')}); the run stopped and kept its "
-                f"{len(state.candidates)} candidate(s)")
+            raise ReflectionAborted(f"{self.stops.reflections_failing.reason(point)}; the run stopped and kept "
+                                    f"its {len(state.candidates)} candidate(s)")
         return line
 
     async def _score_test(self, outcome: Outcome) -> None:

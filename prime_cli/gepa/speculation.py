@@ -22,7 +22,8 @@ from prime_cli.envs.messages import content_text
 
 from .pareto import select_parent
 from .reflection import parse_reply, reflection_prompt
-from .state import MAX_IDLE_COMMITS, MinibatchSampler, Plan
+from .state import MinibatchSampler, Plan
+from .stopping import SearchPoint, StopConditions
 
 logger = logging.getLogger("prime_cli.gepa")
 
@@ -40,17 +41,8 @@ class Speculation:
     _spec: dict[tuple[int, int], tuple[Plan, asyncio.Task, list[str]]]
     _accept_keys: set[tuple[int, int]]
     _dropped: list[asyncio.Task]
+    stops: StopConditions
     spec_stats: dict[str, int]
-
-
-    def _would_launch(self, used: int, in_flight: int, idle: int) -> bool:
-        """_can_launch for a hypothetical state (used: an upper bound of the budget spent by then)."""
-        if idle >= MAX_IDLE_COMMITS:
-            return False
-        if in_flight == 0:
-            return used < self.config.max_calls
-        return (used + (in_flight + 1) * (self.config.proposal_cost + self.config.validation_pass_cost)
-                <= self.config.max_calls)
 
     def _copies(self) -> tuple[random.Random, MinibatchSampler]:
         state = self.state
@@ -65,19 +57,19 @@ class Speculation:
         proposal's rollouts."""
         rng, sampler = self._copies()
         scores = self._planning_scores()
-        used, in_flight, idle = self.ledger.used, len(self._tasks), self.state.idle_commits
+        point = self._point()
         plans: list[Plan] = []
         iteration = self.state.last_planned
         for _ in range(self.config.speculative_proposals):
-            if in_flight == 0:  # the loop plans now, not after a commit: nothing to foresee
+            if point.in_flight == 0:  # the loop plans now, not after a commit: nothing to foresee
                 break
-            in_flight, used, idle = in_flight - 1, used + self.config.proposal_cost, idle + 1
-            if not self._would_launch(used, in_flight, idle):
+            point = point.after_rejection(self.config.proposal_cost)
+            if not self.stops.allow_launch(point):
                 break
             iteration += 1
             parent = select_parent(scores, rng)
             plans.append(Plan(iteration, parent, sampler.next(self.config.minibatch_size, rng)))
-            in_flight += 1
+            point = point.after_launch()
         return plans
 
     def _spawn(self, plan: Plan, prompt: str) -> None:
@@ -106,8 +98,8 @@ class Speculation:
         rng, sampler = self._copies()
         scores = self._planning_scores()
         best = [max(row) + 1.0 for row in zip(*scores, strict=True)]
-        used = self.ledger.used + self.config.validation_pass_cost
-        if not self._would_launch(used, len(self._tasks), 0):
+        accepted = SearchPoint(self.ledger.used + self.config.validation_pass_cost, len(self._tasks))  # counts reset
+        if not self.stops.allow_launch(accepted):
             return
         child = len(self.state.candidates)
         parent = select_parent([*scores, best], rng)

@@ -12,10 +12,6 @@ from typing import Any
 
 from .schema import GepaCandidate
 
-MAX_IDLE_COMMITS = 20
-"""Stop after this many proposals in a row that needed no new rollout: with deterministic models the
-search can only repeat itself from there."""
-
 
 @dataclass
 class Candidate:
@@ -96,11 +92,6 @@ class SearchState:
         if self.sampler is None:
             self.rng = random.Random(self.seed)
             self.sampler = MinibatchSampler(self.num_train)
-
-    def reflections_exhausted(self, limit: int) -> bool:
-        """`limit` reflections in a row gave nothing new to try while nothing was paid for: the search would
-        only buy more reflection calls (SmolLM2 spends a minute on each)."""
-        return self.fruitless_reflections >= limit
 
     @property
     def val_scores(self) -> list[list[float]]:

@@ -223,3 +223,33 @@ def test_interrupted_speculative_run_resumes_to_the_same_choices(workdir):
     assert resumed.status == "completed"
     assert without_time(lines(part_dir / "iterations.jsonl")) == without_time(lines(full_dir / "iterations.jsonl"))
     assert json.loads((part_dir / "state.json").read_text()) == json.loads((full_dir / "state.json").read_text())
+
+
+
+
+def reflection_calls_after_the_stop(run_dir, speculate):
+    """A run of the toy task that ends because the reflection model has nothing new left to say, with a slow
+    reflection model: how many reflection calls it sent after the commit that ended the search's planning."""
+    commits: list[dict] = []
+    sent_after: list[int] = []  # for each reflection call: how many commits had been made when it was sent
+
+    class Recording(support.ScriptedClient):
+        async def chat(self, messages, **kwargs):
+            sent_after.append(len(commits))
+            return await super().chat(messages, **kwargs)
+
+    cfg = config(run_dir, max_calls=260, parallel_proposals=3, speculative_proposals=speculate)
+    reflector = support.Pool(Recording(support.reflector_reply, delay=0.02), "reflector")
+    outcome, _, _, _ = search(cfg, reflector=reflector, on_commit=commits.append)
+    state, limit = outcome.state, cfg.max_reflection_failures
+    assert outcome.stop_reason is not None and state.fruitless_reflections >= limit
+    stopped_at = state.last_committed - (state.fruitless_reflections - limit)  # the commit that exhausted them
+    return sum(1 for n in sent_after if n >= stopped_at)
+
+
+def test_speculation_prefetches_nothing_once_the_reflections_are_exhausted(workdir):
+    """After `max_reflection_failures` fruitless reflections in a row the loop plans no more proposals while
+    the last ones in flight finish; speculation must not prefetch proposals that will never be made (each
+    costs a reflection call: a minute with a small local model). It only moves calls earlier, never adds any
+    after the stop."""
+    assert reflection_calls_after_the_stop(workdir / "fast", 2) <= reflection_calls_after_the_stop(workdir / "plain", 0)

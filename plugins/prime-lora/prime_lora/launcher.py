@@ -107,6 +107,7 @@ class Run:
         self.trainer_notices = NoticeTail(self.layout.log_path("trainer"), WANDB_NOTICE)
         self.server_notices = NoticeTail(self.layout.log_path("orchestrator"), SERVER_NOTICE)
         self.pending_notices: list[tuple[int, str]] = []  # (the trainer's step before it, line)
+        self.stopped = False
         self.shown_step = resume_step or 0
         # env_file variables for every part (read here, kept in memory only, never written or logged)
         self.extra_env = env_file_values(config.env_file)
@@ -237,9 +238,13 @@ class Run:
             os.replace(self.config_path, self.layout.config_path)
 
     def stop(self) -> None:
+        """Stop every part; once: a later call does nothing (unless an interrupt cut the first one short)."""
+        if self.stopped:
+            return
         for part in (self.orchestrator, self.trainer, self.inference):
             if part is not None:
                 part.stop(grace_s=10.0)
+        self.stopped = True
         if self.metrics.poll():  # a step trained while the parts stopped counts, and makes a resume under way
             self.promote_config()
 
@@ -330,7 +335,9 @@ def _run(run: Run, console: Console) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
-    run.stop()
+        # every way out, an unexpected error included (the parent-death signal only helps when the launcher
+        # dies); the branches above stopped the parts before printing, which makes this a no-op for them
+        run.stop()
     if not run.reports:
         who = "orchestrator" if run.part == "orchestrator" else f"trainer node {run.node_rank}"
         console.print(f"[bold green]{who} done[/] (the run's steps and summary are in the terminal of the trainer "

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -219,3 +221,27 @@ def test_a_parts_last_words_and_error_kinds_are_shown_escaped(tmp_path, monkeypa
     assert "boom \\x1b[2J\\x1b]0;pwned\\x07\\x9b31m [/] done" in err  # escaped, and not read as markup
     assert "errors 50% (reward:score\\x1b]0;pwned\\x07 2)" in err
     assert not any(c in err for c in "\x1b\x07\x9b\r")
+
+
+def test_an_unexpected_error_in_the_watch_loop_still_stops_every_part(tmp_path, monkeypatch):
+    """Not only the failures the launcher expects: any exception leaves no part running (the parent-death
+    signal would not help here, as the launcher itself lives on)."""
+    fake_parts(monkeypatch, tmp_path, "import time; time.sleep(600)")
+    groups: list[int] = []
+
+    def broken_progress(self, status):
+        groups.extend(part.pid for part in self.parts().values() if part is not None and part.pid)
+        raise RuntimeError("a bug in the watch loop")
+
+    monkeypatch.setattr(launcher.Run, "show_progress", broken_progress)
+    cfg = config(tmp_path)
+    try:
+        with pytest.raises(RuntimeError, match="a bug in the watch loop"):
+            launcher.launch(cfg, Path(cfg.output_dir))
+        assert len(groups) == 3  # inference (and its grandchild), trainer, orchestrator
+        left = [pgid for pgid in groups if group_alive(pgid)]
+        assert not left, "parts left running after an unexpected error"
+    finally:
+        for pgid in groups:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)

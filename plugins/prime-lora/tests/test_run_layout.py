@@ -11,7 +11,7 @@ from prime_cli.train.plan import OUTPUT_LAYOUT
 from prime_cli.train.plugin_api import TrainingRunLayout, read_manifest
 from prime_lora import run_dir
 from prime_lora.orchestrator import loop as orchestrator
-from prime_lora.trainer import loop as trainer
+from prime_lora.trainer.batch_source import FileBatches
 
 
 def test_the_trainer_reads_the_batch_and_stats_where_the_orchestrator_writes_them(tmp_path):
@@ -19,8 +19,8 @@ def test_the_trainer_reads_the_batch_and_stats_where_the_orchestrator_writes_the
     sample = {"input_ids": [1, 2, 3], "loss_mask": [0, 1, 1], "inference_logprobs": [0.0, -0.5, -0.1],
               "advantage": 0.25, "reward": 1.0, "env": "reverse-text", "example_id": 4, "policy_step": 0}
     orchestrator.write_batch(layout.rollouts_dir(3), [sample], {"step": 3, "reward_mean": 1.0})
-    samples, stats, waited = trainer.wait_for_batch(tmp_path, 3)
-    assert samples == [sample] and stats == {"step": 3, "reward_mean": 1.0} and waited >= 0
+    batch = FileBatches(tmp_path).next_batch(3)
+    assert batch.samples == [sample] and batch.stats == {"step": 3, "reward_mean": 1.0} and batch.waited_s >= 0
     assert layout.batch_path(3) == tmp_path / "rollouts" / "step_3" / "batch.jsonl"
     assert orchestrator.checkpoint_path(tmp_path, 3) == tmp_path / "checkpoints" / "step_3" / "orchestrator.json"
     assert layout.steps(layout.ROLLOUTS) == [3]
@@ -50,6 +50,6 @@ def test_a_directory_written_by_the_previous_writers_resumes(tmp_path):
     assert layout.steps(layout.ROLLOUTS) == [1] and layout.checkpoint_steps() == [1]
     assert read_manifest(layout) is not None  # marked as prime's now
     assert [json.loads(line)["step"] for line in layout.metrics_path.read_text().splitlines()] == [1]
-    samples, stats, _ = trainer.wait_for_batch(out, 1)
-    assert samples == [{"input_ids": [1], "loss_mask": [1]}] and stats == {"step": 1}
+    batch = FileBatches(out).next_batch(1)
+    assert batch.samples == [{"input_ids": [1], "loss_mask": [1]}] and batch.stats == {"step": 1}
     assert json.loads(orchestrator.checkpoint_path(out, 1).read_text())["sampler"] == {"epoch": 0}

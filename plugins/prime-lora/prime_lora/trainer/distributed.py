@@ -49,12 +49,11 @@ class Dist:
             param.grad = flat[offset:offset + grad.numel()].view_as(grad).clone()
             offset += grad.numel()
 
-    def sum_floats(self, values: list[float], device: torch.device) -> list[float]:
-        if self.world == 1:
-            return values
-        tensor = torch.tensor(values, dtype=torch.float64, device=device)
-        torch.distributed.all_reduce(tensor)
-        return tensor.tolist()
+    def sum_tensor(self, tensor: torch.Tensor) -> torch.Tensor:
+        """`tensor` summed over the ranks, in place on its device (no host read)."""
+        if self.world > 1:
+            torch.distributed.all_reduce(tensor)
+        return tensor
 
     def barrier(self) -> None:
         if self.world > 1:

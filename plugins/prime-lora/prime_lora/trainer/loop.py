@@ -1,4 +1,4 @@
-"""The trainer's loop: wait for batch N, take one step, publish weights/step_N, log the step."""
+"""The trainer's loop: ask its batch source for batch N, take one step, publish weights/step_N, log the step."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 import torch
 
-from prime_cli.train.plugin_api import RLConfig, TrainingRunLayout, TrainingSample, read_evals
+from prime_cli.train.plugin_api import RLConfig, TrainingRunLayout, read_evals
 
 from . import wandb_run
-from .batches import read_batch
+from .batch_source import BatchSource, FileBatches, say_now
 from .checkpoint import load_checkpoint, prune_weights, save_checkpoint, save_weights
 from .distributed import Dist
 from .fsdp import shard_model, shard_options
@@ -22,17 +22,6 @@ from .optim import apply_optim_config, build_optimizer, build_scheduler
 from .step import train_step
 
 POLL_S = 0.1
-
-
-def wait_for_batch(output_dir: Path, step: int) -> tuple[list[TrainingSample], dict[str, Any], float]:
-    layout = TrainingRunLayout(output_dir)
-    batch_path, stats_path = layout.batch_path(step), layout.batch_stats_path(step)
-    started = time.perf_counter()
-    while not batch_path.exists():
-        time.sleep(POLL_S)
-    waited = time.perf_counter() - started
-    stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
-    return read_batch(batch_path), stats, waited
 
 
 # The names the prime-rl guide tells users to watch, written beside our own keys (which stay, so that
@@ -103,7 +92,11 @@ class MetricsLog:
         self.wandb = None
 
 
-def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int | None, dist: Dist = Dist()) -> int:
+def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int | None, dist: Dist = Dist(),
+          batches: BatchSource | None = None) -> int:
+    """`batches`: the orchestrator's files in output_dir by default (FileBatches: no time limit)."""
+    if batches is None:  # one rank says what it waits for
+        batches = FileBatches(output_dir, say=say_now if dist.is_main else None)
     device = pick_device()
     dtype = pick_dtype(config, device)
     # sharded: built on the CPU, FSDP moves each rank's shards to its device
@@ -132,8 +125,8 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
     eval_steps = set(online_eval.steps(config.max_steps, start)) if online_eval is not None else set()
     step_ended = time.perf_counter()
     for step in range(start + 1, config.max_steps + 1):
-        samples, stats, wait_batch_s = wait_for_batch(output_dir, step)
-        result = train_step(policy, optimizer, scheduler, params, samples, config, device, pad_id, dist)
+        batch = batches.next_batch(step)
+        result = train_step(policy, optimizer, scheduler, params, batch.samples, config, device, pad_id, dist)
         save_started = time.perf_counter()
         checkpoint_step = step % config.trainer.ckpt.interval == 0 or step == config.max_steps
         save_weights(model, output_dir, step, merged=config.trainer.save_merged and checkpoint_step,
@@ -146,12 +139,12 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
         if metrics is None:
             continue
         now = time.perf_counter()
-        row = {**stats, "step": step, **result.as_metrics(), "lr": scheduler.get_last_lr()[0],
-               "wait_batch_s": wait_batch_s, "save_s": save_s, "step_s": now - step_ended}
+        row = {**batch.stats, "step": step, **result.as_metrics(), "lr": scheduler.get_last_lr()[0],
+               "wait_batch_s": batch.waited_s, "save_s": save_s, "step_s": now - step_ended}
         step_ended = now
         if step == config.max_steps and config.max_steps in eval_steps:
             metrics.wait_for_eval(step)  # so that the last row holds the final eval
-        metrics.write(row, last=step == config.max_steps, batch_keys=stats.keys())
+        metrics.write(row, last=step == config.max_steps, batch_keys=batch.stats.keys())
         flag = (" (skipped: non-finite)" if result.skipped else
                 " (no optimizer step: every advantage is 0)" if result.zero_advantage else "")
         print(f"step {step}: loss {result.loss:.4f} grad_norm {result.grad_norm:.3f} "

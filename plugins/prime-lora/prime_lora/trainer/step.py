@@ -3,8 +3,8 @@ non-finite loss or gradient (`skipped`) nor on a batch whose advantages are all 
 its gradient is zero, yet AdamW's momentum would still move the adapter). The learning-rate schedule
 advances on every trainer step, stepped or not, so that it follows the step numbers.
 
-Metric sums stay on the device during the step and are read once at its end (one host sync rather
-than one per micro-batch); train_s ends after the device has finished.
+Metric sums stay on the device during the step and are read once at its end (step_sums.py: one host
+sync rather than one per micro-batch); train_s ends after the device has finished.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from .loss import policy_loss
 from .packed_attention import supports_packing
 from .packing import plan_micro_batches
 from .sampling import SamplingTransform
+from .step_sums import StepSums
 
 GIB = 2**30
 
@@ -107,9 +108,7 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
     optimizer.zero_grad(set_to_none=True)
     total = loss_token_count(samples)
     zero_advantage = total > 0 and all(s["advantage"] == 0 for s in samples if any(s["loss_mask"][1:]))
-    # loss, k3 sum, k3 sum over masked tokens, masked low, masked high, entropy sum
-    sums = torch.zeros(6, dtype=torch.float64, device=device)
-    ran_tokens = 0
+    sums = StepSums(device)
     sampling = SamplingTransform.from_config(config.orchestrator.sampling)
     grad_scale = dist.world if dist.sharded else 1  # FSDP averages over ranks; the batch's gradient is the sum
     # a shared prompt runs once per micro-batch, on a KV cache. Not with activation checkpointing (it
@@ -126,7 +125,7 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
             continue
         if dist.sharded and not zero_advantage:  # reduce the gradients once, after the last pass
             model.set_requires_gradient_sync(index == len(passes) - 1)
-        ran_tokens += forward_tokens(mb)
+        sums.forward_tokens += forward_tokens(mb)
         with torch.set_grad_enabled(not zero_advantage):  # no signal: the forward only reports metrics
             logp, entropy = model(mb.input_ids, mb.attention_mask, mb.loss_mask, sampling.temperature,
                                   mb.prefix_len, mb.loss_index, mb.padded, sampling, mb.position_ids,
@@ -138,16 +137,14 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
             continue
         if not zero_advantage:
             (parts.loss * grad_scale).backward()
-        sums += torch.stack([value.detach().to(torch.float64) for value in (
-            parts.loss, parts.mismatch_kl_sum, parts.mismatch_kl_masked_sum, parts.masked_low, parts.masked_high,
-            entropy.sum())])
+        sums.add(loss=parts.loss, mismatch_kl=parts.mismatch_kl_sum, mismatch_kl_masked=parts.mismatch_kl_masked_sum,
+                 masked_low=parts.masked_low, masked_high=parts.masked_high, entropy=entropy.sum())
     if not zero_advantage:
         dist.sum_grads(params)
-    summed = dist.sum_floats(sums.tolist() + [ran_tokens], device)  # the step's one read of the device
-    loss_sum, kl_sum, kl_masked_sum, masked_low, masked_high, entropy_sum = summed[:6]
-    masked = masked_low + masked_high
+    totals = sums.read(dist)  # the step's one read of the device
+    masked = totals.masked_low + totals.masked_high
     grad_norm = clip_gradients(params, config.trainer.optim.max_norm) if total and not zero_advantage else 0.0
-    skipped = total == 0 or not (math.isfinite(loss_sum) and math.isfinite(grad_norm))
+    skipped = total == 0 or not (math.isfinite(totals.loss) and math.isfinite(grad_norm))
     if skipped or zero_advantage:
         optimizer.zero_grad(set_to_none=True)
     else:
@@ -156,11 +153,12 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
         warnings.simplefilter("ignore", UserWarning)
         scheduler.step()
     wait_for_device(device)
-    n = max(total, 1)  # (kl_sum - kl_masked_sum: two sums rounded apart, so it is kept >= 0 below)
-    return StepResult(loss=loss_sum, mismatch_kl=kl_sum / n, masked_fraction=masked / n,
-                      entropy=entropy_sum / n, grad_norm=grad_norm, skipped=skipped, num_tokens=total,
+    n = max(total, 1)  # (the unmasked k3: two sums rounded apart, so it is kept >= 0 below)
+    return StepResult(loss=totals.loss, mismatch_kl=totals.mismatch_kl / n, masked_fraction=masked / n,
+                      entropy=totals.entropy / n, grad_norm=grad_norm, skipped=skipped, num_tokens=total,
                       total_tokens=sum(len(s["input_ids"]) for s in samples), train_s=time.perf_counter() - started,
-                      zero_advantage=zero_advantage, mismatch_kl_masked=kl_masked_sum / max(masked, 1),
-                      mismatch_kl_unmasked=max(kl_sum - kl_masked_sum, 0.0) / max(total - masked, 1),
-                      masked_low_fraction=masked_low / n, masked_high_fraction=masked_high / n,
-                      forward_tokens=int(summed[6]), peak_memory_bytes=peak_memory_bytes(device))
+                      zero_advantage=zero_advantage, mismatch_kl_masked=totals.mismatch_kl_masked / max(masked, 1),
+                      mismatch_kl_unmasked=max(totals.mismatch_kl - totals.mismatch_kl_masked, 0.0)
+                      / max(total - masked, 1),
+                      masked_low_fraction=totals.masked_low / n, masked_high_fraction=totals.masked_high / n,
+                      forward_tokens=int(totals.forward_tokens), peak_memory_bytes=peak_memory_bytes(device))

@@ -1,0 +1,50 @@
+"""GEPA's stop conditions: each says whether it holds and why, for the search now or as foreseen."""
+
+from prime_cli.gepa.config import build_config
+from prime_cli.gepa.stopping import MAX_IDLE_COMMITS, SearchPoint, StopConditions
+
+
+def conditions(**overrides):
+    values = {"env_id": "toy", "model": "student", "reflection_model": "reflector", "max_calls": 100,
+              "num_train": 20, "num_val": 10, "minibatch_size": 3}
+    return StopConditions(build_config("test", **{**values, **overrides}))  # proposal 6, validation 10
+
+
+def test_the_budget_pays_the_first_proposal_while_any_is_left_and_parallel_ones_only_if_all_could_validate():
+    stops = conditions()
+    assert stops.allow_launch(SearchPoint(used=99, in_flight=0))
+    assert not stops.allow_launch(SearchPoint(used=100, in_flight=0))
+    assert stops.allow_launch(SearchPoint(used=68, in_flight=1))  # 68 + 2 x (6 + 10) = 100
+    assert not stops.allow_launch(SearchPoint(used=69, in_flight=1))
+    assert stops.stop_reason(SearchPoint(used=100, in_flight=0)) is None  # the budget is the normal end
+    assert stops.budget.leaves_no_validation(SearchPoint(used=88, in_flight=2))  # 88 + 2 x 6 = 100
+    assert not stops.budget.leaves_no_validation(SearchPoint(used=87, in_flight=2))
+
+
+def test_repeats_and_fruitless_reflections_end_the_search_with_their_reason():
+    stops = conditions(max_reflection_failures=2)
+    repeats = SearchPoint(used=0, in_flight=0, idle_commits=MAX_IDLE_COMMITS)
+    assert not stops.allow_launch(repeats)
+    assert stops.stop_reason(repeats) == "the last proposals only repeated rollouts already made"
+    exhausted = SearchPoint(used=0, in_flight=1, fruitless_reflections=2, last_fruitless="not better on minibatch")
+    assert not stops.allow_launch(exhausted)
+    assert stops.stop_reason(exhausted) == (
+        "the reflection model gave no new prompt to try in 2 proposals in a row (last: not better on minibatch), "
+        "and their minibatch rollouts were all paid for already")
+    assert stops.allow_launch(SearchPoint(used=0, in_flight=0, fruitless_reflections=1))
+
+
+def test_failing_reflections_end_the_run_at_a_commit_but_never_block_a_launch():
+    stops = conditions(max_reflection_failures=3)
+    failing = SearchPoint(used=0, in_flight=0, reflection_failures=3, last_failure="reflection failed: HTTP 500")
+    assert stops.reflections_failing.holds(failing)
+    assert stops.reflections_failing.reason(failing) == "the reflection model reflector failed 3 times in a row (last: HTTP 500)"
+    assert stops.allow_launch(failing)  # a resumed run tries the reflection model again
+
+
+def test_a_foreseen_rejection_spends_a_proposal_and_counts_as_buying_nothing():
+    point = SearchPoint(used=10, in_flight=2, idle_commits=MAX_IDLE_COMMITS - 1, fruitless_reflections=1)
+    after = point.after_rejection(6)
+    assert (after.used, after.in_flight, after.idle_commits, after.fruitless_reflections) == (16, 1, MAX_IDLE_COMMITS, 1)
+    assert not conditions().allow_launch(after)
+    assert after.after_launch().in_flight == 2
