@@ -72,7 +72,7 @@ NESTED_ROW_KEYS = ("prompt", "completion", "answer", "info", "metrics", "error",
 
 
 class Summary(TypedDict, total=False):
-    """`prime_cli.evals.summary.summarize`: what a run's rows add up to (metadata.json `summary`)."""
+    """`prime_cli.results.summary.summarize`: what a run's rows add up to (metadata.json `summary`)."""
 
     num_rollouts: int
     num_examples: int
