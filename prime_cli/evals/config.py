@@ -12,10 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from prime_cli.clients.command_flags import LOCAL_MODEL
 from prime_cli.envs.errors import EnvConfigError
-from prime_cli.envs.eval_defaults import ENV_DEFAULT_KEYS, env_eval_defaults  # noqa: F401 - re-exported
+from prime_cli.results.eval_schema import ROW_KEYS
 from prime_cli.runs.config_errors import ConfigValueError, value_problem
-
-from .schema import ROW_KEYS
 
 if sys.version_info >= (3, 11):
     import tomllib

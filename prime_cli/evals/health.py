@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from prime_cli.results.eval_schema import Summary
 from prime_cli.runs.intervals import rate_lower_bound
-
-from .schema import Summary
 
 COMPLETED = "completed"
 COMPLETED_WITH_ERRORS = "completed_with_errors"

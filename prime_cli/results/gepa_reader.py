@@ -16,7 +16,7 @@ from typing import Any
 
 from prime_cli.runs.metadata import RunDirError, read_metadata
 
-from .schema import FrontierRow, GepaCandidate, GepaIteration, GepaMetadata, GepaRunLayout
+from .gepa_schema import FrontierRow, GepaCandidate, GepaIteration, GepaMetadata, GepaRunLayout
 
 logger = logging.getLogger(__name__)
 
