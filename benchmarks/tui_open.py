@@ -156,7 +156,7 @@ def main() -> None:
     if args.measure is not None:
         print(json.dumps(asyncio.run(measure(args.measure))))
         return
-    from prime_cli.evals.row_index import INDEX_FILE
+    from prime_cli.results.row_index import INDEX_FILE
 
     run_dir = args.dir or Path(tempfile.mkdtemp(prefix="tui-bench-")) / "run"
     if not (run_dir / "results.jsonl").is_file():

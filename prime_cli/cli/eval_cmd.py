@@ -158,7 +158,7 @@ def compare(
     import math
 
     from prime_cli.envs.errors import EnvConfigError
-    from prime_cli.evals.compare import compare_runs, comparison_json, comparison_lines
+    from prime_cli.results.compare import compare_runs, comparison_json, comparison_lines
 
     if power is not None and (power == 0 or not math.isfinite(power)):
         fail(f"--power must be a non-zero reward difference to detect, e.g. 0.05 (got {power:g})")

@@ -21,7 +21,7 @@ def tui(
     interval: float = typer.Option(1.0, "--interval", min=0.1, help="Seconds between checks for new rows of a running run."),
 ) -> None:
     """Browse, inspect and compare evaluations, GEPA runs and training runs (q goes back, ? shows the keys)."""
-    from prime_cli.evals.store import RunDirError
+    from prime_cli.runs.metadata import RunDirError
     from prime_cli.tui.locate import locate
 
     try:  # the path is checked before Textual is imported, so a bad one is one line

@@ -11,10 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 from prime_cli.clients.command_flags import LOCAL_MODEL
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.envs.eval_defaults import ENV_DEFAULT_KEYS, env_eval_defaults  # noqa: F401 - re-exported
+from prime_cli.results.eval_schema import ROW_KEYS
 from prime_cli.runs.config_fields import Count, NonNegative, Seconds, ZeroOrMore
 from prime_cli.runs.config_loading import build_model, read_toml_config
-
-from .schema import ROW_KEYS
 
 DEFAULT_NUM_EXAMPLES = 5
 DEFAULT_ROLLOUTS_PER_EXAMPLE = 3

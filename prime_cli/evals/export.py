@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from prime_cli.envs.errors import EnvConfigError
+from prime_cli.results.eval_rows import to_json
+from prime_cli.results.eval_run import EvalRun, load_run
+from prime_cli.results.eval_schema import EvalRunLayout, PathLike
 from prime_cli.runs.atomic import write_atomic
-
-from .results import EvalRun, load_run
-from .schema import EvalRunLayout
-from .store import PathLike, to_json
 
 FORMATS = ("csv", "parquet", "jsonl")
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from prime_cli.results.eval_schema import Summary
 from prime_cli.runs.intervals import rate_lower_bound
 from prime_cli.runs.status import RunStatus
-
-from .schema import Summary
 
 
 def run_retries(pool: Any, previous: Any = None) -> dict[str, Any]:

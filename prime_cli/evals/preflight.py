@@ -15,12 +15,13 @@ from typing import Any
 import prime_cli.envs as vf
 from prime_cli.clients.command_flags import LOCAL_MODEL
 from prime_cli.envs.errors import EnvConfigError
-from prime_cli.evals.schema import MetadataRecord
+from prime_cli.results.eval_schema import MetadataRecord
+from prime_cli.results.run_folders import check_eval_output_dir, read_eval_run
+from prime_cli.runs.metadata import RunDirError
 
 from .config import EvalConfig
 from .endpoints import check_endpoints
-from .run_folders import check_eval_output_dir, read_eval_run
-from .store import RunDirError, default_base_dir, find_resumable
+from .store import default_base_dir, find_resumable
 
 
 def uses_local(config: EvalConfig) -> bool:

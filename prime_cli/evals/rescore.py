@@ -21,17 +21,18 @@ from typing import Any
 import prime_cli
 import prime_cli.envs as vf
 from prime_cli.envs.errors import EnvConfigError
+from prime_cli.results.eval_rows import read_results
+from prime_cli.results.eval_run import EvalRun, load_run
+from prime_cli.results.eval_schema import EvalRunLayout, MetadataRecord, Rollout
+from prime_cli.results.row_values import example_key
+from prime_cli.results.run_folders import check_eval_output_dir
+from prime_cli.results.summary import metadata_fields, summarize
 from prime_cli.runs.metadata import RunDirError, read_metadata
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.tasks import gather_or_cancel
 
 from .rescore_states import RebuiltState, rescored_row, state_from_row
-from .results import EvalRun, load_run
-from .row_values import example_key
-from .run_folders import check_eval_output_dir
-from .schema import EvalRunLayout, MetadataRecord, Rollout
-from .store import RunStore, read_results
-from .summary import metadata_fields, summarize
+from .store import RunStore
 
 # metadata of the source that describes its results, not the run that produced them: recomputed
 RESULT_KEYS = {"avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage", "summary", "status", "date",

@@ -8,10 +8,10 @@ import shlex
 import sys
 from typing import Any
 
+from prime_cli.results.compare import compare_runs, comparison_json, comparison_lines
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import json_visible
 
-from .compare import compare_runs, comparison_json, comparison_lines
 from .rescore import RescoreOutcome, rescore
 
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from prime_cli.envs.types import State
-
-from .schema import ROW_KEYS, Rollout
+from prime_cli.results.eval_schema import ROW_KEYS, Rollout
 
 # keys the rollout loop sets that results.jsonl does not keep (unless saved with -C)
 UNSAVED_LOOP_KEYS = ("trajectory", "responses")

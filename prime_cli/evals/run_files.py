@@ -12,19 +12,20 @@ from typing import Any
 
 import prime_cli
 import prime_cli.envs as vf
+from prime_cli.results.eval_rows import read_results
+from prime_cli.results.eval_schema import (
+    EvalRunLayout,
+    MetadataRecord,
+    Rollout,
+    RunMetadata,
+    Summary,
+)
+from prime_cli.results.row_index import write_index
+from prime_cli.runs.metadata import RunDirError
 from prime_cli.runs.status import FINISHED, RunStatus
 
 from .config import DEFAULT_MAX_ERROR_RATE, EvalConfig
-from .row_index import write_index
-from .schema import EvalRunLayout, MetadataRecord, Rollout, RunMetadata, Summary
-from .store import (
-    RunDirError,
-    RunStore,
-    completed_pairs,
-    default_base_dir,
-    find_resumable,
-    read_results,
-)
+from .store import RunStore, completed_pairs, default_base_dir, find_resumable
 
 
 def _row_key(row: Rollout) -> tuple[int, Any, int]:

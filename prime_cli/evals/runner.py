@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import prime_cli.envs as vf
-from prime_cli.envs.eval_defaults import env_sampling_defaults
+from prime_cli.envs.eval_defaults import env_eval_defaults, env_sampling_defaults
+from prime_cli.results.eval_schema import Rollout, Summary
+from prime_cli.results.reward_signal import reward_check
+from prime_cli.results.summary import RunningStats, metadata_fields, power_record, summarize
 from prime_cli.runs.log import run_log
 from prime_cli.runs.status import FINISHED, RunStatus
 
@@ -25,25 +28,17 @@ from .config import (
     DEFAULT_NUM_EXAMPLES,
     DEFAULT_ROLLOUTS_PER_EXAMPLE,
     EvalConfig,
-    env_eval_defaults,
 )
 from .display import EvalDisplay
 from .health import budget_stop_reason, error_budget, final_status, first_errors, run_retries
 from .jobs import EvalJobs, plan_jobs
 from .preflight import load_env
-from .reward_signal import reward_check
 from .rollout_view import rollout_text, rollout_view
 from .run_files import RunFiles, prepare_run_files
-from .schema import Rollout, Summary
 from .store import state_to_row
-from .summary import RunningStats, metadata_fields, power_record, summarize
 
 logger = logging.getLogger("prime_cli.evals")
 FATAL_ERROR_TYPES = {"FatalEndpointError"}
-
-
-class EvalAborted(Exception):
-    """The endpoint is unusable (unknown model, bad key, unreachable): the run stops."""
 
 
 @dataclass

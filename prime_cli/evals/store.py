@@ -1,9 +1,11 @@
-"""The eval results store: the on-disk contract every reader and writer goes through.
+"""The eval run writer: creates a run folder, appends rows, rewrites metadata.json, and finds the
+run to resume.
 
 `<root>/outputs/evals/<env_id>--<model>/<run_id>/` holds metadata.json (status "running" at start,
 rewritten atomically), results.jsonl (one row per finished rollout, appended and flushed at once)
 and eval.log. Whole-file rewrites go to a temporary file that is renamed over the old one; readers
-tolerate a truncated last line (a run killed mid-write). See DESIGN.md, "Eval results on disk".
+(prime_cli/results/eval_rows.py) tolerate a truncated last line (a run killed mid-write). See
+DESIGN.md, "Eval results on disk".
 """
 
 from __future__ import annotations
@@ -11,113 +13,35 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
-import os
 import shutil
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 from prime_cli.envs.errors import error_record
-from prime_cli.runs import json_lines
+from prime_cli.results.eval_rows import read_results, to_json
+from prime_cli.results.eval_schema import (
+    ROW_KEYS,
+    EvalRunLayout,
+    MetadataRecord,
+    PathLike,
+    Rollout,
+)
 from prime_cli.runs.atomic import write_atomic
 from prime_cli.runs.ids import RUN_ID_PATTERN, new_run_id
-from prime_cli.runs.metadata import METADATA_FILE, RunDirError, read_metadata
-from prime_cli.runs.status import RESUMABLE as RESUMABLE_STATUSES
-from prime_cli.runs.status import RunStatus
-
-from .schema import ROW_KEYS, EvalRunLayout, MetadataRecord, Rollout
+from prime_cli.runs.metadata import RunDirError, read_metadata
+from prime_cli.runs.status import RESUMABLE, RunStatus
 
 logger = logging.getLogger(__name__)
-PathLike = str | os.PathLike
-
-RESULTS_FILE = EvalRunLayout.RESULTS
-LOG_FILE = EvalRunLayout.LOG
-__all__ = ["METADATA_FILE", "RESUMABLE_STATUSES", "ROW_KEYS", "RunDirError", "read_metadata"]  # for older importers
-
 
 model_dir_name = EvalRunLayout.folder_name
 default_base_dir = EvalRunLayout.runs_folder
 
 
-def _fallback(obj: Any) -> Any:
-    """What a value JSON cannot encode becomes: a plain equivalent, else its string."""
-    if hasattr(obj, "item") and getattr(obj, "shape", None) == ():
-        return obj.item()  # numpy / torch scalars
-    if isinstance(obj, (set, frozenset, tuple)):
-        return list(obj)
-    if isinstance(obj, BaseException):
-        return error_record(obj)
-    return str(obj)
-
-
-def _key(key: Any) -> str:
-    """A dict key as JSON writes it (1 -> "1", True -> "true"); other keys as their str()."""
-    if isinstance(key, str):
-        return key
-    return json.dumps(key) if key is None or isinstance(key, (bool, int, float)) else str(key)
-
-
-def _clean(obj: Any) -> Any:
-    """Recursive copy with NaN/inf as None, keys as strings and unknown values converted."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if obj is None or isinstance(obj, (str, int, bool)):
-        return obj
-    if isinstance(obj, dict):
-        return {_key(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_clean(v) for v in obj]
-    converted = _fallback(obj)
-    return converted if isinstance(converted, str) else _clean(converted)
-
-
-def to_json(obj: Any, indent: int | None = None) -> str:
-    """Strict JSON of `obj`: NaN/inf become null, unencodable values become strings."""
-    try:
-        return json_lines.dumps(obj, allow_nan=False, default=_fallback, indent=indent)
-    except (ValueError, TypeError):  # NaN somewhere, or a non-string dict key
-        return json_lines.dumps(_clean(obj), allow_nan=False, indent=indent)
-
-
 def _encode(obj: Any, indent: int | None = None) -> bytes:
     return (to_json(obj, indent) + "\n").encode("utf-8")
-
-
-def iter_results(run_dir: PathLike) -> Iterator[Rollout]:
-    """Rows of results.jsonl. An invalid last line (truncated write) is skipped; one elsewhere is
-    skipped with a warning naming its line number."""
-    layout = EvalRunLayout(Path(run_dir))
-    run_dir, path = layout.run_dir, layout.results_path
-    if not path.is_file():
-        if not layout.is_run():
-            raise RunDirError(f"{path} not found: {run_dir} is not an eval run folder")
-        return
-    bad: tuple[int, str] | None = None
-    with path.open("rb") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            if bad is not None:
-                logger.warning("%s:%d: skipped an invalid line (%s)", path, *bad)
-                bad = None
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                bad = (lineno, str(exc))
-                continue
-            if not isinstance(row, dict):
-                bad = (lineno, f"a JSON {type(row).__name__}, not an object")
-                continue
-            yield row
-    if bad is not None:
-        logger.debug("%s:%d: ignored a truncated last line (%s)", path, *bad)
-
-
-def read_results(run_dir: PathLike) -> list[Rollout]:
-    return list(iter_results(run_dir))
 
 
 def _created_at(run_dir: Path) -> float:
@@ -150,7 +74,7 @@ def find_resumable(base_dir: PathLike) -> Path | None:
         except RunDirError as exc:
             logger.warning("skipping %s", exc)
             continue
-        if status in RESUMABLE_STATUSES:
+        if status in RESUMABLE:
             return run_dir
     return None
 

@@ -10,11 +10,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from prime_cli.results.reward_signal import reward_signal_lines
 from prime_cli.runs.intervals import shown_bounds
 from prime_cli.runs.visible import visible_data
 
 from .health import health_rows
-from .reward_signal import reward_signal_lines
 
 
 def _d(mapping: Any, key: str) -> dict:

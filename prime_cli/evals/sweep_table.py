@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from prime_cli.results.row_values import example_key, reward_value
+from prime_cli.results.summary import pass_at_k
 from prime_cli.runs.intervals import (
     examples_needed,
     format_p,
@@ -19,9 +21,6 @@ from prime_cli.runs.intervals import (
     signed,
 )
 from prime_cli.runs.status import RunStatus
-
-from .row_values import example_key, reward_value
-from .summary import pass_at_k
 
 
 @dataclass

@@ -15,6 +15,7 @@ from typing import IO, Any
 
 import prime_cli.envs as vf
 from prime_cli.envs.errors import EnvConfigError
+from prime_cli.results.gepa_schema import GepaMetadata
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import json_visible, visible
 
@@ -31,7 +32,6 @@ from .preflight import (
     preflight,
 )
 from .run_dir import STATE_FILE, GepaRunDir, RunDirError, default_base
-from .schema import GepaMetadata
 from .state import SearchState
 from .stopping import ReflectionsExhausted, SearchPoint
 from .uncertainty import bounds, bracket, paired_record, test_difference, verdict

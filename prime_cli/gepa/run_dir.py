@@ -12,14 +12,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from prime_cli.results.gepa_reader import read_jsonl
+from prime_cli.results.gepa_schema import (
+    FrontierRow,
+    GepaCandidate,
+    GepaIteration,
+    GepaMetadata,
+    GepaRunLayout,
+)
 from prime_cli.runs import json_lines
 from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from prime_cli.runs.metadata import RunDirError
 from prime_cli.runs.status import RunStatus
 
 from .pareto import best_candidate, row_fronts
-from .reader import read_jsonl
-from .schema import FrontierRow, GepaCandidate, GepaIteration, GepaMetadata, GepaRunLayout
 from .state import Candidate, SearchState
 
 STATE_FILE = GepaRunLayout.STATE

@@ -10,7 +10,7 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .schema import GepaCandidate
+from prime_cli.results.gepa_schema import GepaCandidate
 
 
 @dataclass

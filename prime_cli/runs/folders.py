@@ -4,7 +4,7 @@
 itself; `-R` / `--retry-errors` name an eval run folder. Each is checked (read only) before anything
 is started or written: a GEPA search never lands in an eval run, an eval never resumes a GEPA run,
 and neither writes into a folder of unrelated files. The checks of eval folders are in
-prime_cli/evals/run_folders.py.
+prime_cli/results/run_folders.py.
 """
 
 from __future__ import annotations

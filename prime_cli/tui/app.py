@@ -7,7 +7,7 @@ from pathlib import Path
 from textual.app import App
 from textual.binding import Binding
 
-from prime_cli.evals.reader import RunEntry, discover_runs
+from prime_cli.results.eval_reader import RunEntry, discover_runs
 from prime_cli.tui.locate import Located, locate
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from prime_cli.tui.text import message_text
 
-Row = Mapping[str, Any]  # a parsed row, or its small fields (prime_cli.evals.row_columns.SmallRow)
+Row = Mapping[str, Any]  # a parsed row, or its small fields (prime_cli.results.row_columns.SmallRow)
 Predicate = Callable[[Row], bool]
 
 TEXT_FIELDS = {"text", "prompt", "completion", "answer"}

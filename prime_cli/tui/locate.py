@@ -6,15 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prime_cli.evals.foreign_runs import is_foreign_run
-from prime_cli.evals.reader import (
+from prime_cli.results.eval_reader import (
     RunEntry,
     default_roots,
     discover_runs,
     read_entry,
     training_entry,
 )
-from prime_cli.evals.store import METADATA_FILE, RunDirError
+from prime_cli.results.foreign_runs import is_foreign_run
+from prime_cli.runs.metadata import METADATA_FILE, RunDirError
 from prime_cli.runs.training_reader import is_training_run
 
 # how deep `prime eval tui` (no PATH) looks below the working folder when ./outputs and

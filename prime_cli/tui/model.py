@@ -14,13 +14,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from prime_cli.evals.foreign_runs import resolve_run_dir
-from prime_cli.evals.reader import SCAN_SLICE, ResultsIndex, metadata_mtime, parse_line, slim_row
-from prime_cli.evals.row_columns import RowColumns, SmallRow
-from prime_cli.evals.row_index import load_index, results_stamp, save_index
-from prime_cli.evals.schema import MetadataRecord, Rollout, Summary
-from prime_cli.evals.store import RunDirError, read_metadata
-from prime_cli.evals.summary import summarize
+from prime_cli.results.eval_reader import (
+    SCAN_SLICE,
+    ResultsIndex,
+    metadata_mtime,
+    parse_line,
+    slim_row,
+)
+from prime_cli.results.eval_schema import MetadataRecord, Rollout, Summary
+from prime_cli.results.foreign_runs import resolve_run_dir
+from prime_cli.results.row_columns import RowColumns, SmallRow
+from prime_cli.results.row_index import load_index, results_stamp, save_index
+from prime_cli.results.summary import summarize
+from prime_cli.runs.metadata import RunDirError, read_metadata
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import visible
 from prime_cli.tui.filters import RowFilter

@@ -58,7 +58,7 @@ def test_json_events_still_end_with_done(tmp_path):
 
 
 def empty_summary() -> dict:
-    from prime_cli.evals.summary import summarize
+    from prime_cli.results.summary import summarize
 
     return {**summarize([]), "retries": {"calls_retried": 2, "retries": 6, "by_kind": {"connection": 6}, "gave_up": 2},
             "error_budget": {"max_error_rate": 0.1, "error_rate": 0.0, "errored_rollouts": 0, "rollouts": 0,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import statistics
 
-from prime_cli.evals.foreign_runs import detect_format
-from prime_cli.evals.results import load_run
+from prime_cli.results.eval_run import load_run
+from prime_cli.results.foreign_runs import detect_format
 from tests.support.cli import run_prime
 from tests.support.foreign_runs import (
     ERRORED,

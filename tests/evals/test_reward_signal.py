@@ -1,10 +1,10 @@
-"""Reward diversity within groups and difficulty at the pass threshold (prime_cli.evals.reward_signal)."""
+"""Reward diversity within groups and difficulty at the pass threshold (prime_cli.results.reward_signal)."""
 
 from __future__ import annotations
 
 import pytest
 
-from prime_cli.evals.reward_signal import reward_signal, reward_signal_lines
+from prime_cli.results.reward_signal import reward_signal, reward_signal_lines
 
 
 def rows(rewards_by_example: dict[int, list[float]], errored: set[tuple[int, int]] = frozenset()) -> list[dict]:

@@ -6,9 +6,9 @@ import json
 import math
 from pathlib import Path
 
-from prime_cli.evals.reader import ResultsIndex, slim_row
-from prime_cli.evals.row_columns import RowColumns
-from prime_cli.evals.row_index import INDEX_FILE, load_index, write_index
+from prime_cli.results.eval_reader import ResultsIndex, slim_row
+from prime_cli.results.row_columns import RowColumns
+from prime_cli.results.row_index import INDEX_FILE, load_index, write_index
 
 ODD_ROWS = [
     {"example_id": 0, "rollout_idx": 0, "prompt": [{"role": "user", "content": "hi"}], "completion": [], "answer": "x",

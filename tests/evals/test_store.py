@@ -10,22 +10,19 @@ from pathlib import Path
 import pytest
 
 from prime_cli.envs.errors import EnvConfigError
-from prime_cli.evals import store as store_mod
 from prime_cli.evals.store import (
-    RunDirError,
     RunStore,
     completed_pairs,
     default_base_dir,
     errored_rows,
     find_resumable,
-    iter_results,
     list_runs,
     model_dir_name,
-    new_run_id,
-    read_metadata,
-    read_results,
     state_to_row,
 )
+from prime_cli.results.eval_rows import iter_results, read_results
+from prime_cli.runs.ids import new_run_id
+from prime_cli.runs.metadata import RunDirError, read_metadata
 
 ROW_KEYS = {
     "example_id", "rollout_idx", "prompt", "completion", "answer", "task", "info", "reward", "metrics",
@@ -116,7 +113,7 @@ def test_failed_metadata_rewrite_leaves_old_file_and_no_temp(tmp_path, monkeypat
     def boom(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(store_mod.os, "replace", boom)
+    monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(OSError, match="disk full"):
         store.update_metadata(status="completed")
     monkeypatch.undo()
@@ -173,7 +170,7 @@ def test_reader_skips_a_truncated_last_line_quietly(tmp_path, caplog):
     store.close()
     with store.results_path.open("a") as fh:
         fh.write('{"example_id": 2, "rollout_i')
-    with caplog.at_level(logging.WARNING, logger="prime_cli.evals.store"):
+    with caplog.at_level(logging.WARNING, logger="prime_cli.results.eval_rows"):
         assert [r["example_id"] for r in iter_results(store.run_dir)] == [0, 1]
     assert caplog.records == []
 
@@ -182,7 +179,7 @@ def test_reader_warns_about_an_invalid_middle_line(tmp_path, caplog):
     store = RunStore.create(tmp_path, {})
     store.close()
     store.results_path.write_text('{"example_id": 0}\n{not json\n\n[1, 2]\n{"example_id": 3}\n')
-    with caplog.at_level(logging.WARNING, logger="prime_cli.evals.store"):
+    with caplog.at_level(logging.WARNING, logger="prime_cli.results.eval_rows"):
         assert [r["example_id"] for r in read_results(store.run_dir)] == [0, 3]
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 2

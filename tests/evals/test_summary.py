@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from prime_cli.evals.summary import RunningStats, metadata_fields, pass_at_k, summarize
+from prime_cli.results.summary import RunningStats, metadata_fields, pass_at_k, summarize
 
 
 def brute_pass_at_k(n, c, k):
@@ -155,7 +155,7 @@ def test_metadata_fields_split():
 
 
 def test_store_and_summary_import_no_pandas():
-    code = ("import sys, prime_cli.evals.store, prime_cli.evals.summary; "
+    code = ("import sys, prime_cli.evals.store, prime_cli.results.summary; "
             "print(sorted(m for m in ('pandas', 'numpy', 'openai') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

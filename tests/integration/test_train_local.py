@@ -112,8 +112,8 @@ def test_online_evals_are_eval_runs_and_their_means_are_in_the_metrics(trained_r
     """[orchestrator.eval] interval = 5: the adapters of steps 0, 5, ..., max_steps, each an ordinary eval
     run under online_evals/step_N/reverse-text/, one evals.jsonl line and one terminal line each, and the means
     in metrics.jsonl (on the first row written after the eval, the last step's on the last row)."""
-    from prime_cli.evals.reader import read_entry
-    from prime_cli.evals.results import load_run
+    from prime_cli.results.eval_reader import read_entry
+    from prime_cli.results.eval_run import load_run
 
     out, rows, stderr = trained_run
     config = json.loads((out / "config.json").read_text())

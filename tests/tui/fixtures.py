@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from prime_cli.evals.store import model_dir_name, to_json
-from prime_cli.evals.summary import metadata_fields, summarize
+from prime_cli.results.eval_rows import to_json
+from prime_cli.results.eval_schema import EvalRunLayout
+from prime_cli.results.summary import metadata_fields, summarize
 
 SYSTEM = "Reverse the text you are given character by character. Reply inside <reversed_text> tags."
 WORDS = ["alpha beta", "gamma delta", "epsilon zeta", "eta theta", "iota kappa", "lambda mu"]
@@ -53,7 +54,7 @@ def write_eval_run(root: Path, rows: list[dict[str, Any]], *, env_id: str = "rev
                    run_id: str = "20260101-120000-abc123", status: str = "completed",
                    date: str = "2026-01-01T12:00:00+00:00", truncated_tail: str = "") -> Path:
     """`root/outputs/evals/<env>--<model>/<run_id>/` with metadata.json and results.jsonl."""
-    run_dir = root / "outputs" / "evals" / f"{model_dir_name(env_id)}--{model_dir_name(model)}" / run_id
+    run_dir = root / "outputs" / "evals" / f"{EvalRunLayout.folder_name(env_id)}--{EvalRunLayout.folder_name(model)}" / run_id
     run_dir.mkdir(parents=True)
     examples = sorted({row["example_id"] for row in rows})
     meta: dict[str, Any] = {

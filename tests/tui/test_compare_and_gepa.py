@@ -2,7 +2,7 @@
 
 import json
 
-from prime_cli.evals.compare import compare_runs
+from prime_cli.results.compare import compare_runs
 from prime_cli.tui.app import make_app
 from prime_cli.tui.screens.compare import CompareScreen, SideBySideScreen
 from prime_cli.tui.screens.gepa import GepaScreen

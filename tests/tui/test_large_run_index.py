@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from prime_cli.evals.row_index import INDEX_FILE, load_index, write_index
+from prime_cli.results.row_index import INDEX_FILE, load_index, write_index
 from prime_cli.tui.app import make_app
 from prime_cli.tui.screens.rollouts import RolloutsScreen
 from prime_cli.tui.widgets.virtual_table import VirtualTable

@@ -11,8 +11,8 @@ import threading
 import pytest
 
 import prime_cli.envs as vf
-from prime_cli.evals.reader import read_entry
-from prime_cli.evals.results import load_run
+from prime_cli.results.eval_reader import read_entry
+from prime_cli.results.eval_run import load_run
 from prime_cli.train.config import RLConfig
 from prime_cli.train.plugin_api import TrainingRunLayout
 from prime_lora.orchestrator import loop, weights

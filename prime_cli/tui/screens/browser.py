@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from prime_cli.evals.reader import RunEntry
+from prime_cli.results.eval_reader import RunEntry
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import visible
 from prime_cli.tui.style import fmt, short_date, status_text

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from prime_cli.evals.compare import setting_differences
+from prime_cli.results.compare import setting_differences
 from prime_cli.runs.visible import visible
 from prime_cli.tui.model import RunModel
 from prime_cli.tui.rows import Comparison, ExampleGroup, PairedExample, compare

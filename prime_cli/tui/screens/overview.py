@@ -16,7 +16,7 @@ from textual.containers import Grid, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from prime_cli.evals.schema import MetadataRecord, Summary
+from prime_cli.results.eval_schema import MetadataRecord, Summary
 from prime_cli.runs.intervals import shown_bounds
 from prime_cli.runs.visible import json_visible, visible, visible_data
 from prime_cli.tui.model import RunModel

@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from prime_cli.evals.summary import error_kind
+from prime_cli.results.summary import error_kind
 from prime_cli.runs.visible import visible
 from prime_cli.tui.filters import FilterError, RowFilter, parse_filter
 from prime_cli.tui.model import RunModel

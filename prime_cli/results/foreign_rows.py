@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .schema import Rollout
+from .eval_schema import Rollout
 
 SOURCE_FIELDS = "source_fields"
 

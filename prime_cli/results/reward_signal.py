@@ -20,8 +20,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from .eval_schema import Rollout, Summary
 from .row_values import example_key, reward_value
-from .schema import Rollout, Summary
 
 TOO_EASY = 0.80
 TOO_HARD = 0.05

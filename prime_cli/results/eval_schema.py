@@ -74,7 +74,7 @@ NESTED_ROW_KEYS = ("prompt", "completion", "answer", "info", "metrics", "error",
 
 
 class Summary(TypedDict, total=False):
-    """`prime_cli.evals.summary.summarize`: what a run's rows add up to (metadata.json `summary`)."""
+    """`prime_cli.results.summary.summarize`: what a run's rows add up to (metadata.json `summary`)."""
 
     num_rollouts: int
     num_examples: int
@@ -108,7 +108,7 @@ class MetadataRecord(TypedDict, total=False):
     Why two types for one file: the writer side (store, run_files, resume) merges a few fields at a
     time into the object as it was read and writes it back, so a key an older file (or another tool)
     lacks must stay absent and an unknown key must survive; `RunMetadata` fills defaults for
-    readers (results.load_run, export) and validates types. One pydantic model for both would write
+    readers (eval_run.load_run, export) and validates types. One pydantic model for both would write
     its defaults into every resumed run's file. `RunMetadata.from_record` / `to_record` convert."""
 
     env_id: str

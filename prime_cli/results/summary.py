@@ -1,7 +1,7 @@
 """Summaries of eval result rows: averages, pass@k, errors, timing and token usage.
 
 Plain Python (no pandas) so that summarising a run stays fast to import and to compute. A row is a
-results.jsonl row (`prime_cli.evals.schema.Rollout`). A reward of None (an unscored or
+results.jsonl row (`prime_cli.results.eval_schema.Rollout`). A reward of None (an unscored or
 errored rollout) counts as 0.0.
 """
 
@@ -16,9 +16,9 @@ from typing import Any
 
 from prime_cli.runs.intervals import Interval, clustered_interval, examples_needed
 
+from .eval_schema import MetadataRecord, Rollout, Summary
 from .reward_signal import reward_signal
 from .row_values import example_key, reward_value
-from .schema import MetadataRecord, Rollout, Summary
 
 METADATA_SUMMARY_KEYS = ("avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage")
 _ERROR_NAME = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:(]")
@@ -221,7 +221,7 @@ def summarize(rows: Iterable[Rollout], pass_threshold: float = 1.0) -> Summary:
     A rollout passes (for pass@k) when its reward >= `pass_threshold`; pass@k is reported for
     k = 1, 2, 4, ... up to the smallest number of rollouts of an example, averaged over examples.
     With no rows, counts are 0 and averages None. `reward_diversity` and `difficulty` say whether the
-    run is a useful RL baseline (see `prime_cli.evals.reward_signal`).
+    run is a useful RL baseline (see `prime_cli.results.reward_signal`).
     """
     rows = list(rows)
     summary = _summarize_one(rows, pass_threshold)

@@ -4,7 +4,7 @@
 line starts (a cheap byte scan, done in slices) and parses a row only when it is read. `scan()`
 picks up lines appended since the last call, so a run that is still being written can be followed;
 a partial last line (a write in progress, or a killed run) is left out until it is complete.
-Rows are read with `store.read_metadata`'s rules: see DESIGN.md, "Eval results on disk".
+Rows are read with `eval_rows.iter_results`'s rules: see DESIGN.md, "Eval results on disk".
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from prime_cli.evals.foreign_runs import TRACES_FILE, resolve_run_dir
-from prime_cli.evals.row_columns import HEAVY_KEYS
-from prime_cli.evals.schema import EvalRunLayout, MetadataRecord, Rollout
-from prime_cli.evals.store import RunDirError, read_metadata
+from prime_cli.results.eval_schema import EvalRunLayout, MetadataRecord, Rollout
+from prime_cli.results.foreign_runs import TRACES_FILE, resolve_run_dir
+from prime_cli.results.row_columns import HEAVY_KEYS
 from prime_cli.runs.layouts import GepaRunLayout
+from prime_cli.runs.metadata import RunDirError, read_metadata
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.training_reader import find_training_runs, read_training_run
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from prime_cli.runs.folders import folder_kind, folder_metadata
 from prime_cli.runs.metadata import METADATA_FILE, RunDirError
 
-from .schema import MetadataRecord
-from .store import RESULTS_FILE
+from .eval_rows import RESULTS_FILE
+from .eval_schema import MetadataRecord
 
 
 def check_eval_output_dir(output_dir: Path, base: Path) -> None:

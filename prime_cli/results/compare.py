@@ -22,7 +22,7 @@ from prime_cli.runs.intervals import (
     signed,
 )
 
-from .results import EvalRun, load_run
+from .eval_run import EvalRun, load_run
 from .row_values import example_key
 
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prime_cli.evals.reader import ResultsIndex
-from prime_cli.evals.row_columns import ABSENT, SECTION, RowColumns
-from prime_cli.evals.schema import EvalRunLayout
-from prime_cli.evals.store import RESULTS_FILE
+from prime_cli.results.eval_reader import ResultsIndex
+from prime_cli.results.eval_rows import RESULTS_FILE
+from prime_cli.results.eval_schema import EvalRunLayout
+from prime_cli.results.row_columns import ABSENT, SECTION, RowColumns
 from prime_cli.runs.atomic import write_atomic
 
 INDEX_FILE = EvalRunLayout.INDEX

@@ -17,7 +17,7 @@ from typing import Any
 from prime_cli.runs.metadata import RunDirError, read_metadata
 from prime_cli.runs.status import RunStatus
 
-from .schema import FrontierRow, GepaCandidate, GepaIteration, GepaMetadata, GepaRunLayout
+from .gepa_schema import FrontierRow, GepaCandidate, GepaIteration, GepaMetadata, GepaRunLayout
 
 logger = logging.getLogger(__name__)
 
