@@ -133,11 +133,13 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     total = jobs.total_rollouts + stats.snapshot()["done"]
     fatal: list[str] = []
     over_budget: list[str] = []  # why the error budget stopped the run (this process's rollouts only)
+    errored_here = 0  # errored rows among new_rows, counted as they come rather than rescanned per error
     start = time.perf_counter()
 
     def check_budget() -> None:
-        errored = sum(1 for row in new_rows if row.get("error"))
-        if over_budget or not (reason := budget_stop_reason(errored, len(new_rows), config.max_error_rate)):
+        nonlocal errored_here
+        errored_here += 1
+        if over_budget or not (reason := budget_stop_reason(errored_here, len(new_rows), config.max_error_rate)):
             return
         over_budget.append(f"{reason}; first errors: {first_errors(new_rows)}")
         logger.error("%s: the run stops", over_budget[0])

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.environments.conftest import data_root
-from tests.support.cli import run_prime
+from tests.support.cli import main_in_process, run_prime
 from tests.train.support import MINIMAL
 
 URL = "http://127.0.0.1:9/v1"  # nothing listens: a bad value that is not refused would end as 'cannot reach'
@@ -198,26 +198,15 @@ def check_line(path: tuple[str, ...], flag: str, code: int, out: str, err: str) 
     return line
 
 
-def in_process(args: list[str], capsys) -> tuple[int, str, str]:
-    from prime_cli.cli.main import main
-
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    captured = capsys.readouterr()
-    code = exit_info.value.code
-    return (code if isinstance(code, int) else 1), captured.out, captured.err
-
-
 @pytest.mark.parametrize(("path", "flag", "args"), CASES, ids=[" ".join(c[2]) for c in CASES])
 def test_a_bad_value_is_one_line_naming_the_flag(path, flag, args, placeholders, capsys):
-    check_line(path, flag, *in_process(filled(args, placeholders), capsys))
+    check_line(path, flag, *main_in_process(filled(args, placeholders), capsys))
 
 
 def test_the_messages_say_what_the_value_must_be(placeholders, capsys):
     def line(args: list[str]) -> str:
         path = ("train",) if args[0] == "train" else tuple(args[:2])
-        return check_line(path, args[-2], *in_process(filled(args, placeholders), capsys))
+        return check_line(path, args[-2], *main_in_process(filled(args, placeholders), capsys))
 
     assert line([*EVAL, "-n", "-3"]) == "error: -n/--num-examples must be a positive number, or -1 for all (got -3)"
     assert line([*EVAL, "-c", "0"]) == "error: -c/--max-concurrent must be at least 1 (got 0)"

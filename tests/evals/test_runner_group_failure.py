@@ -8,22 +8,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-import pytest
-
 from prime_cli.evals import run_files
 from tests.evals.cli_support import only_run_dir, read_rows
+from tests.support.cli import main_in_process
 from tests.support.scripted_server import ScriptedOpenAIServer
-
-
-def run_main(args: list[str], capsys) -> tuple[int, str, str]:
-    from prime_cli.cli.main import main
-
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    out = capsys.readouterr()
-    code = exit_info.value.code
-    return (code if isinstance(code, int) else 1), out.out, out.err
 
 
 def test_a_group_that_raises_fails_the_run_and_resume_runs_exactly_the_missing_rollouts(tmp_path, monkeypatch, capsys):
@@ -40,7 +28,7 @@ def test_a_group_that_raises_fails_the_run_and_resume_runs_exactly_the_missing_r
     monkeypatch.setattr(run_files.RunFiles, "write", full_disk_once)
     with ScriptedOpenAIServer() as server:
         args = ["eval", "run", "reverse-text", "-m", "m", "-b", server.url, "-n", "12", "-r", "2", "-c", "2", "-s"]
-        code, out, err = run_main(args, capsys)
+        code, out, err = main_in_process(args, capsys)
         run_dir = only_run_dir(tmp_path / "outputs")
         meta = json.loads((run_dir / "metadata.json").read_text())
         assert code == 1 and meta["status"] == "failed", (code, meta["status"], err[-2000:])
@@ -51,7 +39,7 @@ def test_a_group_that_raises_fails_the_run_and_resume_runs_exactly_the_missing_r
         kept = read_rows(run_dir)
         assert len(kept) < 24
         monkeypatch.setattr(run_files.RunFiles, "write", write)
-        code, out, err = run_main(["eval", "run", "reverse-text", "-R", str(run_dir), "-b", server.url], capsys)
+        code, out, err = main_in_process(["eval", "run", "reverse-text", "-R", str(run_dir), "-b", server.url], capsys)
     assert code == 0, err[-2000:]
     rows = read_rows(run_dir)
     pairs = Counter((row["example_id"], row["rollout_idx"]) for row in rows)

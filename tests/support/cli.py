@@ -39,6 +39,21 @@ def run_prime(args: list[str], cwd: Path, extra_env: dict[str, str] | None = Non
                           text=True, timeout=timeout, input=input)
 
 
+def main_in_process(args: list[str], capsys) -> tuple[int, str, str]:
+    """`prime ARGS` through the CLI entry point in this process (exit code, stdout, stderr): for tests that
+    need to monkeypatch the engine, or run many cases fast."""
+    import pytest
+
+    from prime_cli.cli.main import main
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    captured = capsys.readouterr()
+    code = exit_info.value.code
+    return (code if isinstance(code, int) else 1), captured.out, captured.err
+
+
 def run_shell(command: str, cwd: Path, extra_env: dict[str, str] | None = None,
               timeout: float = 120) -> subprocess.CompletedProcess:
     """A command line exactly as printed for the user to paste (e.g. a resume command)."""
