@@ -1,10 +1,10 @@
 """reverse-text: reverse a sentence character by character.
 
-Single turn. The model answers inside <reversed_text> tags; the reward is the longest-common-
-subsequence ratio between its answer and the true reversal (partial credit), plus a small format
-reward. With `plain_text` it answers with the reversed text alone (after two worked examples) and
-the whole reply is scored by LCS over the longer of reply and reversal, so neither a short fragment
-nor rambling scores well. Sentences are generated offline with Faker from a seed; `dataset_name`
+Single turn. The model answers inside <reversed_text> tags; the reward is the longest common
+subsequence of its answer and the true reversal over the longer of the two (`length_aware_lcs`:
+partial credit, but a fragment earns only its share and rambling loses in proportion), plus a small
+format reward. With `plain_text` it answers with the reversed text alone (after two worked
+examples) and the whole reply is scored the same way. Sentences are generated offline with Faker from a seed; `dataset_name`
 loads a Hugging Face dataset with a `prompt` or `text` column instead (needs `datasets`).
 """
 
@@ -56,7 +56,9 @@ def lcs_ratio(a: str, b: str) -> float:
 def length_aware_lcs(reply: str, answer: str) -> float:
     """LCS / max(len(reply), len(answer)): 1.0 only for the exact answer, and at most
     len(reply) / len(answer) for a shorter reply (a fragment of the answer earns its share only),
-    at most len(answer) / len(reply) for a longer one."""
+    at most len(answer) / len(reply) for a longer one. The reward of every mode: `lcs_ratio`, the
+    reward before, pays a 3-character prefix about twice its share, and RL on it taught a small
+    policy to answer short (`prime env check reverse-text` said so)."""
     if not reply and not answer:
         return 1.0
     return lcs_length(reply, answer) / max(len(reply), len(answer))
@@ -98,11 +100,11 @@ def completion_text(completion: vf.Messages) -> str:
 
 def tagged_rubric(parser: vf.XMLParser, format_weight: float, answer_without_tags: bool) -> vf.Rubric:
     def lcs_reward(completion, answer, parser) -> float:
-        """Similarity of the parsed answer to the true reversal."""
+        """LCS of the parsed answer and the true reversal, over the longer of the two."""
         parsed = parser.parse_answer(completion)
         if parsed is None and answer_without_tags:
             parsed = completion_text(completion).strip()
-        return lcs_ratio(parsed or "", answer)
+        return length_aware_lcs(parsed or "", answer)
 
     return vf.Rubric(funcs=[lcs_reward, parser.get_format_reward_func()], weights=[1.0, format_weight], parser=parser)
 
@@ -138,13 +140,8 @@ def load_environment(
             0). Small models rarely use the tags; this gives them partial credit to learn from
             (SmolLM2-135M: mean 0.15, within-group std 0.07 at temperature 1).
         plain_text: ask for the reversed text alone (no tags; the prompt shows two worked examples
-            as earlier turns) and score the whole reply with `length_aware_lcs`,
-            LCS / max(len(reply), len(answer)); no format reward (format_weight and
-            answer_without_tags do not apply). The default score,
-            2 * LCS / (len(reply) + len(answer)), pays a short fragment of the answer well (its
-            first half scores 0.67) and RL finds that: the policy learns to answer short. Here that
-            half scores 0.5 and a fragment of k characters at most k / len(answer); a reply longer
-            than the reversal loses in the same proportion. For RL on small models
+            as earlier turns) and score the whole reply with `length_aware_lcs`; no format reward
+            (format_weight and answer_without_tags do not apply). For RL on small models
             (configs/rl/reverse-text-cpu.toml; SmolLM2-135M, 8-12 words, 48 tokens: mean 0.26,
             within-group std 0.04 at temperature 1).
     """
