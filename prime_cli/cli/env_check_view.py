@@ -27,8 +27,7 @@ def print_report(report: Any) -> None:
                       title="mean score per reply kind", title_justify="left")
         for func, scores in report.table.items():
             weight = "" if func == REWARD else f"{report.weights.get(func, 0):g}"
-            cells = ["skipped" if func in report.skipped else "-" if scores[k] is None else f"{scores[k]:.2f}"
-                     for k in kinds]
+            cells = [_cell(report, func, scores[k]) for k in kinds]
             table.add_row(visible(func), weight, *cells)
         console.print(table)
     for note in report.notes:
@@ -37,3 +36,11 @@ def print_report(report: Any) -> None:
         say(f"problem: {problem}")
     say("ok: the reference gets the top reward and no reply kind is paid like it" if report.ok
         else f"{len(report.problems)} problem{'s' if len(report.problems) != 1 else ''}")
+
+
+def _cell(report: Any, func: str, score: float | None) -> str:
+    if func in report.skipped:
+        return "skipped"
+    if score is None:  # no rollout of this kind, or the function raised on every one (a problem line says so)
+        return "error" if func in report.errored else "-"
+    return f"{score:.2f}"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from . import options
 from .errors import fail, json_object_arg
 from .options import EnvArgsOpt
 
@@ -124,9 +125,14 @@ def check(
     name: str = typer.Argument(..., help="Environment id, e.g. reverse-text."),
     env_args: EnvArgsOpt = None,
     num_examples: int = typer.Option(20, "-n", "--num-examples", help="Eval rows to check (-1: all)."),
+    model: options.JudgeModelOpt = None,
+    base_url: options.BaseUrlOpt = None,
+    api_key_var: options.ApiKeyVarOpt = None,
+    endpoints_path: options.EndpointsPathOpt = None,
+    max_retries: options.MaxRetriesOpt = None,
     json_output: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
 ) -> None:
-    """Find a broken reward before paying for rollouts; no model is called.
+    """Find a broken reward before paying for rollouts; no policy model is called.
 
     On a sample of the eval split: every row has a prompt, answers and info have one type, the prompt
     asks for the format the parser reads, tool schemas are valid and env_response answers a scripted turn.
@@ -134,17 +140,26 @@ def check(
     (the row's answer written as the parser reads it) and adversarial replies: an empty reply, another
     row's answer, the answer without its format, a 3-character prefix, the prompt echoed back, a long
     repetition. The reference must get the top reward and no reward function may pay the adversarial
-    replies like the reference. Judge-model rewards are skipped. Exit 0: no problem; 1: problems,
-    one line each; 2: bad input.
+    replies like the reference. Judge-model rewards (JudgeRubric) are skipped with a note unless -m names
+    a judge model, which then scores every reply (one judge call per reply and rubric; -b, -k, -e as in
+    `prime eval run`). Exit 0: no problem; 1: problems, one line each; 2: bad input.
     """
     if num_examples == 0 or num_examples < -1:
         fail(f"-n/--num-examples must be a positive number, or -1 for all (got {num_examples})")
+    if max_retries is not None and max_retries < 0:
+        fail(f"--max-retries must be at least 0 (got {max_retries})")
+    given = {"-b/--api-base-url": base_url, "-k/--api-key-var": api_key_var,
+             "-e/--endpoints-path": endpoints_path, "--max-retries": max_retries}
+    if model is None and any(value is not None for value in given.values()):
+        flag = next(flag for flag, value in given.items() if value is not None)
+        fail(f"{flag} applies to the judge model; add -m MODEL")
     args = json_object_arg("-a/--env-args", env_args or None) or {}
     from prime_cli.envs.errors import EnvConfigError
-    from prime_cli.workspace.env_check import check_environment
+    from prime_cli.workspace.env_check import JudgeFlags, check_environment
 
+    judge = JudgeFlags(model, base_url, api_key_var, endpoints_path, max_retries) if model is not None else None
     try:
-        report = check_environment(name, args, num_examples)
+        report = check_environment(name, args, num_examples, judge)
     except EnvConfigError as exc:
         fail(str(exc))
     if json_output:

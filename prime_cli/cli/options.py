@@ -12,6 +12,11 @@ ModelOpt = Annotated[str | None, typer.Option(
     "-m", "--model",
     help="The model that answers the environment's prompts: an endpoint id from the registry, a model id used "
     "with -b, or a LiteLLM provider name (anthropic/claude-sonnet-4). Default: local.")]
+# `prime env check`: its -m names the judge model of JudgeRubric rewards (the policy model is never called)
+JudgeModelOpt = Annotated[str | None, typer.Option(
+    "-m", "--model",
+    help="The judge model that scores JudgeRubric rewards: an endpoint id from the registry, a model id used "
+    "with -b, or a LiteLLM provider name. Default: none, and judge rewards are skipped.")]
 BaseUrlOpt = Annotated[str | None, typer.Option(
     "-b", "--api-base-url", help="OpenAI-compatible base URL of the -m model (e.g. http://localhost:8000/v1).")]
 ApiKeyVarOpt = Annotated[str | None, typer.Option(

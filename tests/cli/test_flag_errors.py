@@ -102,6 +102,11 @@ BAD: dict[tuple[str, ...], dict[str, list[str]]] = {
     ("env", "check"): {
         "-a": ["env", "check", "reverse-text", "-a", "{bad"],
         "-n": ["env", "check", "reverse-text", "-n", "-3"],
+        "-m": ["env", "check", "reverse-text", "-m", "nosuch"],
+        "-b": ["env", "check", "reverse-text", "-m", "x", "-b", "localhost:8000"],
+        "-k": ["env", "check", "reverse-text", "-m", "x", "-b", URL, "-k", UNSET],
+        "-e": ["env", "check", "reverse-text", "-m", "x", "-e", "missing.toml"],
+        "--max-retries": ["env", "check", "reverse-text", "-m", "x", "-b", URL, "--max-retries", "-1"],
     },
     ("eval", "compare"): {"--power": ["eval", "compare", RUN, RUN, "--power", "0"]},
     ("eval", "rescore"): {
@@ -127,6 +132,7 @@ MORE = [
     ("--max-concurrent", [*EVAL, "--max-concurrent", "0"]),
     ("--timeout", [*EVAL, "--timeout", "-5"]),
     ("-n", ["env", "check", "reverse-text", "-n", "all"]),
+    ("-b", ["env", "check", "reverse-text", "-b", URL]),  # a judge flag without -m
 ]
 
 

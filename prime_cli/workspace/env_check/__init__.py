@@ -1,6 +1,7 @@
 """`prime env check`: find a broken reward before paying for rollouts.
 
-No model is called. The environment is loaded as `prime eval run` loads it; on a sample of its eval
+No policy model is called; judge rubrics are skipped, or scored by the judge model `-m` names
+(judges.py). The environment is loaded as `prime eval run` loads it; on a sample of its eval
 split the dataset and the prompt/parser agreement are checked, tool schemas and one scripted
 `env_response` turn too, and the rubric scores a reference reply and adversarial replies through the
 environment's own rollout and group scoring. Every problem is one line; any problem fails the check.
@@ -19,11 +20,13 @@ from .dataset_checks import (
     raw_type_problems,
     row_problems,
 )
+from .judges import JudgeFlags, judge_specs, open_judges
 from .rollouts import judge_rubrics, score_rows, skip_judges
 from .turn_checks import schema_notes, schema_problems, scripted_turn_problems
 from .verdict import (
     REWARD,
     error_problems,
+    errored_functions,
     function_problems,
     prefix_share,
     reward_problems,
@@ -42,6 +45,7 @@ class CheckReport:
     weights: dict[str, float] = field(default_factory=dict)
     table: dict[str, dict[str, float | None]] = field(default_factory=dict)  # function -> kind -> mean
     skipped: list[str] = field(default_factory=list)
+    errored: list[str] = field(default_factory=list)  # functions that raised on some rollout (a judge that failed)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -52,18 +56,21 @@ class CheckReport:
     def as_dict(self) -> dict[str, Any]:
         return {"env_id": self.env_id, "ok": self.ok, "examples": self.examples,
                 "reference_writing": self.reference_writing, "kinds": {k: v for k, v in KINDS.items()},
-                "weights": self.weights, "table": self.table, "skipped": self.skipped,
+                "weights": self.weights, "table": self.table, "skipped": self.skipped, "errored": self.errored,
                 "problems": self.problems, "notes": self.notes}
 
 
-def check_environment(env_id: str, env_args: dict[str, Any] | None = None, num_examples: int = 20) -> CheckReport:
-    """Raises EnvConfigError when the environment cannot be loaded (bad name or arguments)."""
+def check_environment(env_id: str, env_args: dict[str, Any] | None = None, num_examples: int = 20,
+                      judge: JudgeFlags | None = None) -> CheckReport:
+    """Raises EnvConfigError when the environment cannot be loaded (bad name or arguments) or the judge
+    model flags are wrong (ClientConfigError). Without `judge`, judge rubrics are skipped."""
     from prime_cli.envs.errors import EnvConfigError
     from prime_cli.envs.loader import load_environment
 
     from .. import check_env_name
 
     env_id = check_env_name(env_id)
+    specs = judge_specs(judge) if judge else None  # bad -m/-b/-k/-e fail before the environment loads
     try:
         env = load_environment(env_id, **(env_args or {}))
     except EnvConfigError:
@@ -84,26 +91,41 @@ def check_environment(env_id: str, env_args: dict[str, Any] | None = None, num_e
     replies = _replies(env, rows, report)
     report.problems += schema_problems(env.oai_tools or [])
     report.notes += schema_notes(env.oai_tools or [])
-    if judge_rubrics(env.rubric):
+    pool = None
+    if not judge_rubrics(env.rubric):
+        if judge:
+            report.notes.append(f"-m {judge.model}: the environment has no judge rubric; no model was called")
+    elif specs:
+        pool = open_judges(env.rubric, specs, judge.max_retries if judge else None)
+    else:
         skip_judges(env.rubric)
     turn_problems, turn_notes = asyncio.run(scripted_turn_problems(env, rows, replies))
     report.problems += turn_problems
     report.notes += turn_notes
     try:
-        scored = asyncio.run(score_rows(env, rows, replies))
+        scored = asyncio.run(_scored(env, rows, replies, pool))
     except Exception as exc:  # a RubricError (e.g. a reward function asking for an unknown argument)
         report.problems.append(f"scoring raised {type(exc).__name__}: {exc}")
         return report
     report.weights = weights_of(env.rubric)
     report.table = score_table(scored, env.rubric.get_reward_func_names())
     report.skipped = skipped_functions(scored)
+    report.errored = errored_functions(scored)
     for name in report.skipped:
-        report.notes.append(f"{name} is a judge-model reward: skipped (prime env check does not call judge models yet)")
+        report.notes.append(f"{name} is a judge-model reward: skipped (pass -m MODEL to score it with a judge model)")
     report.problems += error_problems(scored)
     report.problems += function_problems(report.table, report.weights, report.skipped, report.reference_writing,
                                          prefix_share(scored))
     report.problems += reward_problems(scored, report.table)
     return report
+
+
+async def _scored(env: Any, rows: list[dict[str, Any]], replies: list[dict[str, str | None]], pool: Any) -> Any:
+    try:
+        return await score_rows(env, rows, replies)
+    finally:
+        if pool is not None:  # the judge's clients, closed in the loop that used them
+            await pool.aclose()
 
 
 def _replies(env: Any, rows: list[dict[str, Any]], report: CheckReport) -> list[dict[str, str | None]]:
@@ -145,4 +167,4 @@ def _describe(how: str) -> str:
     return "as is"
 
 
-__all__ = ["REWARD", "CheckReport", "check_environment"]
+__all__ = ["REWARD", "CheckReport", "JudgeFlags", "check_environment"]

@@ -45,13 +45,25 @@ def child_rubrics(rubric: Rubric) -> list[Rubric]:
 
 
 def score_table(rows: list[ScoredRow], names: list[str]) -> dict[str, dict[str, float | None]]:
+    """Mean scores; a function's score on a rollout where it raised (or was skipped) is no score, not a 0:
+    a kind on which it raised every time is None."""
     table: dict[str, dict[str, float | None]] = {}
     for name in [*names, REWARD]:
         table[name] = {}
         for kind in KINDS:
-            values = [_value(r, kind, name) for r in rows if kind in r.states]
+            values = [_value(r, kind, name) for r in rows if kind in r.states and not _raised(r.states[kind], name)]
             table[name][kind] = sum(values) / len(values) if values else None
     return table
+
+
+def _raised(state: Any, name: str) -> bool:
+    return any(e.get("func") == name for e in state.get("metrics_errors") or [])
+
+
+def errored_functions(rows: list[ScoredRow]) -> list[str]:
+    """Functions that raised (not skipped judges) on some rollout."""
+    return sorted({e.get("func") for r in rows for s in r.states.values() for e in s.get("metrics_errors") or []
+                   if e.get("type") != SKIPPED_ERROR})
 
 
 def _value(row: ScoredRow, kind: str, name: str) -> float:
@@ -119,7 +131,9 @@ def function_problems(table: dict[str, dict[str, float | None]], weights: dict[s
         if weight <= 0 or name in skipped or name not in table:
             continue
         scores = table[name]
-        reference = scores["reference"] or 0.0
+        if scores["reference"] is None:  # it raised on every reference rollout: error_problems names it
+            continue
+        reference = scores["reference"]
         if reference <= 0:
             problems.append(f"{name} never exceeds 0 on reference rollouts (the answer written {reference_how}): "
                             "it pays for something the reference lacks")
