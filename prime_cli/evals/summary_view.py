@@ -73,6 +73,12 @@ def _power_text(power: dict) -> str:
             "with the paired spread")
 
 
+def _errored(s: dict) -> int:
+    """Errored rollouts a summary's scores leave out (0 for summaries written before they were left out)."""
+    total, scored = s.get("num_rollouts"), s.get("num_scored")
+    return total - scored if isinstance(total, int) and isinstance(scored, int) else 0
+
+
 def _overview(s: dict) -> list[tuple[str, str, str]]:
     """(label, value, style) lines of the summary that are present in ``s``."""
     rows: list[tuple[str, str, str]] = []
@@ -80,10 +86,17 @@ def _overview(s: dict) -> list[tuple[str, str, str]]:
         shape = f" ({_num(s.get('num_examples'))} examples x {_num(s.get('rollouts_per_example'))})"
         rows.append(("Rollouts", _num(s["num_rollouts"]) + shape, ""))
     intervals = _d(s, "ci95")
+    errored = _errored(s)
     if s.get("avg_reward") is not None:
         reward_ci = intervals.get("reward")
-        rows.append(("Reward", _with_interval(reward_ci, s.get("std_reward")) if isinstance(reward_ci, dict)
-                     else _mean_std(s["avg_reward"], s.get("std_reward")), "bold"))
+        text = (_with_interval(reward_ci, s.get("std_reward")) if isinstance(reward_ci, dict)
+                else _mean_std(s["avg_reward"], s.get("std_reward")))
+        if errored:
+            text += (f"; {_num(s.get('num_scored'))} scored rollouts; {_num(errored)} errored left out "
+                     f"({_num(s.get('avg_reward_errors_as_zero'))} with them as 0)")
+        rows.append(("Reward", text, "bold"))
+    elif errored and not s.get("num_scored"):
+        rows.append(("Reward", f"none: no rollout was scored ({_num(errored)} errored)", "bold red"))
     if power := _d(s, "power"):
         rows.append(("Power", _power_text(power), ""))
     if pass_at_k := _d(s, "pass_at_k"):

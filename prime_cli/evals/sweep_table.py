@@ -45,7 +45,8 @@ def sweep_row(label: str, step: int | None, model: str, outcome: Any, rollouts_p
     """The row of one finished eval (`outcome` is the runner's EvalOutcome)."""
     groups: dict[Any, list[bool]] = defaultdict(list)
     for row in outcome.rows:
-        groups[example_key(row.get("example_id"))].append(reward_value(row.get("reward")) >= pass_threshold)
+        if not row.get("error"):  # an errored rollout is counted in the summary, never scored as a fail
+            groups[example_key(row.get("example_id"))].append(reward_value(row.get("reward")) >= pass_threshold)
     k = rollouts_per_example
     scores = [pass_at_k(len(passed), sum(passed), k) for passed in groups.values() if len(passed) >= k]
     summary = outcome.summary

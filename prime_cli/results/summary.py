@@ -1,8 +1,10 @@
 """Summaries of eval result rows: averages, pass@k, errors, timing and token usage.
 
 Plain Python (no pandas) so that summarising a run stays fast to import and to compute. A row is a
-results.jsonl row (`prime_cli.results.eval_schema.Rollout`). A reward of None (an unscored or
-errored rollout) counts as 0.0.
+results.jsonl row (`prime_cli.results.eval_schema.Rollout`). A rollout that errored is counted
+(`avg_error`, `error_kinds`) and left out of every score (reward, metrics, pass@k and their intervals),
+never scored as 0.0; `avg_reward_errors_as_zero` keeps the mean with errors as 0 (verifiers' raw mean).
+A reward of None on a rollout without an error counts as 0.0.
 """
 
 from __future__ import annotations
@@ -162,12 +164,18 @@ def _numbers(rows: list[Rollout], field: str, key: str) -> list[float]:
     return out
 
 
+def is_scored(row: Rollout) -> bool:
+    """A rollout that ended without an error: the rollouts every score is computed on."""
+    return not error_kind(row.get("error"))
+
+
 def _summarize_one(rows: list[Rollout], pass_threshold: float) -> Summary:
     n = len(rows)
-    rewards = [reward_value(row.get("reward")) for row in rows]
+    scored = [row for row in rows if is_scored(row)]
+    rewards = [reward_value(row.get("reward")) for row in scored]
     per_example = Counter(example_key(row.get("example_id")) for row in rows)
     metrics: dict[str, list[float]] = defaultdict(list)
-    for row in rows:
+    for row in scored:
         for name, value in (row.get("metrics") or {}).items():
             number = _metric(value)
             if number is not None:
@@ -182,13 +190,15 @@ def _summarize_one(rows: list[Rollout], pass_threshold: float) -> Summary:
         "num_rollouts": n,
         "num_examples": len(per_example),
         "rollouts_per_example": max(per_example.values(), default=0),
+        "num_scored": len(scored),
         "avg_reward": _mean(rewards),
         "std_reward": _std(rewards),
+        "avg_reward_errors_as_zero": _mean([reward_value(row.get("reward")) if is_scored(row) else 0.0 for row in rows]),
         "avg_metrics": {name: _mean(values) for name, values in metrics.items()},
         "std_metrics": {name: _std(values) for name, values in metrics.items()},
-        "ci95": _intervals(rows, pass_threshold),
+        "ci95": _intervals(scored, pass_threshold),
         "pass_threshold": pass_threshold,
-        "pass_at_k": _pass_at_ks(rows, pass_threshold),
+        "pass_at_k": _pass_at_ks(scored, pass_threshold),
         "stop_conditions": dict(stops),
         "avg_error": sum(kinds.values()) / n if n else 0.0,
         "error_kinds": dict(kinds),
@@ -257,20 +267,22 @@ class RunningStats:
 
     def add(self, row: Rollout) -> None:
         self.done += 1
+        self.metrics_errors += len(_failed_funcs(row))
+        if not is_scored(row):
+            self.errors += 1
+            return
         self._reward_sum += reward_value(row.get("reward"))
         for name, value in (row.get("metrics") or {}).items():
             number = _metric(value)
             if number is not None:
                 self._metric_sums[name] = self._metric_sums.get(name, 0.0) + number
                 self._metric_counts[name] = self._metric_counts.get(name, 0) + 1
-        if error_kind(row.get("error")):
-            self.errors += 1
-        self.metrics_errors += len(_failed_funcs(row))
 
     def snapshot(self) -> dict[str, Any]:
+        scored = self.done - self.errors
         return {
             "done": self.done,
-            "avg_reward": self._reward_sum / self.done if self.done else None,
+            "avg_reward": self._reward_sum / scored if scored else None,
             "avg_metrics": {name: total / self._metric_counts[name] for name, total in self._metric_sums.items()},
             "errors": self.errors,
             "metrics_errors": self.metrics_errors,

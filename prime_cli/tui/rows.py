@@ -21,7 +21,7 @@ def number(value: Any) -> float | None:
 
 
 def reward_of(row: Row) -> float:
-    """A row's reward; None (errored, unscored) counts as 0.0 as in the summary."""
+    """A row's reward; None counts as 0.0 (for sorting; the summary and the histogram leave errored rows out)."""
     value = number(row.get("reward"))
     return 0.0 if value is None else value
 

@@ -61,24 +61,48 @@ def make_rows():
     return rows
 
 
-def test_summarize_rewards_and_metrics():
+def test_summarize_rewards_and_metrics_of_the_scored_rollouts():
     s = summarize(make_rows())
     assert (s["num_rollouts"], s["num_examples"], s["rollouts_per_example"]) == (8, 2, 4)
-    assert s["avg_reward"] == pytest.approx(3.5 / 8)  # None counts as 0.0
-    assert s["std_reward"] == pytest.approx(math.sqrt(3.25 / 8 - (3.5 / 8) ** 2))
-    assert s["avg_metrics"] == pytest.approx({"correct": 3 / 8, "len": 25.0})
-    assert s["std_metrics"] == pytest.approx({"correct": math.sqrt(15) / 8, "len": math.sqrt(125)})
+    # rows 3 and 7 errored: they are counted (avg_error) and left out of every score, never scored 0
+    assert s["num_scored"] == 6
+    assert s["avg_reward"] == pytest.approx(3.5 / 6)
+    assert s["std_reward"] == pytest.approx(math.sqrt(3.25 / 6 - (3.5 / 6) ** 2))
+    assert s["avg_reward_errors_as_zero"] == pytest.approx(3.5 / 8)
+    assert s["avg_metrics"] == pytest.approx({"correct": 3 / 6, "len": 20.0})
+    assert s["std_metrics"] == pytest.approx({"correct": 0.5, "len": math.sqrt(200 / 3)})
+    assert s["ci95"]["reward"]["rollouts"] == 6 and s["ci95"]["reward"]["mean"] == pytest.approx(3.5 / 6)
 
 
-def test_summarize_pass_at_k():
+def test_summarize_pass_at_k_of_the_scored_rollouts():
     s = summarize(make_rows())
-    # example 0: 2 of 4 pass; example 1: 1 of 4 pass (0.5 < threshold 1.0)
-    assert list(s["pass_at_k"]) == ["1", "2", "4"]
-    assert s["pass_at_k"]["1"] == pytest.approx((0.5 + 0.25) / 2)
-    assert s["pass_at_k"]["2"] == pytest.approx((5 / 6 + 0.5) / 2)
-    assert s["pass_at_k"]["4"] == pytest.approx(1.0)
+    # scored: example 0 has 3 rollouts, 2 pass; example 1 has 3, 1 passes (0.5 < threshold 1.0)
+    assert list(s["pass_at_k"]) == ["1", "2"]
+    assert s["pass_at_k"]["1"] == pytest.approx((2 / 3 + 1 / 3) / 2)
+    assert s["pass_at_k"]["2"] == pytest.approx((1.0 + 2 / 3) / 2)
     lenient = summarize(make_rows(), pass_threshold=0.5)
-    assert lenient["pass_at_k"]["1"] == pytest.approx((0.5 + 0.5) / 2)
+    assert lenient["pass_at_k"]["1"] == pytest.approx(2 / 3)
+
+
+def test_a_run_whose_every_rollout_errored_has_no_reward_and_says_so():
+    from prime_cli.evals.summary_view import summary_text
+
+    rows = [{"example_id": e, "rollout_idx": k, "reward": 0.0, "metrics": {"m": 0.0},
+             "error": {"type": "ModelError", "message": "HTTP 500"}} for e in range(3) for k in range(2)]
+    s = summarize(rows)
+    assert s["num_scored"] == 0 and s["avg_reward"] is None and s["avg_metrics"] == {} and s["pass_at_k"] == {}
+    assert s["avg_reward_errors_as_zero"] == 0.0
+    text = summary_text(s)
+    assert "Reward: none: no rollout was scored (6 errored)" in text, text
+    assert "pass@" not in text
+
+
+def test_the_reward_line_says_how_many_errored_rollouts_it_leaves_out():
+    from prime_cli.evals.summary_view import summary_text
+
+    text = summary_text(summarize(make_rows()))
+    line = next(line for line in text.splitlines() if line.startswith("Reward:"))
+    assert line.startswith("Reward: 0.583 [") and "6 scored rollouts; 2 errored left out (0.438 with them as 0)" in line, line
 
 
 def test_pass_at_k_goes_up_to_the_smallest_example():
@@ -109,9 +133,9 @@ def test_summarize_splits_by_task():
     assert set(s["per_task"]) == {"math", "code"}
     math_s, code_s = s["per_task"]["math"], s["per_task"]["code"]
     assert "per_task" not in math_s and "per_task" not in code_s
-    assert math_s["num_rollouts"] == 4 and math_s["avg_reward"] == pytest.approx(0.5)
-    assert math_s["pass_at_k"] == pytest.approx({"1": 0.5, "2": 5 / 6, "4": 1.0})
-    assert code_s["avg_reward"] == pytest.approx(0.375)
+    assert math_s["num_rollouts"] == 4 and math_s["avg_reward"] == pytest.approx(2 / 3)
+    assert math_s["pass_at_k"] == pytest.approx({"1": 2 / 3, "2": 1.0})
+    assert code_s["avg_reward"] == pytest.approx(0.5)
     assert set(code_s["avg_metrics"]) == {"correct"}
     assert code_s["error_kinds"] == {"ToolCallError": 1}
     single = summarize([r for r in make_rows() if r["task"] == "math"])

@@ -24,7 +24,9 @@ def private_cache(tmp_path, monkeypatch):
 
 
 def mean_reward() -> float:
-    return sum(r or 0.0 for r in expected_rewards()) / len(expected_rewards())
+    """The mean of the scored rollouts: the errored one is counted, never scored as 0."""
+    scored = [r for r in expected_rewards() if r is not None]
+    return sum(scored) / len(scored)
 
 
 async def test_a_verifiers_04_folder_opens_on_its_overview_and_rollouts(tmp_path):

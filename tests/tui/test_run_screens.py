@@ -34,11 +34,13 @@ async def test_path_to_a_run_opens_its_overview_with_every_section(runs_root):
         for title in ("metrics", "pass@k", "reward histogram", "errors", "tokens and timing", "configuration"):
             assert f"─ {title} ─" in text
         rows = list(map(json.loads, (runs_root / RUN / "results.jsonl").read_text().splitlines()))
-        rewards = [r["reward"] or 0.0 for r in rows]
+        scored = [r for r in rows if not r["error"]]  # errored rollouts are counted, never scored as 0
+        assert len(scored) < len(rows)
+        rewards = [r["reward"] for r in scored]
         assert f"{sum(rewards) / len(rewards):.3f}" in text
         by_example: dict = {}
-        for row in rows:
-            by_example.setdefault(row["example_id"], []).append(row["reward"] or 0.0)
+        for row in scored:
+            by_example.setdefault(row["example_id"], []).append(row["reward"])
         interval = clustered_interval(by_example)
         assert f"[{interval.low:.3f}, {interval.high:.3f}]" in text and interval.high - interval.low > 0.1
         assert "95% CI of the mean (clustered by example, 6 examples)" in text

@@ -19,7 +19,7 @@ from tests.tui.conftest import SIZE, screen_text, settle
 from tests.tui.fixtures import eval_row, write_eval_run, write_gepa_run
 
 
-def evil_row(example_id: int, rollout_idx: int) -> dict:
+def evil_row(example_id: int, rollout_idx: int, errored: bool = True) -> dict:
     row = eval_row(example_id, rollout_idx, 0.5, tools=True)
     row["prompt"][-1]["content"] = f"say {EVIL} please"
     row["completion"][0]["tool_calls"][0]["function"]["arguments"] = json.dumps({"text": EVIL})
@@ -27,7 +27,7 @@ def evil_row(example_id: int, rollout_idx: int) -> dict:
     row["completion"][-1]["content"] = f"reply {EVIL} done"
     row.update(answer=f"answer {EVIL}", info={"note": f"info {EVIL}"}, task=f"task{EVIL}",
                metrics={f"score{EVIL}": 0.5}, stop_condition=f"stop{EVIL}",
-               error={"type": f"Model{EVIL}Error", "message": f"the server said {EVIL}"})
+               error={"type": f"Model{EVIL}Error", "message": f"the server said {EVIL}"} if errored else None)
     return row
 
 
@@ -38,7 +38,7 @@ def shown(app) -> str:
 
 
 async def test_an_eval_run_is_painted_with_control_characters_escaped(tmp_path):
-    run_dir = write_eval_run(tmp_path, [evil_row(0, 0), evil_row(0, 1)])
+    run_dir = write_eval_run(tmp_path, [evil_row(0, 0), evil_row(0, 1, errored=False)])  # metrics of a scored row
     meta = json.loads((run_dir / "metadata.json").read_text())
     meta["env_args"] = {"system_prompt": f"system {EVIL}"}
     (run_dir / "metadata.json").write_text(json.dumps(meta))

@@ -203,7 +203,7 @@ class OverviewScreen(Screen):
             self.query_one("#passk", Static).update(pass_table(summary))
             self.query_one("#errors", Static).update(errors_view(summary))
             self.query_one("#usage", Static).update(usage_view(summary))
-        rewards = [reward_of(row) for row in self.model.slim] if self.model.loaded else []
+        rewards = [reward_of(row) for row in self.model.slim if not row.get("error")] if self.model.loaded else []
         self.query_one("#histogram", Static).update(
             histogram_view(rewards) if self.model.loaded else Text("loading…", style="dim"))
 
