@@ -138,7 +138,7 @@ def load_environment(
         format_weight: weight of the <reversed_text> format reward.
         answer_without_tags: score the whole reply when it has no <reversed_text> tags (instead of
             0). Small models rarely use the tags; this gives them partial credit to learn from
-            (SmolLM2-135M: mean 0.15, within-group std 0.07 at temperature 1).
+            (SmolLM2-135M: mean 0.09-0.13, within-group std 0.03 at temperature 1).
         plain_text: ask for the reversed text alone (no tags; the prompt shows two worked examples
             as earlier turns) and score the whole reply with `length_aware_lcs`; no format reward
             (format_weight and answer_without_tags do not apply). For RL on small models
