@@ -69,14 +69,6 @@ def load_environment(sound: bool = False, judge: bool = False, broken_turn: bool
 '''
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "environments" / "toy_check"
-    folder.mkdir(parents=True)
-    (folder / "toy_check.py").write_text(TOY)
-    return tmp_path
-
-
 def check(workspace: Path, *args: str):
     return run_prime(["env", "check", "toy-check", *args], cwd=workspace)
 

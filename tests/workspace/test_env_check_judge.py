@@ -13,18 +13,9 @@ import pytest
 
 from tests.support.cli import run_prime
 from tests.support.scripted_server import ScriptedOpenAIServer
-from tests.workspace.test_env_check import TOY
 
 JUDGE_ARGS = ["-a", '{"sound": true, "judge": true}']
 CHAT = "/v1/chat/completions"
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "environments" / "toy_check"
-    folder.mkdir(parents=True)
-    (folder / "toy_check.py").write_text(TOY)
-    return tmp_path
 
 
 def fair_judge(request: dict[str, Any]) -> str:
