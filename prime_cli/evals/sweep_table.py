@@ -43,18 +43,15 @@ class SweepRow:
 def sweep_row(label: str, step: int | None, model: str, outcome: Any, rollouts_per_example: int,
               pass_threshold: float) -> SweepRow:
     """The row of one finished eval (`outcome` is the runner's EvalOutcome)."""
-    groups: dict[Any, list[bool]] = defaultdict(list)
-    for row in outcome.rows:
-        if not row.get("error"):  # an errored rollout is counted in the summary, never scored as a fail
-            groups[example_key(row.get("example_id"))].append(reward_value(row.get("reward")) >= pass_threshold)
-    k = rollouts_per_example
-    scores = [pass_at_k(len(passed), sum(passed), k) for passed in groups.values() if len(passed) >= k]
-    summary = outcome.summary
-    interval = ((summary.get("ci95") or {}).get("reward")) or None
     per_example: dict[Any, list[float]] = defaultdict(list)
     for row in outcome.rows:
-        if not row.get("error"):
+        if not row.get("error"):  # an errored rollout is counted in the summary, never scored as a fail
             per_example[example_key(row.get("example_id"))].append(reward_value(row.get("reward")))
+    k = rollouts_per_example
+    scores = [pass_at_k(len(rewards), sum(r >= pass_threshold for r in rewards), k)
+              for rewards in per_example.values() if len(rewards) >= k]
+    summary = outcome.summary
+    interval = ((summary.get("ci95") or {}).get("reward")) or None
     return SweepRow(label, step, model, outcome.status, str(outcome.run_dir) if outcome.run_dir else None,
                     int(summary.get("num_rollouts") or 0), summary.get("avg_reward"), summary.get("std_reward"),
                     k, statistics.fmean(scores) if scores else None,

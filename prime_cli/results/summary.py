@@ -193,7 +193,7 @@ def _summarize_one(rows: list[Rollout], pass_threshold: float) -> Summary:
         "num_scored": len(scored),
         "avg_reward": _mean(rewards),
         "std_reward": _std(rewards),
-        "avg_reward_errors_as_zero": _mean([reward_value(row.get("reward")) if is_scored(row) else 0.0 for row in rows]),
+        "avg_reward_errors_as_zero": sum(rewards) / n if n else None,  # the errored rollouts add 0 to the sum
         "avg_metrics": {name: _mean(values) for name, values in metrics.items()},
         "std_metrics": {name: _std(values) for name, values in metrics.items()},
         "ci95": _intervals(scored, pass_threshold),

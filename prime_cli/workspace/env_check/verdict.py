@@ -62,8 +62,7 @@ def _raised(state: Any, name: str) -> bool:
 
 def errored_functions(rows: list[ScoredRow]) -> list[str]:
     """Functions that raised (not skipped judges) on some rollout."""
-    return sorted({e.get("func") for r in rows for s in r.states.values() for e in s.get("metrics_errors") or []
-                   if e.get("type") != SKIPPED_ERROR})
+    return _functions_that_raised(rows, skipped=False)
 
 
 def _value(row: ScoredRow, kind: str, name: str) -> float:
@@ -72,8 +71,13 @@ def _value(row: ScoredRow, kind: str, name: str) -> float:
 
 
 def skipped_functions(rows: list[ScoredRow]) -> list[str]:
+    return _functions_that_raised(rows, skipped=True)
+
+
+def _functions_that_raised(rows: list[ScoredRow], skipped: bool) -> list[str]:
+    """Names of the functions whose recorded errors are skipped judges (`skipped`) or real errors."""
     return sorted({e.get("func") for r in rows for s in r.states.values() for e in s.get("metrics_errors") or []
-                   if e.get("type") == SKIPPED_ERROR})
+                   if (e.get("type") == SKIPPED_ERROR) == skipped})
 
 
 def error_problems(rows: list[ScoredRow]) -> list[str]:
