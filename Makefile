@@ -78,3 +78,18 @@ bench-trainer: setup
 # vLLM on CPU through a LoRA adapter: vLLM's own ops vs prime's fast path
 bench-lora: setup
 	$(BIN)/python benchmarks/vllm_cpu_lora.py
+
+.PHONY: gpu-check gpu-wheels
+# everything that needs a CUDA GPU in one command and one table (GPU-marked tests, the trainer benchmark on
+# Qwen3-0.6B/4B shapes beside prime-rl's figures), for a lent GPU machine with torch and no virtualenv:
+# the project runs from this folder; packages the machine lacks come from .gpu-wheels/ (make gpu-wheels,
+# run here beforehand: that machine has no network). Without CUDA it prints its plan and exits 0.
+gpu-check:
+	$(PYTHON) scripts/gpu_check.py $(GPU_CHECK_ARGS)
+
+# pydantic and openai with their dependencies, as wheels for the GPU machine's Python (3.12, x86_64)
+GPU_PYTHON_VERSION ?= 3.12
+gpu-wheels:
+	$(PYTHON) -m pip download --disable-pip-version-check --quiet --dest .gpu-wheels --only-binary=:all: \
+		--python-version $(GPU_PYTHON_VERSION) --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+		-c constraints.txt pydantic openai

@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/trainer_bench.py [--model qwen3-0.6b|qwen3-4b|smollm2-135m] [--shape single|rl]
         [--seq-len 16384] [--samples 32 --min-len 256 --max-len 4096 --prompt-len 200]
         [--steps 5] [--rank 16] [--ac | --no-ac] [--set trainer.key=value ...] [--json out.json]
+        [--variant 'LABEL:trainer.key=value,...' ...] [--no-unpacked] [--no-peer] [--model-dir DIR]
 
 The model is built from its architecture config with random weights (nothing is downloaded), wrapped
 with a LoRA adapter on every linear projection, and trained with the real training step
@@ -15,7 +16,9 @@ loss, clipping, AdamW). Shapes:
 
 In one run it times, on the same batches: ours at the default settings; for `rl`, ours without
 packing (`trainer.pack = false`: micro_batch_size samples padded to the longest, the step before
-packing); and a plain transformers + peft step (the full logits in the model's dtype, log_softmax,
+packing; --no-unpacked leaves it out); each --variant, ours with those overrides (e.g.
+`varlen:trainer.model.attention=varlen`, `eager:trainer.model.compile=false`); and a plain
+transformers + peft step (the full logits in the model's dtype, log_softmax,
 the same loss; HF gradient checkpointing when --ac), the same-run peer. tokens/s counts real tokens
 (no padding). MFU counts prime-rl's LoRA FLOPs per token (prime_lora.trainer.flops) against the GPU's
 dense bf16 peak (--peak-tflops, default H100 SXM 989); prime-rl takes hidden_size / heads as the
@@ -56,17 +59,26 @@ REFERENCE = {"qwen3-0.6b": "prime-rl (published, one 16k sequence): 13.3k tok/s,
 
 
 def build_model_folder(name: str, folder: Path) -> Path:
+    """The model's folder with random bf16 weights; kept and reused when it is already there (--model-dir).
+    The weights are drawn on the GPU where there is one (a 4B model's CPU init takes a minute)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
+    if (folder / "config.json").exists():
+        return folder
     shape = dict(SHAPES[name])
     kind = shape.pop("kind")
     config_cls, model_cls = (Qwen3Config, Qwen3ForCausalLM) if kind == "qwen3" else (LlamaConfig, LlamaForCausalLM)
     torch.manual_seed(0)
     with torch.device("meta"):
         model_cls(config_cls(**shape))  # fail fast on a bad shape before allocating
-    model = model_cls(config_cls(**shape)).to(torch.bfloat16)
-    model.save_pretrained(folder)
+    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+        model = model_cls(config_cls(**shape)).to(torch.bfloat16)
+    model.save_pretrained(folder.with_name(folder.name + ".partial"))
+    folder.with_name(folder.name + ".partial").rename(folder)
+    del model
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
     return folder
 
 
@@ -112,7 +124,7 @@ def time_steps(step: Any, batches: list[list[dict]], device: Any) -> float:
     import torch
 
     times = []
-    for index, batch in enumerate(batches):
+    for index, batch in enumerate(batches):  # the first step warms up (compilation, allocator, autotuning)
         if device.type == "cuda":
             torch.cuda.synchronize()
         started = time.perf_counter()
@@ -209,6 +221,14 @@ def parse_sets(values: list[str]) -> dict[str, str]:
     return dict(pairs)
 
 
+def parse_variant(value: str) -> tuple[str, dict[str, str]]:
+    """'LABEL:key=value,key=value' -> (LABEL, {key: value})."""
+    label, _, sets = value.partition(":")
+    if not label or not sets:
+        raise SystemExit(f"--variant takes LABEL:key=value[,key=value] (got {value!r})")
+    return label, parse_sets(sets.split(","))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=sorted(SHAPES), default="qwen3-0.6b")
@@ -225,10 +245,16 @@ def main() -> None:
                         help="a config override for our step, e.g. --set trainer.micro_batch_size=4")
     parser.add_argument("--peer", action=argparse.BooleanOptionalAction, default=True,
                         help="also time the plain transformers + peft step")
+    parser.add_argument("--variant", action="append", default=[], metavar="LABEL:KEY=VALUE[,KEY=VALUE]",
+                        help="also time ours with these overrides, e.g. varlen:trainer.model.attention=varlen")
+    parser.add_argument("--unpacked", action=argparse.BooleanOptionalAction, default=True,
+                        help="rl: also time ours without packing")
+    parser.add_argument("--model-dir", type=Path, help="keep the random-weight model here and reuse it")
     parser.add_argument("--peak-tflops", type=float, default=989.0)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     args.set = parse_sets(args.set)
+    args.variant = [parse_variant(v) for v in args.variant]
     if args.shape == "rl" and not 2 <= args.min_len <= args.max_len <= args.seq_len:
         parser.error(f"--shape rl needs 2 <= --min-len <= --max-len <= --seq-len (got {args.min_len}, "
                      f"{args.max_len}, {args.seq_len})")
@@ -240,10 +266,12 @@ def main() -> None:
     device = pick_device()
     batches = make_batches(args, SHAPES[args.model]["vocab_size"])
     with tempfile.TemporaryDirectory() as tmp:
-        folder = build_model_folder(args.model, Path(tmp) / args.model)
+        folder = build_model_folder(args.model, (args.model_dir or Path(tmp)) / args.model)
         variants = [("ours", lambda: ours(args, folder, {}, device))]
-        if args.shape == "rl":
+        if args.shape == "rl" and args.unpacked:
             variants.append(("ours, unpacked", lambda: ours(args, folder, {"trainer.pack": "false"}, device)))
+        for label, sets in args.variant:
+            variants.append((f"ours, {label}", lambda sets=sets: ours(args, folder, sets, device)))
         if args.peer:
             variants.append(("transformers + peft", lambda: hf_peft(args, folder, device)))
         results = [measure(name, build, args, batches, device) for name, build in variants]

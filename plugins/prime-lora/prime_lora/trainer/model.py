@@ -29,11 +29,16 @@ def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from .packed_attention import PACKED_SDPA, register
+    from .packed_attention import ATTENTION_IMPLEMENTATIONS, register
 
+    attention = config.trainer.model.attention
+    if attention == "varlen" and device.type != "cuda":
+        raise ValueError("trainer.model.attention = \"varlen\" runs flash attention, which needs a CUDA GPU; "
+                         "use \"sdpa\" (the default) on this machine")
     register()
     torch.manual_seed(config.seed)
-    base = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, attn_implementation=PACKED_SDPA)
+    base = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype,
+                                                attn_implementation=ATTENTION_IMPLEMENTATIONS[attention])
     base.config.use_cache = False
     lora = config.trainer.model.lora
     peft_config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout,

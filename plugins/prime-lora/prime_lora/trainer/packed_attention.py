@@ -17,17 +17,25 @@ transformers passes down to every layer's attention function:
   them too. The function is excluded from compilation (a graph break around attention) and reads the
   lengths on the host, where they live: no device sync.
 
+- `prime_varlen` (`trainer.model.attention = "varlen"`, CUDA only): torch's variable-length flash
+  attention (`torch.nn.attention.varlen.varlen_attn`) over the whole row in one kernel per layer, the
+  samples told apart by their cumulative lengths, instead of one SDPA call per sample from Python.
+  Padded rows and a KV cache go to sdpa, as with `prime_sdpa`.
+
 FlexAttention with a document block mask was tried and left out for now: on CPU (torch 2.13) it has
 no backward and its compiled forward failed to build, so it could not be checked here.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
 
 PACKED_SDPA = "prime_sdpa"
+PACKED_VARLEN = "prime_varlen"
+ATTENTION_IMPLEMENTATIONS = {"sdpa": PACKED_SDPA, "varlen": PACKED_VARLEN}  # trainer.model.attention -> name
 
 
 @torch.compiler.disable
@@ -53,6 +61,44 @@ def packed_sdpa_forward(module: Any, query: torch.Tensor, key: torch.Tensor, val
     return torch.cat(outputs, dim=2).transpose(1, 2).contiguous(), None
 
 
+@torch.compiler.disable
+def packed_varlen_forward(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                          attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
+                          packed_lengths: torch.Tensor | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """As `packed_sdpa_forward`, with one varlen flash-attention call for the whole packed row."""
+    if packed_lengths is None or (dropout and module.training):  # the varlen kernel has no dropout
+        return packed_sdpa_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                   packed_lengths=packed_lengths, **kwargs)
+    if query.shape[0] != 1 or attention_mask is not None or int(packed_lengths.sum()) != query.shape[2]:
+        raise ValueError(f"a packed row is one row of {int(packed_lengths.sum())} tokens without a mask "
+                         f"(got query {tuple(query.shape)}, mask {attention_mask is not None})")
+    bounds = torch.nn.functional.pad(packed_lengths.cumsum(0), (1, 0)).to(query.device, torch.int32, non_blocking=True)
+    longest = int(packed_lengths.max())
+    # (1, heads, n, d) -> (n, heads, d), the layout of flash attention's varlen kernels
+    q, k, v = (t[0].transpose(0, 1) for t in (query, key, value))
+    out = varlen_attention()(q, k, v, bounds, bounds, longest, longest, scale=scaling)
+    return out.unsqueeze(0), None
+
+
+def varlen_attention() -> Any:
+    """torch's varlen_attn, causal, with grouped KV heads, on the torch at hand: 2.11+ spell causal as
+    window_size=(-1, 0) (2.10 as is_causal=True); where it lacks enable_gqa, KV heads are repeated."""
+    from torch.nn.attention.varlen import varlen_attn
+
+    parameters = inspect.signature(varlen_attn).parameters
+    causal = {"window_size": (-1, 0)} if "window_size" in parameters else {"is_causal": True}
+
+    def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        groups = q.shape[1] // k.shape[1]
+        if groups > 1 and "enable_gqa" in parameters:
+            kwargs["enable_gqa"] = True
+        elif groups > 1:
+            k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+        return varlen_attn(q, k, v, *args, **causal, **kwargs)
+
+    return attend
+
+
 def packed_sdpa_mask(*args: Any, attention_mask: torch.Tensor | None = None, q_length: int = 0, kv_length: int = 0,
                      q_offset: int = 0, kv_offset: int = 0, **kwargs: Any) -> torch.Tensor | None:
     """No mask where attention is causal, over the whole row or per sample; sdpa's own mask for padded
@@ -66,19 +112,21 @@ def packed_sdpa_mask(*args: Any, attention_mask: torch.Tensor | None = None, q_l
 
 
 def register() -> None:
-    """Make `prime_sdpa` a name transformers accepts as attn_implementation (idempotent)."""
+    """Make `prime_sdpa` and `prime_varlen` names transformers accepts as attn_implementation (idempotent)."""
     from transformers import AttentionInterface
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 
     AttentionInterface.register(PACKED_SDPA, packed_sdpa_forward)
-    ALL_MASK_ATTENTION_FUNCTIONS.register(PACKED_SDPA, packed_sdpa_mask)
+    AttentionInterface.register(PACKED_VARLEN, packed_varlen_forward)
+    for name in (PACKED_SDPA, PACKED_VARLEN):
+        ALL_MASK_ATTENTION_FUNCTIONS.register(name, packed_sdpa_mask)
 
 
 def supports_packing(model: Any) -> bool:
     """Every layer attends to all earlier tokens (no sliding window, which the per-sample calls ignore)
-    and runs `prime_sdpa`."""
+    and runs `prime_sdpa` or `prime_varlen`."""
     config = getattr(model, "config", None)
     layer_types = getattr(config, "layer_types", None) or []
     sliding = getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True)
-    return (getattr(config, "_attn_implementation", None) == PACKED_SDPA
+    return (getattr(config, "_attn_implementation", None) in (PACKED_SDPA, PACKED_VARLEN)
             and all(kind == "full_attention" for kind in layer_types) and not (sliding and not layer_types))
