@@ -39,7 +39,7 @@ PACKAGES = {"torch": "torch", "transformers": "transformers", "peft": "peft", "a
 TESTS = ["-m", "pytest", "-q", "-rs", "-m", "gpu", "-p", "no:cacheprovider", "--continue-on-collection-errors",
          "-o", "addopts=", "plugins/prime-lora/tests"]
 RL = ["--shape", "rl", "--seq-len", "16384", "--samples", "16", "--min-len", "256", "--max-len", "4096",
-      "--prompt-len", "200", "--no-unpacked", "--variant", "varlen:trainer.model.attention=varlen"]
+      "--prompt-len", "200", "--no-unpacked", "--variant", "sdpa:trainer.model.attention=sdpa"]
 SINGLE = ["--shape", "single", "--seq-len", "16384", "--variant", "eager:trainer.model.compile=false"]
 BENCHES = [  # (model, shape arguments, timed steps, with the transformers + peft peer)
     ("qwen3-0.6b", SINGLE, 3, True),

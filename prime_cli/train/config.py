@@ -52,9 +52,9 @@ class TrainerModelConfig(Section):
     mixed_precision: bool = True
     # torch.compile each decoder layer (fused elementwise kernels between the matmuls); None: on CUDA only
     compile: bool | None = None
-    # attention on packed rows: "sdpa", one SDPA call per sample; "varlen", one flash-attention varlen
-    # kernel per layer for the whole row (CUDA only; off by default until a GPU run matches sdpa)
-    attention: Literal["sdpa", "varlen"] = "sdpa"
+    # attention on packed rows: "varlen", one flash-attention varlen kernel per layer for the whole row
+    # (CUDA, bf16/fp16); "sdpa", one SDPA call per sample; "auto": varlen where it runs, else sdpa
+    attention: Literal["auto", "sdpa", "varlen"] = "auto"
     reduce_dtype: Literal["bfloat16", "float32"] = "float32"  # FSDP2 gradient reduction across ranks
     fsdp_cpu_offload: bool = False  # FSDP2: keep the sharded weights on the CPU between uses
 

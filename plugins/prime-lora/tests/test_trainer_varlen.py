@@ -117,8 +117,23 @@ def logprobs_and_grads(model, samples, device):
 
 def test_varlen_on_a_machine_without_cuda_is_refused_with_the_fix(tmp_path):
     config = tiny_config(tmp_path, **{"trainer.model.attention": "varlen"})
-    with pytest.raises(ValueError, match='needs a CUDA GPU; use "sdpa"'):
+    with pytest.raises(ValueError, match=r'needs a CUDA GPU, a bf16 or fp16 model and torch 2.10\+ \(here: cpu, '
+                                         r'float32, torch .*\); use "sdpa" or "auto"'):
         build_policy(config, tiny_model(tmp_path / "tiny"), CPU, torch.float32)
+
+
+@pytest.mark.parametrize(("device", "dtype", "expected"), [("cpu", torch.float32, "sdpa"), ("cpu", torch.bfloat16, "sdpa"),
+                                                          ("cuda", torch.float32, "sdpa"), ("cuda", torch.bfloat16, "varlen")])
+def test_auto_takes_varlen_only_where_flash_attention_runs(device, dtype, expected):
+    from prime_lora.trainer.model import pick_attention
+
+    assert pick_attention("auto", torch.device(device), dtype) == expected
+    assert pick_attention("sdpa", torch.device(device), dtype) == "sdpa"
+
+
+def test_auto_on_cpu_loads_prime_sdpa(tmp_path):
+    model = build_policy(tiny_config(tmp_path), tiny_model(tmp_path / "tiny"), CPU, torch.float32)
+    assert model.config._attn_implementation == packed_attention.PACKED_SDPA
 
 
 @pytest.mark.gpu

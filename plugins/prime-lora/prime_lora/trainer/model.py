@@ -31,14 +31,10 @@ def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype:
 
     from .packed_attention import ATTENTION_IMPLEMENTATIONS, register
 
-    attention = config.trainer.model.attention
-    if attention == "varlen" and device.type != "cuda":
-        raise ValueError("trainer.model.attention = \"varlen\" runs flash attention, which needs a CUDA GPU; "
-                         "use \"sdpa\" (the default) on this machine")
     register()
     torch.manual_seed(config.seed)
-    base = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype,
-                                                attn_implementation=ATTENTION_IMPLEMENTATIONS[attention])
+    attention = ATTENTION_IMPLEMENTATIONS[pick_attention(config.trainer.model.attention, device, dtype)]
+    base = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, attn_implementation=attention)
     base.config.use_cache = False
     lora = config.trainer.model.lora
     peft_config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
@@ -54,6 +50,21 @@ def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype:
     if compiles(config, device):
         compile_layers(model)
     return model
+
+
+def pick_attention(choice: str, device: torch.device, dtype: torch.dtype) -> str:
+    """trainer.model.attention -> "varlen" or "sdpa". varlen is flash attention: CUDA and bf16/fp16 only."""
+    import importlib.util
+
+    runs = (device.type == "cuda" and dtype in LOW_PRECISION
+            and importlib.util.find_spec("torch.nn.attention.varlen") is not None)
+    if choice == "auto":
+        return "varlen" if runs else "sdpa"
+    if choice == "varlen" and not runs:
+        raise ValueError(f"trainer.model.attention = \"varlen\" is flash attention: it needs a CUDA GPU, a bf16 or "
+                         f"fp16 model and torch 2.10+ (here: {device.type}, {str(dtype).removeprefix('torch.')}, "
+                         f"torch {torch.__version__}); use \"sdpa\" or \"auto\"")
+    return choice
 
 
 def compiles(config: RLConfig, device: torch.device) -> bool:
