@@ -47,6 +47,12 @@ class RetryPolicy:
         base = self.initial_delay * (2 ** max(0, retry_number - 1))
         return min(self.max_delay, base * random.uniform(0.75, 1.25))
 
+    def after_server_delay(self, seconds: float) -> float:
+        """The wait a server asked for (Retry-After, capped at max_delay) plus a jitter of up to 10% of it,
+        at least up to initial_delay: the calls told the same instant do not all come back in it."""
+        asked = min(self.max_delay, seconds)
+        return asked + random.uniform(0, max(self.initial_delay, 0.1 * asked))
+
 
 @dataclass
 class Verdict:
@@ -317,9 +323,10 @@ async def call_with_retries(
             attempt += 1
             if counts is not None:
                 counts.add_retry(verdict.kind)
-            delay = policy.backoff(attempt)
-            if verdict.retry_after is not None:
-                delay = min(policy.max_delay, verdict.retry_after)
+            if verdict.retry_after is None:
+                delay = policy.backoff(attempt)
+            else:
+                delay = policy.after_server_delay(verdict.retry_after)
             log.warning("retry %d/%d for %s after %s (waiting %s)", attempt, policy.max_retries,
                         redact(describe, secrets), verdict.reason, _format_delay(delay))
             if policy.on_retry is not None:

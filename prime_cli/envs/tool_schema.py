@@ -3,7 +3,9 @@
 A tool is an ordinary (sync or async) function. Its name becomes the tool name, the first paragraph
 of its docstring the tool description, and its parameters, read from type hints, the JSON schema of
 the arguments. Parameter descriptions are read from Google, NumPy or Sphinx style docstrings.
-Parameters the environment injects itself (`args_to_skip`) are left out of the schema.
+Parameters the environment injects itself (`args_to_skip`) are left out of the schema. A parameter
+typed as a pydantic model, a dataclass or a TypedDict is described field by field (the tool is
+called with the JSON object the model sent, not an instance of the class).
 """
 
 from __future__ import annotations
@@ -69,13 +71,14 @@ def tool_schema(func: Callable[..., Any], args_to_skip: Iterable[str] = ()) -> d
 
     properties: dict[str, Any] = {}
     required: list[str] = []
+    defs: dict[str, Any] = {}  # definitions of recursive types, where their "#/$defs/Name" references point
     for index, param in enumerate(signature.parameters.values()):
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name in skip:
             continue
         if index == 0 and param.name in ("self", "cls"):  # a function taken from a class body
             continue
         hint = hints.get(param.name, Any)
-        prop = _type_schema(hint)
+        prop = _type_schema(hint, defs)
         if param_docs.get(param.name):
             prop["description"] = param_docs[param.name]
         if param.default is param.empty:
@@ -86,19 +89,10 @@ def tool_schema(func: Callable[..., Any], args_to_skip: Iterable[str] = ()) -> d
                 prop["default"] = default
         properties[param.name] = prop
 
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": summary,
-            "parameters": {
-                "type": "object",
-                "properties": properties,
-                "required": required,
-                "additionalProperties": False,
-            },
-        },
-    }
+    parameters = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+    if defs:
+        parameters["$defs"] = defs
+    return {"type": "function", "function": {"name": name, "description": summary, "parameters": parameters}}
 
 
 def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
@@ -118,11 +112,12 @@ def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
     return hints
 
 
-def _type_schema(tp: Any) -> dict[str, Any]:
-    """JSON schema of one type hint; {} (any value) for what cannot be expressed."""
+def _type_schema(tp: Any, defs: dict[str, Any], within: tuple[type, ...] = ()) -> dict[str, Any]:
+    """JSON schema of one type hint; {} (any value) for what cannot be expressed. `within`: the
+    TypedDicts being written (one that holds itself is any value there)."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.Annotated:
-        return _type_schema(args[0])
+        return _type_schema(args[0], defs, within)
     if tp is Any or tp is inspect.Parameter.empty:
         return {}
     if tp is None or tp is type(None):
@@ -135,24 +130,102 @@ def _type_schema(tp: Any) -> dict[str, Any]:
         return _enum_schema([v.value if isinstance(v, enum.Enum) else v for v in args])
     if origin is typing.Union or origin is types.UnionType:
         # Optional[X] is X: None only says the parameter may be left out (it has a default).
-        options = _dedupe([_type_schema(arg) for arg in args if arg is not type(None)])
+        options = _dedupe([_type_schema(arg, defs, within) for arg in args if arg is not type(None)])
         if {} in options:
             return {}
         return options[0] if len(options) == 1 else {"anyOf": options}
     base = origin or tp
+    if typing.is_typeddict(base):
+        return _typed_dict_schema(base, defs, within)
     if isinstance(base, type) and issubclass(base, _OBJECTS):
-        values = _type_schema(args[1]) if len(args) == 2 else {}
+        values = _type_schema(args[1], defs, within) if len(args) == 2 else {}
         return {"type": "object", **({"additionalProperties": values} if values else {})}
     if isinstance(base, type) and base in _ARRAYS:
         schema: dict[str, Any] = {"type": "array"}
         if base is tuple and args and args[-1] is not Ellipsis and args != ((),):
-            items = _dedupe([_type_schema(arg) for arg in args])  # fixed-length tuple[A, B]
+            items = _dedupe([_type_schema(arg, defs, within) for arg in args])  # fixed-length tuple[A, B]
             schema["items"] = items[0] if len(items) == 1 else {"anyOf": items}
             schema["minItems"] = schema["maxItems"] = len(args)
         elif args and args != ((),):
-            schema["items"] = _type_schema(args[0])
+            schema["items"] = _type_schema(args[0], defs, within)
         return schema
-    return {}  # unknown classes (pydantic models included) accept any value
+    return _pydantic_schema(tp, defs)  # pydantic models, dataclasses, ...; {} for what pydantic cannot describe
+
+
+def _typed_dict_schema(td: type, defs: dict[str, Any], within: tuple[type, ...]) -> dict[str, Any]:
+    """Written here rather than by pydantic, which refuses typing.TypedDict before Python 3.12."""
+    if td in within:
+        return {}
+    try:
+        hints = typing.get_type_hints(td, include_extras=True)
+    except Exception:  # noqa: BLE001 - an unresolvable hint, as for a tool's own parameters
+        return {}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for key, hint in hints.items():
+        # __required_keys__ misses NotRequired[...] written as a string (`from __future__ import annotations`)
+        wrapper = typing.get_origin(hint)
+        if wrapper is typing.Required or (key in td.__required_keys__ and wrapper is not typing.NotRequired):
+            required.append(key)
+        if wrapper in (typing.Required, typing.NotRequired):
+            hint = typing.get_args(hint)[0]
+        properties[key] = _type_schema(hint, defs, (*within, td))
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if td.__doc__:
+        schema["description"] = inspect.cleandoc(td.__doc__)
+    return {**schema, "required": required} if required else schema
+
+
+def _pydantic_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    """pydantic's JSON schema of `tp`, titles left out and its definitions written in place, but for a
+    recursive type, whose definition goes to `defs`; {} (any value) where pydantic has none."""
+    import pydantic
+
+    try:
+        schema = pydantic.TypeAdapter(tp).json_schema()
+    except Exception:  # noqa: BLE001 - a type pydantic cannot describe accepts any value, as before
+        return {}
+    return _Inliner(schema.pop("$defs", {}), defs).resolve(schema, ())
+
+
+_DATA_KEYS = ("default", "enum", "const", "examples")  # hold values, not schemas: left as they are
+_DEFS_REF = "#/$defs/"
+
+
+class _Inliner:
+    """Replaces pydantic's "#/$defs/Name" references with the definitions they name (the model reads one
+    schema, not a puzzle), except inside a definition's own expansion: a recursive type."""
+
+    def __init__(self, local: dict[str, Any], defs: dict[str, Any]):
+        self.local, self.defs, self.hoisting = local, defs, set()
+
+    def resolve(self, node: Any, expanding: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [self.resolve(item, expanding) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {key: value if key in _DATA_KEYS else self.resolve(value, expanding)
+               for key, value in node.items()
+               # an OpenAPI discriminator maps to definitions that are written in place here
+               if not (key == "title" and isinstance(value, str)) and key != "discriminator"}
+        ref = out.get("$ref")
+        name = ref.removeprefix(_DEFS_REF) if isinstance(ref, str) and ref.startswith(_DEFS_REF) else None
+        if name not in self.local:
+            return out
+        if name in expanding:
+            self._hoist(name)
+            return out
+        del out["$ref"]
+        return {**self.resolve(self.local[name], (*expanding, name)), **out}
+
+    def _hoist(self, name: str) -> None:
+        if name in self.hoisting:
+            return
+        self.hoisting.add(name)
+        body = self.resolve(self.local[name], (name,))
+        if self.defs.setdefault(name, body) != body:
+            raise EnvConfigError(f"two different recursive types are named {name!r} in one tool's parameters; "
+                                 "rename one")
 
 
 def _enum_schema(values: list[Any]) -> dict[str, Any]:

@@ -23,9 +23,10 @@ def write_atomic(path: str | os.PathLike[str], content: bytes | Callable[[IO[byt
                  durable: bool = False) -> None:
     """Write `content` (bytes, or a function that writes to a binary file) to `path` atomically.
 
-    The file keeps the mode of the one it replaces. `durable` also fsyncs before the rename, so the
-    new content survives a power cut (a resume state, eval metadata); without it a crash may leave
-    the old file, never a torn one. The temporary file is removed when anything fails."""
+    The file keeps the mode of the one it replaces. `durable` also fsyncs the file before the rename
+    and its folder after it, so the new content survives a power cut (a resume state, eval metadata);
+    without it a crash may leave the old file, never a torn one. The temporary file is removed when
+    anything fails."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -42,6 +43,12 @@ def write_atomic(path: str | os.PathLike[str], content: bytes | Callable[[IO[byt
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if durable:  # the rename itself is an entry of the folder: durable once the folder is synced
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str, *, durable: bool = False) -> None:

@@ -52,10 +52,23 @@ def _safetensors_problem(path: Path, size: int) -> str | None:
             header = json.loads(handle.read(header_len))
     except (OSError, ValueError, struct.error) as exc:
         return f"{path.name} has no readable header ({exc})"
-    end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
+    if not isinstance(header, dict):
+        return f"{path.name} has a header that is not a JSON object"
+    ends = {name: _tensor_end(tensor) for name, tensor in header.items() if name != "__metadata__"}
+    if bad := [name for name, end in ends.items() if end is None]:
+        return f"{path.name} has a header entry without valid data_offsets ({bad[0]!r})"
+    end = max(ends.values(), default=0)
     if size != 8 + header_len + end:
         return f"{path.name} is truncated ({size} bytes, its header names {8 + header_len + end})"
     return None
+
+
+def _tensor_end(tensor: object) -> int | None:
+    """Where a header entry's bytes end (its `data_offsets` [begin, end]), or None when it names none."""
+    offsets = tensor.get("data_offsets") if isinstance(tensor, dict) else None
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int and o >= 0 for o in offsets)):
+        return None
+    return offsets[1] if offsets[0] <= offsets[1] else None
 
 
 def checkpoint_problem(layout: TrainingRunLayout, step: int) -> str | None:

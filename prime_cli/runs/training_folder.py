@@ -93,11 +93,15 @@ class FolderLock:
         return cls(layout.lock_path, fd)
 
     def release(self) -> None:
-        if self.fd >= 0:
+        if self.fd < 0:
+            return
+        fd, self.fd = self.fd, -1
+        try:
             with contextlib.suppress(OSError):
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
-                os.close(self.fd)
-            self.fd = -1
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:  # closing drops the lock even where the unlock failed
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def lock_holder(layout: TrainingRunLayout) -> dict[str, Any] | None:

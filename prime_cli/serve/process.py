@@ -7,22 +7,42 @@ spawned (vLLM forks an engine core and workers), and a crash of ours never leave
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 STOP_GRACE_S = 15.0
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    os.setsid()
-    with contextlib.suppress(Exception):
+PR_SET_PDEATHSIG = 1
+
+
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up in the parent: loading a library between fork and exec can deadlock on a
+    lock another thread held at the fork (`prime serve` runs a status thread)."""
+    if sys.platform != "linux":
+        return None
+    try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def _die_with_parent(prctl: Callable[..., int], parent: int) -> Callable[[], None]:
+    def in_the_child() -> None:  # pragma: no cover - runs in the child between fork and exec
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # only calls what the parent resolved
+        if os.getppid() != parent:  # the parent died before the signal was asked for
+            os._exit(1)
+
+    return in_the_child
 
 
 class ManagedProcess:
@@ -34,12 +54,12 @@ class ManagedProcess:
 
     def start_command(self, command: list[str], env: dict[str, str], cwd: Path | None = None) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        prctl = _prctl()
         log = open(self.log_path, "ab")
         try:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, env=env, cwd=cwd,
-                                            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-                                            start_new_session=sys.platform != "linux")
+                                            stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True,
+                                            preexec_fn=_die_with_parent(prctl, os.getpid()) if prctl else None)
         finally:
             log.close()
 

@@ -1,45 +1,51 @@
-"""TOML in (tomllib, or tomli on Python 3.10) and a small plain-text TOML writer for `--dry-run`."""
+"""TOML in (tomllib) and a small plain-text TOML writer for `--dry-run`."""
 
 from __future__ import annotations
 
 import json
-import sys
+import re
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib as _toml
-else:  # pragma: no cover - Python 3.10
-    import tomli as _toml
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")  # TOML's bare keys: ASCII only
 
 
 def toml_loads(text: str) -> dict[str, Any]:
-    return _toml.loads(text)
+    import tomllib
+
+    return tomllib.loads(text)
 
 
-def _scalar(value: Any) -> str:
+def _quoted(text: str) -> str:
+    # JSON escapes what TOML's basic strings must escape except DEL, which TOML forbids raw
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _scalar(value: Any, where: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return _quoted(value)
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_scalar(v) for v in value if v is not None) + "]"
+        if any(v is None for v in value):  # TOML has no null; leaving it out would move the items after it
+            raise ValueError(f"{where}: TOML cannot hold None inside a list ({value!r})")
+        return "[" + ", ".join(_scalar(v, where) for v in value) + "]"
     if isinstance(value, dict):
-        inner = ", ".join(f"{_key(k)} = {_scalar(v)}" for k, v in value.items() if v is not None)
+        inner = ", ".join(f"{_key(k)} = {_scalar(v, f'{where}.{k}')}" for k, v in value.items() if v is not None)
         return "{ " + inner + " }" if inner else "{}"
-    return json.dumps(str(value))
+    return _quoted(str(value))
 
 
 def _key(key: str) -> str:
-    return key if key.replace("_", "").replace("-", "").isalnum() else json.dumps(key)
+    return key if _BARE_KEY.fullmatch(key) else _quoted(key)
 
 
 def _is_table_list(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
-def _emit(data: dict[str, Any], name: str, out: list[str]) -> None:
+def _emit(data: dict[str, Any], name: str, out: list[str], path: str = "") -> None:
     scalars: list[str] = []
     subs: list[tuple[str, Any]] = []
     for key, value in data.items():
@@ -48,7 +54,7 @@ def _emit(data: dict[str, Any], name: str, out: list[str]) -> None:
         elif value is None:
             scalars.append(f"# {_key(key)} = (not set)")
         else:
-            scalars.append(f"{_key(key)} = {_scalar(value)}")
+            scalars.append(f"{_key(key)} = {_scalar(value, f'{path}{key}')}")
     if not name:
         out.extend(scalars)
     elif scalars or not subs:
@@ -56,15 +62,16 @@ def _emit(data: dict[str, Any], name: str, out: list[str]) -> None:
     for key, value in subs:
         full = f"{name}.{_key(key)}" if name else _key(key)
         if isinstance(value, dict):
-            _emit(value, full, out)
+            _emit(value, full, out, f"{path}{key}.")
             continue
         for item in value:  # array of tables: values inside are written inline
             out.extend(["", f"[[{full}]]"])
-            out.extend(f"{_key(k)} = {_scalar(v)}" for k, v in item.items() if v is not None)
+            out.extend(f"{_key(k)} = {_scalar(v, f'{path}{key}.{k}')}" for k, v in item.items() if v is not None)
 
 
 def dumps(data: dict[str, Any]) -> str:
-    """TOML for a nested dict; None values are written as comments (`# key = (not set)`)."""
+    """TOML for a nested dict; None values are written as comments (`# key = (not set)`), left out inside
+    inline tables, and refused (ValueError naming the key) inside a list, where TOML has nothing to write."""
     out: list[str] = []
     _emit(data, "", out)
     return "\n".join(out).strip() + "\n"

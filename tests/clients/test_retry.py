@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
+import re
 import time
 from types import SimpleNamespace
 
@@ -122,9 +123,38 @@ async def test_call_with_retries_caps_retry_after_at_max_delay(caplog):
         return "ok"
 
     started = time.monotonic()
-    assert await call_with_retries(flaky, RetryPolicy(max_delay=0.05), describe="m at u") == "ok"
+    assert await call_with_retries(flaky, RetryPolicy(initial_delay=0.01, max_delay=0.05), describe="m at u") == "ok"
     assert time.monotonic() - started < 1.0
-    assert retry_lines(caplog) == ["retry 1/3 for m at u after HTTP 429 (waiting 0.05s)"]
+    [line] = retry_lines(caplog)  # 0.05 s and a jitter of up to 0.01 s
+    assert re.fullmatch(r"retry 1/3 for m at u after HTTP 429 \(waiting 0\.0[56]s\)", line), line
+
+
+async def test_calls_told_the_same_retry_after_come_back_spread_out_and_never_early(monkeypatch):
+    slept: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay):
+        slept.append(delay)
+        await real_sleep(0)
+
+    def told_to_wait_two_seconds():
+        calls = 0
+
+        async def call():
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                raise FakeStatusError(429, "slow down", headers={"retry-after": "2"})
+            return "ok"
+
+        return call
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    policy = RetryPolicy(initial_delay=0.5, max_delay=30.0)
+    rollouts = [call_with_retries(told_to_wait_two_seconds(), policy, describe="m") for _ in range(50)]
+    assert await asyncio.gather(*rollouts) == ["ok"] * 50
+    assert len(slept) == 50 and min(slept) >= 2.0  # never sooner than the server asked
+    assert max(slept) <= 2.5 and len(set(slept)) > 25  # a bounded spread, not one instant
 
 
 async def test_call_with_retries_raises_model_error_when_exhausted(caplog):

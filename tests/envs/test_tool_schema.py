@@ -6,6 +6,7 @@ schema builder has to resolve.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 import typing
@@ -204,10 +205,121 @@ class Point(pydantic.BaseModel):
     x: int
 
 
-def test_unknown_classes_accept_anything():
-    def f(a: Point, b: list[Point], c: int): ...
+class Unit(str, enum.Enum):
+    C = "C"
+    F = "F"
 
-    assert props(f) == {"a": {}, "b": {"type": "array", "items": {}}, "c": {"type": "integer"}}
+
+class Place(pydantic.BaseModel):
+    """Where to look."""
+
+    title: str  # a field named like the keyword the schema leaves out
+    at: Point
+    unit: Unit = Unit.C
+    note: str | None = None
+
+
+@dataclasses.dataclass
+class Window:
+    days: int
+    hourly: bool = False
+
+
+class Filters(typing.TypedDict):  # typing's TypedDict, which pydantic refuses on Python 3.11
+    tags: list[str]
+    near: Point
+    limit: typing.NotRequired[int]
+
+
+class Node(pydantic.BaseModel):
+    name: str
+    children: list[Node] = []
+
+
+class Plain:
+    pass
+
+
+POINT = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+
+
+def titles(schema) -> list:
+    """Every "title" keyword left in a schema (a property named "title" is not one)."""
+    if isinstance(schema, list):
+        return [t for item in schema for t in titles(item)]
+    if not isinstance(schema, dict):
+        return []
+    found = [schema["title"]] if isinstance(schema.get("title"), str) else []
+    return found + [t for key, value in schema.items() if key not in ("default", "enum") for t in titles(value)]
+
+
+def refs(schema) -> list[str]:
+    if isinstance(schema, list):
+        return [r for item in schema for r in refs(item)]
+    if not isinstance(schema, dict):
+        return []
+    found = [schema["$ref"]] if isinstance(schema.get("$ref"), str) else []
+    return found + [r for value in schema.values() for r in refs(value)]
+
+
+def test_pydantic_models_dataclasses_and_typed_dicts_have_their_fields_in_the_schema():
+    def f(place: Place, window: Window, filters: Filters, points: list[Point], maybe: Point | None = None): ...
+
+    p = props(f)
+    assert p["place"] == {
+        "type": "object",
+        "description": "Where to look.",
+        "properties": {
+            "title": {"type": "string"},
+            "at": POINT,
+            "unit": {"type": "string", "enum": ["C", "F"], "default": "C"},
+            "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+        },
+        "required": ["title", "at"],
+    }
+    assert p["window"] == {"type": "object", "required": ["days"],
+                           "properties": {"days": {"type": "integer"}, "hourly": {"type": "boolean", "default": False}}}
+    assert p["filters"] == {"type": "object", "required": ["tags", "near"],
+                            "properties": {"tags": {"type": "array", "items": {"type": "string"}}, "near": POINT,
+                                           "limit": {"type": "integer"}}}
+    assert p["points"] == {"type": "array", "items": POINT}
+    assert p["maybe"] == {**POINT, "default": None}  # Optional[X] is X, as for every other type
+    assert titles(p) == [] and refs(params(f)) == [] and "$defs" not in params(f)
+
+
+def test_a_recursive_model_keeps_its_definition_at_the_root_of_the_parameters():
+    def f(tree: Node, other: list[Node]): ...
+
+    schema = params(f)
+    node = {"type": "object", "required": ["name"],
+            "properties": {"name": {"type": "string"},
+                           "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}, "default": []}}}
+    assert schema["properties"] == {"tree": node, "other": {"type": "array", "items": node}}
+    assert schema["$defs"] == {"Node": node}
+    assert {ref.removeprefix("#/$defs/") for ref in refs(schema)} <= set(schema["$defs"])
+
+
+def test_two_different_recursive_types_of_one_name_are_refused():
+    other = pydantic.create_model("Node", label=(int, ...), more=(list["Node"], []))  # noqa: F821
+
+    def f(a, b): ...
+
+    f.__annotations__ = {"a": Node, "b": other}
+    with pytest.raises(EnvConfigError, match="two different recursive types are named 'Node'"):
+        tool_schema(f)
+
+
+class Chain(typing.TypedDict):
+    value: int
+    next: Chain | None
+
+
+def test_types_pydantic_cannot_describe_accept_anything():
+    def f(a: Plain, b: list[Plain], c: typing.Callable[[int], int], d: int, e: Chain): ...
+
+    assert props(f) == {"a": {}, "b": {"type": "array", "items": {}}, "c": {}, "d": {"type": "integer"},
+                        "e": {"type": "object", "properties": {"value": {"type": "integer"}, "next": {}},
+                              "required": ["value", "next"]}}  # a TypedDict inside itself is any value
 
 
 def test_unresolvable_string_hint_counts_as_missing():

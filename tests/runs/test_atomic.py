@@ -52,3 +52,22 @@ def test_jsonl_writes_one_line_a_row_and_strings_for_what_json_cannot_hold(tmp_p
     assert lines[0] == '{"input_ids": [1]}' and json.loads(lines[1]) == {"path": str(tmp_path)}
     with pytest.raises(FileNotFoundError):  # no folder is created behind the caller's back
         write_text_atomic(tmp_path / "missing" / "x.txt", "x")
+
+
+def test_a_durable_write_fsyncs_the_file_before_the_rename_and_its_folder_after(tmp_path, monkeypatch):
+    path = tmp_path / "state.json"
+    path.write_text("old")
+    real_fsync, synced = os.fsync, []
+
+    def fsync(fd):
+        info = os.fstat(fd)
+        synced.append(("folder" if stat.S_ISDIR(info.st_mode) else "file", info.st_ino, path.read_text()))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    write_text_atomic(path, "new", durable=True)
+    assert [(kind, seen) for kind, _, seen in synced] == [("file", "old"), ("folder", "new")]
+    assert synced[1][1] == tmp_path.stat().st_ino  # the folder that holds the renamed entry
+    synced.clear()
+    write_text_atomic(path, "newer")
+    assert synced == []  # not durable: no fsync at all

@@ -5,10 +5,12 @@ vLLM's place), so its wiring of URLs, ranks and the rendezvous is exercised end 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -65,6 +67,52 @@ def shims(folder: Path) -> Path:
         (folder / name).write_text("#!/bin/bash\n" + body)
         (folder / name).chmod(0o755)
     return folder
+
+
+def dying_node_shims(folder: Path, dead_node: str, ready_nodes: str) -> Path:
+    """scontrol as in `shims`; srun runs nothing, its part stays up (a sleep) unless it is inference on
+    `dead_node`, which ends at once; curl answers for the nodes in `ready_nodes` only; sleep is short."""
+    real_sleep = shutil.which("sleep")
+    scripts = {
+        "scontrol": 'tr "," "\\n" <<< "$SHIM_NODES"\n',
+        "srun": ('node=""\nwhile [[ "$1" == --* ]]; do [[ "$1" == --nodelist=* ]] && node="${1#--nodelist=}"; shift; done\n'
+                 f'[[ "$*" == *"--part inference"* && "$node" == {dead_node} ]] && exit 3\nexec {real_sleep} 60\n'),
+        "curl": f'for node in {ready_nodes}; do [[ "$*" == *"//$node:"* ]] && exit 0; done\nexit 7\n',
+        "sleep": f"exec {real_sleep} 0.1\n",
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, body in scripts.items():
+        (folder / name).write_text("#!/bin/bash\n" + body)
+        (folder / name).chmod(0o755)
+    return folder
+
+
+@pytest.mark.parametrize("ready_nodes", ["n1", ""], ids=["node-1-ready", "none-ready"])
+def test_the_script_stops_when_inference_on_a_later_node_ends_before_it_is_ready(tmp_path, ready_nodes):
+    from prime_cli.train.config import RLConfig
+    from prime_lora import slurm
+
+    config = RLConfig.model_validate({
+        "orchestrator": {"batch_size": 4, "rollouts_per_example": 2, "env": [{"id": "reverse-text"}]},
+        "deployment": {"type": "multi_node", "num_infer_nodes": 3, "num_train_nodes": 1},
+        "slurm": {"job_name": "j", "project_dir": str(tmp_path)}})
+    script = tmp_path / "train.sbatch"
+    script.write_text(slurm.render(config, tmp_path / "config.json", script, None, slurm.TEMPLATE))
+    bin_dir = dying_node_shims(tmp_path / "bin", dead_node="n2", ready_nodes=ready_nodes)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SHIM_NODES": "n1,n2,n3,n4",
+           "SLURM_JOB_NODELIST": "n[1-4]"}
+    with open(tmp_path / "job.err", "w") as err:  # a file: the parts that stay up would hold a pipe open
+        job = subprocess.Popen(["bash", str(script)], cwd=tmp_path, env=env, stderr=err, start_new_session=True)
+    try:
+        job.wait(timeout=20)  # before: polled node 1's part, alive, until SLURM's time limit
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, signal.SIGKILL)  # the parts that stayed up
+    stderr = (tmp_path / "job.err").read_text()
+    assert job.wait() == 1, f"still polling after 20 s: {stderr}"
+    assert stderr.strip().splitlines()[-1] == "the inference part on n2 ended before every server was ready"
 
 
 def test_dry_run_writes_a_shellcheck_clean_script_and_prints_where_each_part_runs(tmp_path, model):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 
 import pytest
 from run_folders import rl_config, write_run
@@ -90,6 +91,22 @@ def test_a_truncated_checkpoint_file_is_named_with_the_last_whole_step(tmp_path)
     with pytest.raises(run_dir.RunDirError, match=r"adapter_model\.safetensors is truncated.*start a new run"):
         run_dir.prepare(config, out, 3)
     assert tree(out) == before
+
+
+@pytest.mark.parametrize(("header", "why"), [
+    ([1, 2], "not a JSON object"),
+    ({"w": {"dtype": "F32", "shape": [1]}}, "entry without valid data_offsets ('w')"),
+    ({"w": {"dtype": "F32", "shape": [1], "data_offsets": "0-4"}}, "entry without valid data_offsets ('w')"),
+    ({"w": [0, 4]}, "entry without valid data_offsets ('w')"),
+])
+def test_a_safetensors_header_of_the_wrong_shape_is_named_with_the_last_whole_step(tmp_path, header, why):
+    out = tmp_path / "d"
+    config = write_run(out, 6, checkpoints=(3, 6))
+    raw = json.dumps(header).encode()  # valid JSON, not the {name: {dtype, shape, data_offsets}} safetensors holds
+    adapter = out / "checkpoints" / "step_6" / "trainer" / "adapter_model.safetensors"
+    adapter.write_bytes(len(raw).to_bytes(8, "little") + raw)
+    with pytest.raises(run_dir.RunDirError, match=rf"adapter_model\.safetensors has .*{re.escape(why)}.*--resume-step 3"):
+        run_dir.prepare(config, out, 6)
 
 
 def test_a_safe_change_is_noted_and_waits_in_a_pending_config(tmp_path):

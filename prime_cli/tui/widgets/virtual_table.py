@@ -90,7 +90,8 @@ class VirtualTable(ScrollView, can_focus=True):
             text = visible(text.replace("\n", " "))  # cells hold models' and environments' words
             if cell_len(text) > width and width > 1:
                 text = set_cell_size(text, width - 1) + "…"
-            fitted = text.rjust(width) if column.align == "right" else set_cell_size(text, width)
+            pad = width - cell_len(text)  # cells, not characters: '日本' takes four
+            fitted = " " * pad + text if column.align == "right" and pad > 0 else set_cell_size(text, width)
             segments.append(Segment(fitted, base + Style.parse(style) if style else base))
             if i < len(self.columns) - 1:
                 segments.append(Segment(" ", base))
