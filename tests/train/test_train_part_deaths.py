@@ -119,10 +119,14 @@ def test_a_killed_inference_part_fails_the_orchestrator_and_the_trainer_part_rea
         trainer = parts.finish("trainer")
     finally:
         parts.close()
-    assert orchestrator[0] == 1 and "orchestrator failed:" in orchestrator[1], orchestrator[1][-3000:]
+    # the orchestrator fails on the dead server, or stops on the step's error rate first (rollouts refused)
+    assert orchestrator[0] == 1, orchestrator[1][-3000:]
+    assert "orchestrator failed:" in orchestrator[1] or "training stopped:" in orchestrator[1], orchestrator[1][-3000:]
     code, err, ended = trainer
     assert code == 1 and ended - killed < STOPPED_WITHIN_S + 20, err[-3000:]
-    assert "the orchestrator part is gone: it stopped (the orchestrator exited (code 1)" in err, err[-3000:]
+    gone = next(line for line in err.splitlines() if " is gone: " in line)
+    assert gone.startswith(("the orchestrator part is gone: it stopped (the orchestrator exited (code 1)",
+                            "the orchestrator part is gone: it stopped (training stopped: ")), gone
     resume_line(err, parts.config)
 
 

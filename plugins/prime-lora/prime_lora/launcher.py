@@ -339,13 +339,16 @@ def _run(run: Run, console: Console) -> int:
         ended = failure.summary or failure.message
         run.stop()
         # a trainer node above 0 fails when node 0 goes (torchrun's rendezvous store with it): that is the cause
-        if run.node_rank and run.liveness is not None and (gone := run.liveness.verdict(POLL_S)):
-            return _gone(run, console, gone)
+        if run.node_rank and run.liveness is not None:
+            with console.status("the trainer failed: is the trainer part of node 0 still there?"):
+                gone = run.liveness.verdict(POLL_S)
+            if gone is not None:
+                return _gone(run, console, gone)
         console.print(f"[bold red]{failure.part} failed:[/] {escape(visible(failure.message, multiline=True))}")
         console.print(run.how_to_go_on(), highlight=False)
         return 1
     except PartGone as gone:
-        ended = f"it stopped because {gone.label} is gone"
+        ended = f"{gone.label} is gone"
         return _gone(run, console, gone)
     except RunStopped as stopped:
         ended = f"training stopped: {stopped.cause}"
