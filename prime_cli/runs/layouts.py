@@ -104,15 +104,19 @@ class TrainingRunLayout:
 
     config.json (the resolved config), metrics.jsonl (one line per step), logs/ (one log per part),
     weights/step_N/ (the PEFT adapter after step N; step_0 is the untrained one),
-    checkpoints/step_N/{trainer/, orchestrator.json} (what --resume-step N needs),
-    rollouts/step_N/{batch.jsonl, stats.json} (the batch step N trained on; stats.json is written first
-    and batch.jsonl renamed into place last, so a batch.jsonl that exists is complete),
+    checkpoints/step_N/{trainer/, orchestrator.json} (what --resume-step N needs; the trainer builds it
+    in a hidden folder and renames it into place whole, so a checkpoints/step_N that exists is complete),
+    rollouts/step_N/{batch.jsonl, stats.json, orchestrator.json} (the batch step N trained on, and the
+    orchestrator's progress after it, which the trainer copies into the checkpoint of step N; the other
+    two are written first and batch.jsonl renamed into place last, so a batch.jsonl that exists is complete),
     online_evals/step_N/<env>/ (an ordinary eval run of the adapter of step N, [orchestrator.eval]; not
     `evals/`, so that a run whose output_dir is `outputs` never shares a folder with `prime eval run -s`) and
     evals.jsonl (one line per online eval: its step and per-environment means).
     prime-train.json (the manifest, written first: marks the folder as a prime training run's) and
     train.lock (held with an OS lock while a run uses the folder); config.pending.json (a resume's new
-    config, renamed over config.json once the resumed run has trained a step); wandb/ (W&B offline files).
+    config, renamed over config.json once the resumed run has trained a step); wandb/ (W&B offline files);
+    parts.json and heartbeats/<part>.json (parts started apart with --part: the trainer part's marker, and
+    each part's heartbeat, by which the others notice it is gone).
     """
 
     output_dir: Path
@@ -129,9 +133,12 @@ class TrainingRunLayout:
     LOCK = "train.lock"
     PENDING_CONFIG = "config.pending.json"
     WANDB = "wandb"
+    PARTS_MARKER = "parts.json"
+    HEARTBEATS = "heartbeats"
     STEP_FOLDERS = (ROLLOUTS, WEIGHTS, CHECKPOINTS, EVALS)  # the folders that hold one step_N each
     # every entry a run writes in its output directory: all that a fresh start may ever delete
-    OWNED = (MANIFEST, LOCK, CONFIG, PENDING_CONFIG, METRICS, EVALS_LOG, LOGS, *STEP_FOLDERS, WANDB)
+    OWNED = (MANIFEST, LOCK, CONFIG, PENDING_CONFIG, METRICS, EVALS_LOG, LOGS, *STEP_FOLDERS, WANDB, PARTS_MARKER,
+             HEARTBEATS)
     TRAINER_CHECKPOINT = "trainer"
     ORCHESTRATOR_CHECKPOINT = "orchestrator.json"
     BATCH = "batch.jsonl"
@@ -186,6 +193,10 @@ class TrainingRunLayout:
     def orchestrator_checkpoint(self, step: int) -> Path:
         return self.checkpoint_dir(step) / self.ORCHESTRATOR_CHECKPOINT
 
+    def orchestrator_progress(self, step: int) -> Path:
+        """rollouts/step_N/orchestrator.json: what becomes checkpoints/step_N/orchestrator.json when step N is saved."""
+        return self.rollouts_dir(step) / self.ORCHESTRATOR_CHECKPOINT
+
     def rollouts_dir(self, step: int) -> Path:
         return self.step_dir(self.ROLLOUTS, step)
 
@@ -194,6 +205,14 @@ class TrainingRunLayout:
 
     def batch_stats_path(self, step: int) -> Path:
         return self.rollouts_dir(step) / self.BATCH_STATS
+
+    @property
+    def parts_marker_path(self) -> Path:
+        return self.output_dir / self.PARTS_MARKER
+
+    def heartbeat_path(self, part: str) -> Path:
+        """heartbeats/<part>.json: trainer (node 0), trainer_node<N>, orchestrator."""
+        return self.output_dir / self.HEARTBEATS / f"{part}.json"
 
     @property
     def evals_path(self) -> Path:

@@ -148,14 +148,15 @@ def _saved_max_steps(layout: TrainingRunLayout) -> int:
     return value if isinstance(value, int) else 0
 
 
-def _listing(paths: list[Path], root: Path) -> str:
+def entries_listing(paths: list[Path], root: Path) -> str:
+    """`weights/, config.json (2 entries of ROOT)`: entries of a run folder as a refusal or a note names them."""
     names = [p.name + ("/" if p.is_dir() else "") for p in paths]
     return ", ".join(names) + f" ({len(names)} {'entry' if len(names) == 1 else 'entries'} of {root})"
 
 
 def fresh_start_refusal(layout: TrainingRunLayout, found: FreshStart, config_path: Path | str | None = None) -> str:
     """The one line a refused fresh start prints: what is there, and the ways on."""
-    where, listed = layout.output_dir, _listing(found.in_the_way, layout.output_dir)
+    where, listed = layout.output_dir, entries_listing(found.in_the_way, layout.output_dir)
     if found.trained_up_to is not None:
         steps = layout.checkpoint_steps()
         resume = ""

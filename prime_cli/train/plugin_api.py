@@ -14,7 +14,8 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 - The output directory: `TrainingRunLayout` names every file and step folder; `TrainingSample` is one
   line of a step's batch.jsonl; `steps_in` lists a folder's step_N; `write_text_atomic` /
   `write_json_atomic` rewrite a file so that a reader never sees half of it. Ownership and use:
-  `fresh_start` / `fresh_start_refusal` (what a fresh start may delete), `read_manifest` /
+  `fresh_start` / `fresh_start_refusal` (what a fresh start may delete; `entries_listing` names such
+  entries), `read_manifest` /
   `write_manifest` (the mark of a prime run's folder), `FolderLock` (one run per folder, `FolderBusy`).
 - Resume checks: `check_resume` (may a run resume at a step with a config: a whole checkpoint, checked
   without torch, and a config change the checkpoint can take; else one line in `ResumeConfigError`).
@@ -35,6 +36,7 @@ from prime_cli.runs.tasks import gather_or_cancel
 from prime_cli.runs.training_folder import (
     FolderBusy,
     FolderLock,
+    entries_listing,
     fresh_start,
     fresh_start_refusal,
     read_manifest,
@@ -66,7 +68,7 @@ __all__ = [
     "LossConfig",
     "ManagedProcess", "OpenAIChatClient", "RLConfig", "ResumeConfigError", "RunStatus",
     "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
-    "VllmServer", "check_resume", "env_file_values", "eval_summary_line",
+    "VllmServer", "check_resume", "entries_listing", "env_file_values", "eval_summary_line",
     "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "gather_or_cancel", "load_adapter",
     "port_in_use", "read_evals", "read_manifest", "served_models", "server_root", "steps_in", "training_weights",
     "visible", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",

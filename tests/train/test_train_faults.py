@@ -155,7 +155,7 @@ def test_a_dead_part_stops_the_run_with_the_resume_command_that_works(tmp_path, 
     assert argv[:2] == ["prime", "train"] and argv[-2] == "--resume-step" and int(argv[-1]) >= 2
     resumed = run_shell(f"{resume} --set max_steps={int(argv[-1]) + 1}", tmp_path, train_env())
     assert resumed.returncode == 0, resumed.stderr
-    assert "training done: 1 steps this run" in resumed.stderr
+    assert "training done: 1 step this run" in resumed.stderr
 
 
 def test_a_raising_reward_function_is_counted_shown_and_never_trained_on(tmp_path, model):

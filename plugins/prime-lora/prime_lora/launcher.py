@@ -3,15 +3,13 @@
 inference (vLLM with LoRA, runtime adapter loading), trainer (torch + peft) and orchestrator
 (rollouts through prime environments) are separate processes, each in its own process group with
 its log in `logs/`. If any part dies, all stop and the failing part's last log lines are shown:
-an error never hides in another process's log.
+an error never hides in another process's log. A part started alone (`--part`, parts.py) also stops
+when a part it needs elsewhere is gone (liveness.py), and says every 30 s what it waits for (waits.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import signal
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +28,24 @@ from prime_cli.train.plugin_api import (
 )
 
 from . import run_dir
-from .devices import cpu_split, has_cuda, part_env
+from .devices import cpu_split, part_env
 from .inference import InferenceServer, inference_options
-from .orchestrator.rollout_errors import FATAL_PREFIX, FAULT_EXIT_CODE
-from .progress import SERVER_NOTICE, WANDB_NOTICE, MetricsTail, NoticeTail, reward_curve, step_line
+from .liveness import ORCHESTRATOR, TRAINER, Liveness, PartGone
+from .orchestrator.rollout_errors import FAULT_EXIT_CODE
+from .part_commands import orchestrator_command, trainer_command
+from .parts import resume_every_part
+from .progress import (
+    SERVER_NOTICE,
+    WANDB_NOTICE,
+    MetricsTail,
+    NoticeTail,
+    error_line,
+    fatal_line,
+    step_line,
+    summarize,
+)
+from .stops import exit_code, stop_name, stop_signals
+from .waits import DEFAULT_NOTICE_S, WaitNotice, batch_awaited, weights_awaited
 
 POLL_S = 0.5
 
@@ -42,6 +54,7 @@ POLL_S = 0.5
 class PartFailure(Exception):
     part: str
     message: str
+    summary: str = ""  # its first words, for the other parts of a run started apart (the message when empty)
 
 
 @dataclass
@@ -51,48 +64,17 @@ class RunStopped(Exception):
     cause: str
 
 
-
-
-def fatal_line(log_path: Path) -> str | None:
-    """The last `fatal: ...` line of a part's log (without the prefix), if any."""
-    try:
-        lines = log_path.read_text(errors="replace").splitlines()
-    except OSError:
-        return None
-    return next((line[len(FATAL_PREFIX):] for line in reversed(lines) if line.startswith(FATAL_PREFIX)), None)
-
-
-def trainer_command(config: RLConfig, config_path: Path, resume_step: int | None, node_rank: int = 0) -> list[str]:
-    module = ["-m", "prime_lora.trainer", "--config", str(config_path)]
-    if resume_step is not None:
-        module += ["--resume-step", str(resume_step)]
-    per_node = len(config.trainer_gpu_ids) if has_cuda() else 1  # FSDP: one process per trainer GPU
-    nodes = config.deployment.num_train_nodes
-    if nodes > 1:  # this node's agent of torchrun's c10d rendezvous (the same id on every node: the run's folder)
-        run_id = hashlib.sha1(str(config_path.parent.resolve()).encode()).hexdigest()[:16]
-        return [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes}", f"--node-rank={node_rank}",
-                "--rdzv-backend=c10d", f"--rdzv-endpoint={config.deployment.rdzv_endpoint}", f"--rdzv-id={run_id}",
-                f"--nproc-per-node={per_node}", *module]
-    if per_node > 1:
-        return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={per_node}", *module]
-    return [sys.executable, *module]
-
-
-def orchestrator_command(config_path: Path, base_urls: list[str], resume_step: int | None) -> list[str]:
-    command = [sys.executable, "-m", "prime_lora.orchestrator", "--config", str(config_path)]
-    for url in base_urls:
-        command += ["--base-url", url]
-    return command + (["--resume-step", str(resume_step)] if resume_step is not None else [])
-
-
 class Run:
     """One training run's processes and the watch loop over them."""
 
     def __init__(self, config: RLConfig, output_dir: Path, resume_step: int | None, console: Console,
-                 parts_config: Path | None = None, part: str | None = None, node_rank: int = 0):
+                 parts_config: Path | None = None, part: str | None = None, node_rank: int = 0,
+                 liveness: Liveness | None = None, notice_s: float = DEFAULT_NOTICE_S):
         self.config, self.output_dir, self.resume_step, self.console = config, output_dir, resume_step, console
         self.part = part  # None: every part here; "trainer" or "orchestrator": that one alone (parts.py)
         self.node_rank = node_rank  # of the trainer's nodes ([deployment] num_train_nodes)
+        self.liveness = liveness  # a part alone: its heartbeat and its watches over the others
+        self.notice = WaitNotice(notice_s, lambda line: self.console.print(line, highlight=False, markup=False))
         self.layout = TrainingRunLayout(output_dir)
         self.logs = self.layout.logs_dir
         self.config_path = parts_config or self.layout.config_path  # what the parts read
@@ -172,9 +154,10 @@ class Run:
                 continue  # it finishes its last batch before the trainer finishes its last step
             if name == "orchestrator" and code == FAULT_EXIT_CODE and (cause := fatal_line(part.log_path)):
                 raise RunStopped(cause)
-            raise PartFailure(name, f"the {name} {'exited' if code >= 0 else 'was killed'} (code {code})"
-                                    f"{' before training ended' if code == 0 else ''}. "
-                                    f"Last lines of {part.log_path}:\n{part.log_tail()}")
+            ended = (f"the {name} {'exited' if code >= 0 else 'was killed'} (code {code})"
+                     f"{' before training ended' if code == 0 else ''}")
+            raise PartFailure(name, f"{ended}. Last lines of {part.log_path}:\n{part.log_tail()}",
+                              ended + (f": {said}" if (said := error_line(part.log_path)) else ""))
         # without [orchestrator.eval] the orchestrator has nothing left to do once the trainer is done (it is
         # stopped); with it, the orchestrator still evaluates the last step's adapter
         orchestrator = (self.config.orchestrator.eval is None or self.orchestrator.process is None
@@ -224,7 +207,22 @@ class Run:
                     self.show_progress(status)
                     self.print_notices(before_step=self.config.max_steps + 1)
                     return
+                self.check_parts()
                 time.sleep(POLL_S)
+
+    def check_parts(self) -> None:
+        """A part alone: PartGone when a part it needs is gone; every 30 s, what it waits for."""
+        if self.liveness is None:
+            return
+        self.liveness.check()
+        if self.part == "orchestrator":
+            awaited = weights_awaited(self.layout, self.resume_step or 0, self.config.max_steps,
+                                      self.config.orchestrator.max_async_level)
+            watch = self.liveness.watch_of(TRAINER)
+        else:
+            awaited = batch_awaited(self.layout, self.shown_step + 1, self.config.max_steps)
+            watch = self.liveness.watch_of(ORCHESTRATOR)
+        self.notice.update(awaited, watch.describe if watch else None)
 
     def print_evals(self) -> None:
         for line in self.evals.poll():
@@ -256,44 +254,63 @@ class Run:
         if steps:
             # a resume that never trained a step keeps its changed config in config.pending.json
             config = self.config_path if self.config_path.exists() else self.layout.config_path
-            part = f" --part {self.part}" if self.part else ""
-            part += f" --node-rank {self.node_rank}" if self.node_rank else ""
-            return f"{done}; continue with: prime train {config} --resume-step {steps[-1]}{part}"
+            if self.part is not None:
+                return f"{done}; continue with: {resume_every_part(config, steps[-1], self.config.deployment.num_train_nodes)}"
+            return f"{done}; continue with: prime train {config} --resume-step {steps[-1]}"
         every = f"no checkpoint was written yet (every {self.config.trainer.ckpt.interval} steps)"
+        same = "the same command" if self.part is None else "the same command on every part"
         trained_here = [step for step in self.layout.weight_steps() if step > 0]
         if trained_here:
-            return (f"{done}; {every}: to start over, run the same command with --force (it deletes the "
+            force = "with --force" if self.part is None else "(the trainer part's with --force)"
+            return (f"{done}; {every}: to start over, run {same} {force} (it deletes the "
                     f"{len(trained_here)} trained step{'s' if len(trained_here) != 1 else ''} in "
                     f"{self.output_dir}), or train elsewhere with -o DIR")
-        return f"{done}; {every}: start it again with the same command"
+        return f"{done}; {every}: start it again with {same}"
 
 
 def launch(config: RLConfig, output_dir: Path, resume_step: int | None = None, force: bool = False,
            part: str | None = None, node_rank: int = 0) -> int:
     """The whole run here (part None), or one part of it (parts.py)."""
-    from .parts import PartError, check_servers, serve_inference, wait_for_trainer, write_marker
-
     console = Console(stderr=True, highlight=False, soft_wrap=True)
-    output_dir = output_dir.resolve()
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    with stop_signals():
+        return _launch(config, output_dir.resolve(), resume_step, force, part, node_rank, console)
+
+
+def _launch(config: RLConfig, output_dir: Path, resume_step: int | None, force: bool, part: str | None,
+            node_rank: int, console: Console) -> int:
+    from .parts import (
+        PartError,
+        check_servers,
+        liveness_settings,
+        serve_inference,
+        wait_for_trainer,
+        write_marker,
+    )
+
+    layout = TrainingRunLayout(output_dir)
+    nodes = config.deployment.num_train_nodes
+    timeout_s, notice_s = 0.0, DEFAULT_NOTICE_S
     try:
         if part == "inference":
             return serve_inference(config, console)
         if part == "orchestrator" and not config.orchestrator.client.base_url:
             raise PartError("--part orchestrator samples from the servers in orchestrator.client.base_url; set it "
                             "to the inference parts' URLs (e.g. --set orchestrator.client.base_url='[\"http://node1:8400/v1\"]')")
+        if part is not None:
+            timeout_s, notice_s = liveness_settings()
         if part in (None, "orchestrator"):
             check_servers(config)
         if part == "orchestrator" or node_rank > 0:  # the trainer part of node 0 owns the folder
-            config_path = wait_for_trainer(TrainingRunLayout(output_dir), console)
-            return _run(Run(config, output_dir, resume_step, console, config_path, part, node_rank), console)
+            config_path, session = wait_for_trainer(layout, console, notice_s)
+            liveness = Liveness.for_part(layout, part, node_rank, nodes, session, timeout_s)
+            liveness.start()
+            return _run(Run(config, output_dir, resume_step, console, config_path, part, node_rank, liveness, notice_s),
+                        console)
     except PartError as exc:
         console.print(f"[bold red]error:[/] {escape(str(exc))}")
         return 2
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    except KeyboardInterrupt as stop:
+        return exit_code(stop)
     try:
         prepared = run_dir.prepare(config, output_dir, resume_step, force)
     except run_dir.RunDirError as exc:
@@ -302,42 +319,60 @@ def launch(config: RLConfig, output_dir: Path, resume_step: int | None = None, f
     for note in prepared.notes:
         console.print(note, highlight=False, markup=False)
     try:
+        liveness = None
         if part == "trainer":
-            write_marker(TrainingRunLayout(output_dir), prepared.config_path)
-        return _run(Run(config, output_dir, resume_step, console, prepared.config_path, part), console)
+            liveness = write_marker(layout, prepared.config_path, lambda session: Liveness.for_part(
+                layout, "trainer", 0, nodes, session, timeout_s))
+        return _run(Run(config, output_dir, resume_step, console, prepared.config_path, part, 0, liveness, notice_s),
+                    console)
     finally:
         prepared.lock.release()
 
 
 def _run(run: Run, console: Console) -> int:
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    ended = "its launcher failed"  # what a part started apart tells the others (nothing: it is done)
     try:
         run.start()
         run.watch()
+        ended = ""
     except PartFailure as failure:
+        ended = failure.summary or failure.message
         run.stop()
+        # a trainer node above 0 fails when node 0 goes (torchrun's rendezvous store with it): that is the cause
+        if run.node_rank and run.liveness is not None:
+            with console.status("the trainer failed: is the trainer part of node 0 still there?"):
+                gone = run.liveness.verdict(POLL_S)
+            if gone is not None:
+                return _gone(run, console, gone)
         console.print(f"[bold red]{failure.part} failed:[/] {escape(visible(failure.message, multiline=True))}")
         console.print(run.how_to_go_on(), highlight=False)
         return 1
+    except PartGone as gone:
+        ended = f"{gone.label} is gone"
+        return _gone(run, console, gone)
     except RunStopped as stopped:
+        ended = f"training stopped: {stopped.cause}"
         run.stop()
         console.print(f"[bold red]training stopped:[/] {escape(visible(stopped.cause, multiline=True))}", highlight=False)
         console.print(f"(details: {run.orchestrator.log_path}) {run.how_to_go_on()}", highlight=False)
         return 1
     except ServeError as exc:  # vLLM missing, bad model folder
+        ended = str(exc)
         run.stop()
         console.print(f"[bold red]error:[/] {exc}")
         return 2
-    except KeyboardInterrupt:
-        console.print("stopping all parts")
+    except KeyboardInterrupt as stop:
+        ended = f"stopped by {stop_name(stop)}"
+        console.print(f"stopping {'all parts' if run.part is None else f'the {run.part} part'} ({stop_name(stop)})")
         run.stop()
         console.print(run.how_to_go_on(), highlight=False)
-        return 130
+        return exit_code(stop)
     finally:
-        signal.signal(signal.SIGTERM, previous)
         # every way out, an unexpected error included (the parent-death signal only helps when the launcher
         # dies); the branches above stopped the parts before printing, which makes this a no-op for them
         run.stop()
+        if run.liveness is not None:
+            run.liveness.end("stopped" if ended else "done", ended)
     if not run.reports:
         who = "orchestrator" if run.part == "orchestrator" else f"trainer node {run.node_rank}"
         console.print(f"[bold green]{who} done[/] (the run's steps and summary are in the terminal of the trainer "
@@ -346,23 +381,8 @@ def _run(run: Run, console: Console) -> int:
     return summarize(console, run, run.output_dir)
 
 
-def summarize(console: Console, run: Run, output_dir: Path) -> int:
-    """The closing lines; 1 when the run trained on no sample at all (it learned nothing)."""
-    rows = run.metrics.rows
-    layout = TrainingRunLayout(output_dir)
-    last = max(layout.weight_steps(), default=0)
-    if rows and all(row.get("effective_batch_size") == 0 for row in rows):
-        console.print(f"[bold red]training failed:[/] none of the {len(rows)} steps of this run had a sample to "
-                      f"train on (every rollout failed or was dropped; see {run.orchestrator.log_path})")
-        return 1
-    console.print(f"[bold green]training done[/]: {len(rows)} steps this run; reward per step: {reward_curve(rows)}")
-    env_id = run.config.orchestrator.env[0].id
-    adapter = layout.weights_dir(last)
-    console.print(f"adapter: {adapter}  (PEFT; metrics: {layout.metrics_path})")
-    console.print(f"evaluate it: prime serve --lora trained={adapter} --port 8001   then   "
-                  f"prime eval run {env_id} -m trained -b http://127.0.0.1:8001/v1")
-    return 0
-
-
-def _interrupt(signum, frame):  # noqa: ARG001
-    raise KeyboardInterrupt
+def _gone(run: Run, console: Console, gone: PartGone) -> int:
+    run.stop()
+    console.print(f"[bold red]{gone.label} is gone:[/] {escape(visible(gone.why))}; {escape(run.how_to_go_on())}",
+                  highlight=False)
+    return 1

@@ -2,8 +2,9 @@
 
 The parts find each other through the config: the orchestrator samples from `orchestrator.client.base_url`
 (the inference parts' URLs) and meets the trainer in `output_dir`, which both must see at the same path
-(a shared filesystem). The trainer part owns the folder (its checks, its lock, config.json) and then
-writes `parts.json` naming its lock; the orchestrator part waits for that before it starts.
+(a shared filesystem). The trainer part owns the folder (its checks, its lock, config.json), starts its
+heartbeat and then writes `parts.json` naming its lock; the orchestrator part and the other trainer nodes
+wait for that before they start, and from then on each part notices when another is gone (liveness.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -21,10 +23,22 @@ from prime_cli.train.plugin_api import (
     TrainingRunLayout,
     port_in_use,
     served_models,
+    write_json_atomic,
 )
 
+from .liveness import (
+    DEFAULT_TIMEOUT_S,
+    TIMEOUT_ENV,
+    TRAINER,
+    Liveness,
+    clear_heartbeats,
+    seconds_from_env,
+    session_of,
+)
+from .stops import exit_code
+from .waits import DEFAULT_NOTICE_S, NOTICE_ENV, WaitNotice
+
 PARTS = ("inference", "trainer", "orchestrator")
-MARKER = "parts.json"
 TRAINER_WAIT_S = 600.0
 
 
@@ -45,29 +59,69 @@ def check_servers(config: RLConfig) -> None:
                         "part there first (prime train CONFIG --part inference) or fix the URL")
 
 
-def write_marker(layout: TrainingRunLayout, config_path: Path) -> None:
-    """After the trainer part prepared the folder: which lock holder and which config the other parts use."""
+def liveness_settings() -> tuple[float, float]:
+    """(the bound after which a silent part is gone, how often a waiting part says so) from the environment."""
+    try:
+        return (seconds_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_S), seconds_from_env(NOTICE_ENV, DEFAULT_NOTICE_S))
+    except ValueError as exc:
+        raise PartError(str(exc)) from None
+
+
+def write_marker(layout: TrainingRunLayout, config_path: Path, liveness_for: Callable[[str], Liveness]) -> Liveness:
+    """After the trainer part prepared the folder: its heartbeat starts (earlier sessions' are cleared), then
+    parts.json names the lock holder (the session) and the config the other parts use."""
     holder = json.loads(layout.lock_path.read_text() or "{}")
-    (layout.output_dir / MARKER).write_text(json.dumps({"lock": holder, "config": str(config_path)}))
+    clear_heartbeats(layout)
+    liveness = liveness_for(session_of(holder))
+    liveness.start()
+    write_json_atomic(layout.parts_marker_path, {"lock": holder, "config": str(config_path)})
+    return liveness
 
 
-def wait_for_trainer(layout: TrainingRunLayout, console: Console, timeout_s: float = TRAINER_WAIT_S) -> Path:
-    """The config the trainer part wrote, once its marker names the lock held now. Raises PartError
-    when none comes: the trainer part is not running, or this node does not see its output_dir."""
+def _prepared(layout: TrainingRunLayout) -> tuple[Path, str] | None:
+    """(config, session) once parts.json names the lock held now and node 0's heartbeat is not an ended one."""
+    try:
+        marker = json.loads(layout.parts_marker_path.read_text())
+        holder = json.loads(layout.lock_path.read_text() or "{}")
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(marker, dict) and holder and marker.get("lock") == holder and Path(marker["config"]).exists()):
+        return None
+    session = session_of(holder)
+    try:
+        beat = json.loads(layout.heartbeat_path(TRAINER).read_text())
+    except (OSError, ValueError):
+        return None
+    if beat.get("session") != session or beat.get("state") != "running":  # a trainer part that has ended
+        return None
+    return Path(marker["config"]), session
+
+
+def wait_for_trainer(layout: TrainingRunLayout, console: Console, notice_s: float,
+                     timeout_s: float = TRAINER_WAIT_S) -> tuple[Path, str]:
+    """The config the trainer part wrote and the run's session, once its marker names the lock held now and
+    its heartbeat runs; says so every `notice_s`. Raises PartError when none comes: the trainer part is not
+    running, or this node does not see its output_dir."""
     deadline = time.monotonic() + timeout_s
+    notice = WaitNotice(notice_s, lambda line: console.print(line, highlight=False, markup=False))
+    awaited = f"the trainer part to prepare {layout.output_dir} (start it: prime train CONFIG --part trainer)"
     with console.status(f"waiting for the trainer part to prepare {layout.output_dir}"):
         while time.monotonic() < deadline:
-            try:
-                marker = json.loads((layout.output_dir / MARKER).read_text())
-                holder = json.loads(layout.lock_path.read_text() or "{}")
-            except (OSError, ValueError):
-                marker, holder = None, None
-            if marker and holder and marker.get("lock") == holder and Path(marker["config"]).exists():
-                return Path(marker["config"])
+            if found := _prepared(layout):
+                return found
+            notice.update(awaited)
             time.sleep(0.5)
     raise PartError(f"no trainer part prepared {layout.output_dir} within {timeout_s:.0f} s: start `prime train "
                     "CONFIG --part trainer` first, and check that this node sees the same output_dir (a shared "
                     "filesystem, at the same path)")
+
+
+def resume_every_part(config_path: Path, step: int, nodes: int) -> str:
+    """The commands that continue a run of parts from `step`, one for each part."""
+    command = f"prime train {config_path} --resume-step {step}"
+    trainers = [f"{command} --part trainer"] + [f"{command} --part trainer --node-rank {n}" for n in range(1, nodes)]
+    return ("; ".join([*trainers, f"{command} --part orchestrator"]) +
+            " (each on its node; the inference parts go on serving, or start them again with --part inference)")
 
 
 def public_url(host: str, port: int) -> str:
@@ -108,8 +162,8 @@ def serve_inference(config: RLConfig, console: Console) -> int:
     except ServeError as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         console.print("stopping vLLM")
-        return 130
+        return exit_code(stop)
     finally:
         server.stop(grace_s=10.0)

@@ -1,4 +1,5 @@
-"""The launcher's live view: one line per trained step, read from metrics.jsonl as it grows."""
+"""The launcher's live view: one line per trained step, read from metrics.jsonl as it grows; the parts' logs
+read for the user; the closing lines."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+
+from prime_cli.train.plugin_api import TrainingRunLayout
+
+from .orchestrator.rollout_errors import FATAL_PREFIX
 
 # the prefix of the trainer's W&B lines (fallback to offline, the sync command), relayed to the terminal
 WANDB_NOTICE = "W&B: "
@@ -126,3 +131,41 @@ def step_line(row: dict[str, Any], max_steps: int, orchestrator_log: str = "logs
 def reward_curve(rows: list[dict[str, Any]]) -> str:
     """`0.14 0.15 0.19 ...` (the per-step reward means, for the final summary)."""
     return " ".join(_num(row, "reward_mean", ".3f") for row in rows)
+
+
+def fatal_line(log_path: Path) -> str | None:
+    """The last `fatal: ...` line of a part's log (without the prefix), if any."""
+    try:
+        lines = log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    return next((line[len(FATAL_PREFIX):] for line in reversed(lines) if line.startswith(FATAL_PREFIX)), None)
+
+
+def error_line(log_path: Path) -> str | None:
+    """A part's last line when it is its own `error: ...` or `fatal: ...` line (the cause it exited with)."""
+    try:
+        lines = log_path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return None
+    last = lines[-1] if lines else ""
+    return last if last.startswith(("error: ", FATAL_PREFIX)) else None
+
+
+def summarize(console: Any, run: Any, output_dir: Path) -> int:
+    """The closing lines of a run (a launcher.Run); 1 when the run trained on no sample at all (it learned nothing)."""
+    rows = run.metrics.rows
+    layout = TrainingRunLayout(output_dir)
+    last = max(layout.weight_steps(), default=0)
+    if rows and all(row.get("effective_batch_size") == 0 for row in rows):
+        console.print(f"[bold red]training failed:[/] none of the {len(rows)} steps of this run had a sample to "
+                      f"train on (every rollout failed or was dropped; see {run.orchestrator.log_path})")
+        return 1
+    console.print(f"[bold green]training done[/]: {len(rows)} step{'s' if len(rows) != 1 else ''} this run; "
+                  f"reward per step: {reward_curve(rows)}")
+    env_id = run.config.orchestrator.env[0].id
+    adapter = layout.weights_dir(last)
+    console.print(f"adapter: {adapter}  (PEFT; metrics: {layout.metrics_path})")
+    console.print(f"evaluate it: prime serve --lora trained={adapter} --port 8001   then   "
+                  f"prime eval run {env_id} -m trained -b http://127.0.0.1:8001/v1")
+    return 0

@@ -20,6 +20,7 @@ from prime_cli.train.plugin_api import (
     ResumeConfigError,
     TrainingRunLayout,
     check_resume,
+    entries_listing,
     fresh_start,
     fresh_start_refusal,
     read_manifest,
@@ -56,12 +57,13 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def _check_fresh(layout: TrainingRunLayout, force: bool) -> list[Path]:
-    """The entries a fresh start will delete (refused unless they are leftovers, or forced)."""
+def _check_fresh(layout: TrainingRunLayout, force: bool) -> tuple[list[Path], list[Path]]:
+    """The entries a fresh start will delete: (those --force deletes, a start's leftovers). Refused unless
+    the first are none, or forced."""
     found = fresh_start(layout)
     if found.in_the_way and not force:
         raise RunDirError(fresh_start_refusal(layout, found))
-    return found.in_the_way + found.leftovers
+    return found.in_the_way, found.leftovers
 
 
 def _check_resume(layout: TrainingRunLayout, config: Any, step: int) -> list[str]:
@@ -125,11 +127,13 @@ def prepare(config: Any, output_dir: Path, resume_step: int | None, force: bool 
         # `prime train OUT/config.json --resume-step N` works from any working folder
         config_json = config.model_copy(update={"output_dir": str(output_dir)}).model_dump_json(indent=2)
         if resume_step is None:
-            for path in _check_fresh(layout, force):
+            forced, leftovers = _check_fresh(layout, force)
+            deleted = [f"--force deleted {entries_listing(forced, output_dir)}"] if forced else []
+            for path in forced + leftovers:
                 _remove(path)
             write_manifest(layout)
             write_text_atomic(layout.config_path, config_json)
-            return PreparedDir(lock, layout.config_path)
+            return PreparedDir(lock, layout.config_path, deleted)
         notes = _check_resume(layout, config, resume_step)
         _rewind(layout, resume_step)
         if read_manifest(layout) is None:  # a run written before manifests: marked as prime's now

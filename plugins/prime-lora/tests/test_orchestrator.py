@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 
 import pytest
 
 from prime_cli.train.config import RLConfig
+from prime_cli.train.plugin_api import TrainingRunLayout
 from prime_lora.orchestrator import loop
 from prime_lora.orchestrator.sampler import EnvRows, EnvSampler
 from prime_lora.orchestrator.samples import NoTokens, rollout_samples
@@ -304,7 +306,10 @@ def test_a_resumed_run_trains_on_the_surplus_its_checkpoint_kept(tmp_path, monke
         "batch_size": 8, "rollouts_per_example": 4, "oversampling_factor": 3.0, "env": [{"id": "scripted"}],
         "buffer": {"online_difficulty_filtering": True}}})
     assert asyncio.run(loop.run(cfg, tmp_path, "http://127.0.0.1:9/v1", None)) == 0
-    surplus = json.loads(loop.checkpoint_path(tmp_path, 1).read_text())["surplus"]
+    progress = TrainingRunLayout(tmp_path).orchestrator_progress(1)
+    surplus = json.loads(progress.read_text())["surplus"]
+    loop.checkpoint_path(tmp_path, 1).parent.mkdir(parents=True)  # as the trainer's checkpoint of step 1 copies it
+    shutil.copyfile(progress, loop.checkpoint_path(tmp_path, 1))
     first = json.loads((tmp_path / "rollouts" / "step_1" / "stats.json").read_text())
     assert len(surplus) == first["groups_buffered"] >= 1
     cfg.max_steps = 2

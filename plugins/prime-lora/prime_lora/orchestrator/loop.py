@@ -51,10 +51,14 @@ class StepFault(Exception):
     """A step failed past the threshold, or left no trainable sample: the run stops (message: the cause)."""
 
 
-def write_batch(step_dir: Path, samples: list[TrainingSample], stats: dict[str, Any]) -> None:
-    """stats.json first, then batch.jsonl by rename: the trainer treats batch.jsonl as 'complete'."""
+def write_batch(step_dir: Path, samples: list[TrainingSample], stats: dict[str, Any],
+                progress: dict[str, Any] | None = None) -> None:
+    """stats.json and the orchestrator's progress (orchestrator.json) first, then batch.jsonl by rename: the
+    trainer treats batch.jsonl as 'complete', and copies the progress into its checkpoint of the step."""
     step_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(step_dir / TrainingRunLayout.BATCH_STATS, stats)
+    if progress is not None:
+        write_json_atomic(step_dir / TrainingRunLayout.ORCHESTRATOR_CHECKPOINT, progress)
     write_jsonl_atomic(step_dir / TrainingRunLayout.BATCH, samples)
 
 
@@ -212,6 +216,7 @@ async def collect_batch(sampler: EnvSampler, servers: InferencePool | Any, confi
 
 
 def checkpoint_path(output_dir: Path, step: int) -> Path:
+    """What a resume at `step` reads (the trainer's checkpoint of the step holds it)."""
     return TrainingRunLayout(output_dir).orchestrator_checkpoint(step)
 
 
@@ -271,10 +276,10 @@ async def run_steps(config: RLConfig, output_dir: Path, pool: InferencePool, sta
                                 weights.last_load_s)
         if online is not None:
             summary["wait_eval_s"] = weights.last_before_load_s  # part of wait_weights_s
-        write_batch(TrainingRunLayout(output_dir).rollouts_dir(step), samples, summary)
-        checkpoint_path(output_dir, step).parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(checkpoint_path(output_dir, step),
-                          {"step": step, "sampler": sampler.state(), "surplus": buffer.state()})
+        # the progress goes into checkpoints/step_N only with the trainer's checkpoint of step N (it copies it):
+        # a checkpoint folder holding the orchestrator's half alone would look resumable and not be
+        write_batch(TrainingRunLayout(output_dir).rollouts_dir(step), samples, summary,
+                    {"step": step, "sampler": sampler.state(), "surplus": buffer.state()})
         errored = f", {summary['errored_rollouts']} of {summary['rollouts_sampled']} rollouts errored" \
             if summary["errored_rollouts"] else ""
         print(f"step {step}: {len(samples)} samples, reward {summary['reward_mean']:.3f}, "

@@ -112,41 +112,48 @@ def restore_rng(state: dict[str, Any]) -> None:
 
 def save_checkpoint(model: Any, optimizer: Any, scheduler: Any, output_dir: Path, step: int, keep: Any = None,
                     dist: Dist = Dist()) -> Path:
-    """checkpoints/step_N/trainer/: adapter, full LoRA weights and optimizer state by parameter name (so a
-    run resumes on any number of ranks), scheduler, RNG of every rank, the step. Every rank calls it."""
-    final = TrainingRunLayout(output_dir).trainer_checkpoint(step)
+    """checkpoints/step_N/: trainer/ (adapter, full LoRA weights and optimizer state by parameter name, so a
+    run resumes on any number of ranks; scheduler, RNG of every rank, the step) and orchestrator.json (the
+    orchestrator's progress after batch N, copied from rollouts/step_N). Written whole into a hidden folder
+    and renamed: a checkpoints/step_N that exists can be resumed from. Every rank calls it."""
+    layout = TrainingRunLayout(output_dir)
+    final = layout.checkpoint_dir(step)
+    tmp = final.with_name(f".tmp-{final.name}")
     weights, optim_state = full_trainable_state(model), full_optimizer_state(model, optimizer)
     if dist.is_main:
-        final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = final.with_name(".tmp-trainer")
-        if tmp.exists():
+        if tmp.exists():  # left by a save that was killed
             shutil.rmtree(tmp)
-        model.save_pretrained(tmp, state_dict=weights)
-        torch.save(weights, tmp / "trainable.pt")
-        torch.save(optim_state, tmp / "optimizer.pt")
-        torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
-        torch.save(rng_state(), tmp / "rng.pt")
-        (tmp / "state.json").write_text(json.dumps({"step": step}))
-        _publish(tmp, final)
-        if keep is not None and keep.keep_last:
-            prune_checkpoints(output_dir, keep.keep_last, keep.keep_interval)
+        trainer = tmp / layout.TRAINER_CHECKPOINT
+        model.save_pretrained(trainer, state_dict=weights)
+        torch.save(weights, trainer / "trainable.pt")
+        torch.save(optim_state, trainer / "optimizer.pt")
+        torch.save(scheduler.state_dict(), trainer / "scheduler.pt")
+        torch.save(rng_state(), trainer / "rng.pt")
+        (trainer / "state.json").write_text(json.dumps({"step": step}))
+        progress = layout.orchestrator_progress(step)
+        if progress.is_file():
+            shutil.copyfile(progress, tmp / layout.ORCHESTRATOR_CHECKPOINT)
     if dist.world > 1:  # every rank's RNG, so a resume continues each exactly
         dist.barrier()
         if not dist.is_main:
-            torch.save(rng_state(), final / f"rng_rank{dist.rank}.pt")
+            torch.save(rng_state(), tmp / layout.TRAINER_CHECKPOINT / f"rng_rank{dist.rank}.pt")
         dist.barrier()
-    return final
+    if dist.is_main:
+        _publish(tmp, final)
+        if keep is not None and keep.keep_last:
+            prune_checkpoints(output_dir, keep.keep_last, keep.keep_interval)
+    return layout.trainer_checkpoint(step)
 
 
 def prune_checkpoints(output_dir: Path, keep_last: int, keep_interval: int | None = None) -> None:
-    """Keep the newest `keep_last` trainer checkpoints, and every one whose step is a multiple of
-    `keep_interval` (the orchestrator's small files stay)."""
+    """Keep the newest `keep_last` checkpoints, and every one whose step is a multiple of `keep_interval`;
+    a pruned step's folder goes whole (its orchestrator.json alone would look like a checkpoint)."""
     layout = TrainingRunLayout(output_dir)
     steps = [step for step in layout.steps(layout.CHECKPOINTS) if layout.trainer_checkpoint(step).is_dir()]
     for step in steps[:-keep_last]:
         if keep_interval and step % keep_interval == 0:
             continue
-        shutil.rmtree(layout.trainer_checkpoint(step))
+        shutil.rmtree(layout.checkpoint_dir(step))
 
 
 def prune_weights(output_dir: Path, max_async_level: int, keep: set[int] | frozenset[int] = frozenset()) -> None:
