@@ -19,7 +19,7 @@ from prime_cli.envs.errors import EnvConfigError
 from prime_cli.envs.tool_schema import tool_name, tool_schema
 
 
-class Color(str, enum.Enum):
+class Color(str, enum.Enum):  # noqa: UP042 - the (str, Enum) form tool authors still write
     RED = "red"
     BLUE = "blue"
 
