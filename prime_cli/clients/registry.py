@@ -20,18 +20,13 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import sys
+import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import ClientConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 DEFAULT_REGISTRY_PATH = Path("configs/endpoints.toml")
 PYTHON_REGISTRY_PATH = Path("configs/endpoints.py")  # the verifiers form, read when no endpoints.toml exists

@@ -5,14 +5,9 @@ Shared by `prime eval run` and `prime gepa run`, so that both sample the same wa
 
 from __future__ import annotations
 
-import sys
+import tomllib
 from pathlib import Path
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 ENV_DEFAULT_KEYS = ("num_examples", "rollouts_per_example", "max_tokens", "temperature")
 SAMPLING_DEFAULT_KEYS = ("max_tokens", "temperature")

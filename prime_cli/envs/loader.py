@@ -106,11 +106,8 @@ def _import_local(module: str, root: Path | None) -> Any | None:
 def _versions(module: str, folder: Path) -> tuple[str, str]:
     """(" 1.2" style suffixes for the local and the installed version), empty when unknown."""
     import importlib.metadata
+    import tomllib
 
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
     local = installed = ""
     try:
         local = f", {tomllib.loads((folder / 'pyproject.toml').read_text(encoding='utf-8'))['project']['version']}"

@@ -89,12 +89,12 @@ def read_entry(run_dir: Path) -> RunEntry:
 
 def training_entry(run_dir: Path) -> RunEntry:
     """The browser entry of a training run folder; num_examples counts its trained steps."""
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
     run = read_training_run(run_dir)
     return RunEntry(kind="training", path=run_dir, env_id=",".join(run.env_ids) or "?", model=run.model,
                     run_id=run_dir.name, status=run.status,
-                    date=datetime.fromtimestamp(run.mtime, timezone.utc).isoformat(timespec="seconds"),
+                    date=datetime.fromtimestamp(run.mtime, UTC).isoformat(timespec="seconds"),
                     avg_reward=run.last_reward, num_examples=run.trained_steps)
 
 

@@ -142,9 +142,9 @@ def _metadata(folder: Path, fmt: str, rows: list[dict[str, Any]]) -> dict[str, A
 
 
 def _iso(timestamp: float) -> str:
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
-    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
 
 
 def convert(folder: Path, fmt: str) -> Path:

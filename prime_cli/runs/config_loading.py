@@ -8,7 +8,7 @@ problems become a `ConfigValueError` (config_errors.py), which the CLI rewords f
 
 from __future__ import annotations
 
-import sys
+import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,11 +16,6 @@ from typing import Any, TypeVar
 from prime_cli.envs.errors import EnvConfigError
 
 from .config_errors import ConfigValueError, closest_key, value_problem
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 Model = TypeVar("Model")
 

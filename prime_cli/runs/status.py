@@ -1,31 +1,22 @@
 """The status of a run (eval, GEPA or training): one enum whose values are the strings metadata.json holds.
 
-A member is a `str`: it compares equal to its value, hashes like it (so `"failed" in FINISHED` and a dict
-keyed by members find plain strings read from disk), and `str()`, f-strings and `json.dumps` write the
-value (`failed`), never `RunStatus.FAILED`: a plain `(str, Enum)` does neither the hashing nor the printing
-on every supported Python (3.10 hashes by name; str() says `RunStatus.FAILED`), and `enum.StrEnum` is 3.11+.
+A member is a `str` (`enum.StrEnum`): it compares equal to its value, hashes like it (so `"failed" in
+FINISHED` and a dict keyed by members find plain strings read from disk), and `str()`, f-strings and
+`json.dumps` write the value (`failed`), never `RunStatus.FAILED`.
 """
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class RunStatus(str, Enum):
+class RunStatus(StrEnum):
     RUNNING = "running"
     COMPLETED = "completed"
     COMPLETED_WITH_ERRORS = "completed_with_errors"  # every rollout finished, more errored than allowed
     CANCELLED = "cancelled"
     FAILED = "failed"
     STOPPED = "stopped"  # a training run that no process writes to any more (derived, never saved)
-
-    __hash__ = str.__hash__
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
     @classmethod
     def read(cls, value: object) -> RunStatus | str:

@@ -2,7 +2,7 @@
 
 `asyncio.gather` raises the first exception but leaves the other awaitables running: they go on writing
 files and calling models after the caller has moved on, and their own exceptions are never retrieved.
-`asyncio.TaskGroup` fixes that but needs Python 3.11; this is the part of it we use, for 3.10 too.
+`asyncio.TaskGroup` fixes that but raises an ExceptionGroup; callers here catch the first exception as it is.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.metadata as metadata
 import inspect
 import re
-import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,11 +13,6 @@ from typing import Any
 from prime_cli.runs.visible import visible, visible_data
 
 from .names import check_env_name, dist_name, module_name
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 FRAMEWORKS = {"prime-cli", "verifiers"}
 

@@ -199,8 +199,7 @@ def connection_error(cause: BaseException) -> BaseException:
 
 
 def test_classify_connect_failures_found_inside_exception_groups():
-    group = Exception("all failed")  # shaped like an ExceptionGroup (Python 3.10 has none)
-    group.exceptions = (ConnectionRefusedError(111, "Connection refused"),)
+    group = ExceptionGroup("all failed", [ConnectionRefusedError(111, "Connection refused")])
     inner = ConnectError("All connection attempts failed")
     inner.__cause__ = group
     verdict = classify(connection_error(inner))
@@ -242,7 +241,7 @@ async def test_retry_counts_record_kinds_retried_calls_and_calls_that_gave_up():
         return call
 
     assert await call_with_retries(script("ok"), policy, describe="m", counts=counts) == "ok"
-    assert await call_with_retries(script(FakeStatusError(503, "busy"), asyncio.TimeoutError(), "ok"), policy,
+    assert await call_with_retries(script(FakeStatusError(503, "busy"), TimeoutError(), "ok"), policy,
                                    describe="m", counts=counts) == "ok"
     with pytest.raises(ModelError):
         await call_with_retries(script(*[FakeStatusError(429, "slow")] * 3), policy, describe="m", counts=counts)

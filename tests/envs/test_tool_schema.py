@@ -20,7 +20,7 @@ from prime_cli.envs.errors import EnvConfigError
 from prime_cli.envs.tool_schema import tool_name, tool_schema
 
 
-class Color(str, enum.Enum):
+class Color(str, enum.Enum):  # noqa: UP042 - the (str, Enum) form tool authors still write
     RED = "red"
     BLUE = "blue"
 
@@ -205,7 +205,7 @@ class Point(pydantic.BaseModel):
     x: int
 
 
-class Unit(str, enum.Enum):
+class Unit(str, enum.Enum):  # noqa: UP042 - the spelling most tools use
     C = "C"
     F = "F"
 

@@ -24,6 +24,8 @@ from .conftest import REPO, ServeProcess
 
 CONFIG = REPO / "configs" / "rl" / "reverse-text-cpu.toml"
 TRAIN_TIMEOUT_S = 20 * 60  # 9 minutes on an idle 2-core machine, 11-15 beside other work
+# the first test of the module also runs the training fixture: its own limit, not pyproject's 600 s
+pytestmark = pytest.mark.timeout(TRAIN_TIMEOUT_S + 600)
 WINDOW = 5  # steps averaged at each end of the reward and completion-length curves
 # Three runs of this config (reverse-text plain_text, 8-12 words, lr 5e-4) on this machine (2 cores): the
 # mean reward of the last 5 steps exceeded the first 5's by 0.084, 0.082 and 0.057 (0.24-0.26 -> 0.31-0.33).

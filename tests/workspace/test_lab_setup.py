@@ -1,6 +1,6 @@
 """`prime lab setup`: the workspace it writes, idempotence, and configs the other commands accept."""
 
-import sys
+import tomllib
 
 import pytest
 
@@ -12,11 +12,6 @@ from prime_cli.workspace.templates import EXAMPLES
 from tests.environments.conftest import data_root
 from tests.evals.cli_support import read_rows, run_prime
 from tests.support.scripted_server import ScriptedOpenAIServer
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 ENV_IDS = [e.env_id for e in EXAMPLES]
 
