@@ -2,9 +2,10 @@
 
 reverse-text with `answer_without_tags` scores SmolLM2's plain reply by its similarity to the reversed
 text, so the 135M model gets partial credit (about 0.15) that a better prompt can raise; on wordle it
-scores 0 (it never writes a <guess> tag). The budget is the smallest that searches (a seed pass of 3
-rows plus proposals on one row each) and replies are bounded (48 tokens a reply, 200 for a
-reflection), so a run takes minutes on 2 CPU cores.
+scores 0 (it never writes a <guess> tag). The budget is the smallest that searches on both sides of a
+Ctrl-C (a seed pass of 3 rows and one minibatch row, then one proposal on one row before the signal and
+at least one after the resume) and replies are bounded (48 tokens a reply, 200 for a reflection): each
+proposal is a reflection of up to 200 tokens, 15-50 s on 2 CPU cores, so one fewer saves that.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .conftest import REPO
 ARGS = ["reverse-text", "-a", '{"answer_without_tags": true}', "-m", "local", "-M", "local", "-n", "6", "-N", "3",
         "--minibatch-size", "1", "-t", "48",
         "--reflection-sampling-args", '{"max_tokens": 200}', "--json"]
-BUDGET = 7
+BUDGET = 6
 THREE_FILES = ("best_prompt.txt", "pareto_frontier.jsonl", "metadata.json")
 
 

@@ -6,21 +6,19 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 from prime_cli.runs.training_reader import read_training_run
 from tests.support.cli import run_shell
 
-from .train_runs import TrainProcess, run_train, tiny_model, train_env, write_workspace
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> Path:
-    return tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-llama")
+from .train_runs import TrainProcess, run_train, train_env, write_workspace
 
 
 def tree(folder: Path) -> dict[str, bytes]:
@@ -45,20 +43,39 @@ def part_pids(cwd: Path, marker: str) -> list[int]:
     return pids
 
 
-def test_eval_runs_and_foreign_folders_survive_and_force_deletes_exactly_the_list(tmp_path, model):
-    config = write_workspace(tmp_path, model, max_steps=2)
-    eval_run = tmp_path / "outputs" / "evals" / "flaky-reward--m" / "20261124-000000-abcdef"
+class FinishedRun(NamedTuple):
+    cwd: Path  # the workspace: rl.toml, environments/, outputs/
+    done: subprocess.CompletedProcess
+    outputs_before: dict[str, bytes]  # outputs/ before the run: an eval run's folder
+
+    @property
+    def out(self) -> Path:
+        return self.cwd / "outputs" / "rl" / "flaky-reward"
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, model) -> FinishedRun:
+    """One 3-step run with the default output_dir, beside an eval run in outputs/evals/: read by the tests
+    that need a finished run, and copied by those that change it (a run takes 10-40 s, mostly its start)."""
+    cwd = tmp_path_factory.mktemp("finished")
+    config = write_workspace(cwd, model, max_steps=3)
+    eval_run = cwd / "outputs" / "evals" / "flaky-reward--m" / "20261124-000000-abcdef"
     eval_run.mkdir(parents=True)
     (eval_run / "metadata.json").write_text('{"env_id": "flaky-reward"}')
     (eval_run / "results.jsonl").write_text('{"reward": 1}\n')
-    saved_evals = tree(tmp_path / "outputs")
+    outputs_before = tree(cwd / "outputs")
+    return FinishedRun(cwd, run_train([str(config)], cwd), outputs_before)  # the config names no output_dir
 
-    done = run_train([str(config)], tmp_path)  # the config names no output_dir
-    assert done.returncode == 0, done.stderr
-    assert tree(tmp_path / "outputs" / "evals") == tree(eval_run.parents[1]) and \
-        all(tree(tmp_path / "outputs")[k] == v for k, v in saved_evals.items())
-    assert (tmp_path / "outputs" / "rl" / "flaky-reward" / "weights" / "step_2").is_dir()
 
+def test_eval_runs_and_foreign_folders_survive_and_force_deletes_exactly_the_list(tmp_path, model, finished):
+    assert finished.done.returncode == 0, finished.done.stderr
+    outputs = finished.cwd / "outputs"
+    # outputs/evals/ holds what it held (no file more, none changed), and so does the rest of outputs/
+    assert tree(outputs / "evals") == {k.removeprefix("evals/"): v for k, v in finished.outputs_before.items()}
+    assert all(tree(outputs)[k] == v for k, v in finished.outputs_before.items())
+    assert (finished.out / "weights" / "step_3").is_dir()
+
+    config = write_workspace(tmp_path, model, max_steps=2)
     foreign = tmp_path / "d"
     (foreign / "checkpoints" / "step_1000").mkdir(parents=True)
     (foreign / "checkpoints" / "step_1000" / "model.bin").write_text("weights")
@@ -81,11 +98,12 @@ def test_eval_runs_and_foreign_folders_survive_and_force_deletes_exactly_the_lis
     assert (foreign / "evals" / "important" / "results.jsonl").read_text() == "{}\n"
 
 
-def test_a_resume_that_cannot_load_the_checkpoint_is_refused_before_anything_is_deleted(tmp_path, model):
+def test_a_resume_that_cannot_load_the_checkpoint_is_refused_before_anything_is_deleted(tmp_path, model,
+                                                                                          finished):
+    assert finished.done.returncode == 0, finished.done.stderr
     config = write_workspace(tmp_path, model, max_steps=3)
     out = tmp_path / "run"
-    first = run_train([str(config), "-o", str(out)], tmp_path)
-    assert first.returncode == 0, first.stderr
+    shutil.copytree(finished.out, out)  # its config names the same model, LoRA and steps
     before = tree(out)
 
     rank = run_train([str(config), "-o", str(out), "--resume-step", "2", "--set", "trainer.model.lora.rank=8"],

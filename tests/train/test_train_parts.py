@@ -7,18 +7,12 @@ import json
 import os
 import re
 import signal
-from pathlib import Path
 
 import pytest
 
 from prime_cli.serve.server import free_port, served_models
 
-from .train_runs import TrainProcess, run_train, tiny_model, write_workspace
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> Path:
-    return tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-llama")
+from .train_runs import TrainProcess, run_train, write_workspace
 
 
 def test_inference_two_trainer_nodes_and_the_orchestrator_started_apart_make_one_run(tmp_path, model):

@@ -11,12 +11,7 @@ import pytest
 from prime_cli.serve.server import free_port
 from tests.support.scripted_server import ScriptedOpenAIServer
 
-from .train_runs import TrainProcess, run_train, tiny_model, write_workspace
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> Path:
-    return tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-llama")
+from .train_runs import TrainProcess, run_train, write_workspace
 
 
 def client_section(*urls: str) -> str:

@@ -24,14 +24,9 @@ from prime_cli.serve.server import free_port
 from tests.support.cli import prime_env
 
 from . import slurm_cluster
-from .train_runs import run_train, tiny_model, train_env, write_workspace
+from .train_runs import run_train, train_env, write_workspace
 
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> Path:
-    return tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-llama")
 
 
 def slurm_workspace(tmp_path: Path, model: Path, port: int, rdzv: int, max_steps: int = 2,
