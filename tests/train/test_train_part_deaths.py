@@ -10,21 +10,14 @@ import signal
 import time
 from pathlib import Path
 
-import pytest
-
 from prime_cli.runs.layouts import TrainingRunLayout
 from prime_cli.serve.server import free_port, served_models
 
-from .train_runs import TrainProcess, run_train, tiny_model, write_workspace
+from .train_runs import TrainProcess, run_train, write_workspace
 
 BOUND_S = 4  # a silent part is gone after this
 SHORT = {"PRIME_TRAIN_PART_TIMEOUT_S": str(BOUND_S), "PRIME_TRAIN_WAIT_NOTICE_S": "1"}
 STOPPED_WITHIN_S = BOUND_S + 25  # the bound, then the part's own stop (its children get 10 s to end)
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> Path:
-    return tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-llama")
 
 
 class Parts:

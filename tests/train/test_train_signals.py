@@ -12,20 +12,12 @@ import signal
 import subprocess
 import termios
 import time
-from pathlib import Path
-
-import pytest
 
 from prime_cli.runs.layouts import TrainingRunLayout
 from tests.support.cli import PRIME, prime_env
 
 from .test_train_faults import part_pids
-from .train_runs import TrainProcess, tiny_model, train_env, write_workspace
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> Path:
-    return tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-llama")
+from .train_runs import TrainProcess, train_env, write_workspace
 
 
 def wait_until(predicate, proc: subprocess.Popen, timeout: float = 180) -> None:
