@@ -160,8 +160,9 @@ def describe_machine(env: dict[str, str]) -> dict:
     missing = sorted(k for k, v in machine["packages"].items() if not v)
     machine["line"] = (f"gpu-check on {machine['count']}x {machine['gpu']}: Python {machine['python']}, "
                        f"torch {machine['torch']} (CUDA {machine['cuda']})")
-    machine["packages"] = ("  found: " + ", ".join(f"{k} {v}" for k, v in found.items())
-                           + "\n  missing: " + (", ".join(missing) or "nothing"))
+    machine["packages"] = ("  found (on the machine or from --wheels, see the note below): "
+                           + ", ".join(f"{k} {v}" for k, v in found.items())
+                           + "\n  missing (tests that need them skip): " + (", ".join(missing) or "nothing"))
     machine["missing"] = missing
     return machine
 
