@@ -28,6 +28,7 @@ no backward and its compiled forward failed to build, so it could not be checked
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -49,9 +50,7 @@ def packed_sdpa_forward(module: Any, query: torch.Tensor, key: torch.Tensor, val
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
     lengths = packed_lengths.tolist()
-    if query.shape[0] != 1 or attention_mask is not None or sum(lengths) != query.shape[2]:
-        raise ValueError(f"a packed row is one row of {sum(lengths)} tokens without a mask "
-                         f"(got query {tuple(query.shape)}, mask {attention_mask is not None})")
+    check_packed_row(query, attention_mask, sum(lengths))
     groups = query.shape[1] // key.shape[1]
     # torch.split, not a slice per sample: its backward is one concatenation, where slices' would each
     # add into a zero tensor of the whole row
@@ -69,9 +68,7 @@ def packed_varlen_forward(module: Any, query: torch.Tensor, key: torch.Tensor, v
     if packed_lengths is None or (dropout and module.training):  # the varlen kernel has no dropout
         return packed_sdpa_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                    packed_lengths=packed_lengths, **kwargs)
-    if query.shape[0] != 1 or attention_mask is not None or int(packed_lengths.sum()) != query.shape[2]:
-        raise ValueError(f"a packed row is one row of {int(packed_lengths.sum())} tokens without a mask "
-                         f"(got query {tuple(query.shape)}, mask {attention_mask is not None})")
+    check_packed_row(query, attention_mask, int(packed_lengths.sum()))
     bounds = torch.nn.functional.pad(packed_lengths.cumsum(0), (1, 0)).to(query.device, torch.int32, non_blocking=True)
     longest = int(packed_lengths.max())
     # (1, heads, n, d) -> (n, heads, d), the layout of flash attention's varlen kernels
@@ -80,23 +77,37 @@ def packed_varlen_forward(module: Any, query: torch.Tensor, key: torch.Tensor, v
     return out.unsqueeze(0), None
 
 
+def check_packed_row(query: torch.Tensor, attention_mask: torch.Tensor | None, tokens: int) -> None:
+    if query.shape[0] != 1 or attention_mask is not None or tokens != query.shape[2]:
+        raise ValueError(f"a packed row is one row of {tokens} tokens without a mask "
+                         f"(got query {tuple(query.shape)}, mask {attention_mask is not None})")
+
+
 def varlen_attention() -> Any:
     """torch's varlen_attn, causal, with grouped KV heads, on the torch at hand: 2.11+ spell causal as
     window_size=(-1, 0) (2.10 as is_causal=True); where it lacks enable_gqa, KV heads are repeated."""
     from torch.nn.attention.varlen import varlen_attn
 
-    parameters = inspect.signature(varlen_attn).parameters
-    causal = {"window_size": (-1, 0)} if "window_size" in parameters else {"is_causal": True}
+    causal, has_gqa = varlen_signature(varlen_attn)
 
     def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         groups = q.shape[1] // k.shape[1]
-        if groups > 1 and "enable_gqa" in parameters:
+        if groups > 1 and has_gqa:
             kwargs["enable_gqa"] = True
         elif groups > 1:
             k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
         return varlen_attn(q, k, v, *args, **causal, **kwargs)
 
     return attend
+
+
+@functools.cache
+def varlen_signature(varlen_attn: Any) -> tuple[dict[str, Any], bool]:
+    """(the causal keyword, whether enable_gqa exists) of this torch's varlen_attn, read once rather than
+    on every layer's call."""
+    parameters = inspect.signature(varlen_attn).parameters
+    causal = {"window_size": (-1, 0)} if "window_size" in parameters else {"is_causal": True}
+    return causal, "enable_gqa" in parameters
 
 
 def packed_sdpa_mask(*args: Any, attention_mask: torch.Tensor | None = None, q_length: int = 0, kv_length: int = 0,
