@@ -196,7 +196,7 @@ def run_bench(check: Check, env: dict[str, str], model: str, shape: list[str], s
     with tempfile.NamedTemporaryFile(suffix=".json") as report:
         command = [str(BENCH), *bench_args(model, shape, steps, peer), "--model-dir", str(cache),
                    "--json", report.name]
-        print(f"\n$ python {shlex.join(command[:1] + command[1:])}", flush=True)
+        print(f"\n$ python {shlex.join(command)}", flush=True)
         out, code = run(command, env, timeout=check.left())
         print(out[-2500:], flush=True)
         if code != 0:
