@@ -113,7 +113,12 @@ def _prepare(config_path: Path, trainer: str | None, overrides: list[str], outpu
         validate_config,
     )
     from prime_cli.train.plugins import load_trainer
-    from prime_cli.train.preflight import check_eval_max_tokens, check_model, check_output_dir
+    from prime_cli.train.preflight import (
+        check_eval_max_tokens,
+        check_lora_targets,
+        check_model,
+        check_output_dir,
+    )
 
     config, load_notes = load_train_config_with_notes(config_path, overrides, output_dir)
     check_output_dir(config.output_dir, from_flag=output_dir is not None)
@@ -123,6 +128,7 @@ def _prepare(config_path: Path, trainer: str | None, overrides: list[str], outpu
     if shortage and not dry_run:
         raise TrainConfigError(shortage)
     model_notes = check_model(config, dry_run)
+    check_lora_targets(config)
     check_environments(config)
     check_eval_max_tokens(config)
     plugin = load_trainer(trainer)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .devices import is_multi_gpu, shared_gpus
+from .lora_targets import lora_targets_for
 from .samples import TrainingRunLayout
 
 _L = TrainingRunLayout
@@ -44,7 +45,7 @@ def _inference(config: Any, gpu: bool) -> PlanPart:
                         "orchestrator.client.base_url", [*urls, "each must load adapters at run time from "
                         f"{config.output_dir} (e.g. `prime train CONFIG --part inference` on its node)"])
     inf = config.inference
-    rank = inf.max_lora_rank or config.trainer.model.lora.rank
+    rank = inf.max_lora_rank or lora_targets_for(config).max_rank(config.trainer.model.lora.rank)
     details = [f"model {config.model.name}, LoRA adapter {config.policy_name!r} (max rank {rank}), "
                f"dtype {config.inference_dtype}",
                f"max_model_len {inf.model.max_model_len}, serving http://{inf.host}:{inf.port}/v1"]
@@ -139,7 +140,7 @@ def _filtering(buffer: Any) -> list[str]:
 def _trainer(config: Any, gpu: bool) -> PlanPart:
     tr = config.trainer
     lora = tr.model.lora
-    details = [f"LoRA rank {lora.rank}, alpha {lora.alpha:g} on {', '.join(lora.target_modules)}",
+    details = [f"LoRA rank {lora.rank}, alpha {lora.alpha:g} {lora_targets_for(config).description}",
                f"lr {tr.optim.lr:g} ({tr.scheduler.type}), micro_batch_size {tr.micro_batch_size}, "
                f"seq_len {config.seq_len}",
                f"checkpoint every {tr.ckpt.interval} steps ({_keeping(tr.ckpt)})"

@@ -4,7 +4,10 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 
 - The contract: `TrainerPlugin` (the entry-point object) and `API_VERSION`.
 - The config the TOML file is validated into: `RLConfig` and its sections.
-- The weights a run trains: `training_weights(name)` (`"local"` is the embedded model).
+- The weights a run trains: `training_weights(name)` (`"local"` is the embedded model); `model_config(name)`
+  its config.json without loading it; `resolve_lora_targets` what its LoRA adapts (`LoraTargets`: peft's
+  target_modules / target_parameters, with the fused experts of a Mixture-of-Experts model, and one line
+  that says so).
 - Inference: `VllmServer` / `ServerOptions` start a vLLM server; `ManagedProcess` runs a child process
   group; `free_port`, `port_in_use`, `served_models` (what a server at a URL lists, None when nothing
   answers); `ServeError` when a server cannot run; `load_adapter` hot-loads
@@ -51,6 +54,8 @@ from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in
 from .config import BufferConfig, LossConfig, RLConfig
 from .contract import API_VERSION, TrainerPlugin
 from .env_file import env_file_values
+from .lora_targets import LoraTargets, resolve_lora_targets
+from .model_facts import model_config
 from .models import TrainingWeights, training_weights
 from .resume_check import ResumeConfigError, check_resume
 from .samples import TrainingRunLayout, TrainingSample
@@ -65,11 +70,11 @@ async def evaluate_policy(*args, **kwargs):
 
 __all__ = [
     "API_VERSION", "AdapterLoadError", "BufferConfig", "EndpointSpec", "FINISHED", "FolderBusy", "FolderLock",
-    "LossConfig",
+    "LoraTargets", "LossConfig",
     "ManagedProcess", "OpenAIChatClient", "RLConfig", "ResumeConfigError", "RunStatus",
     "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
     "VllmServer", "check_resume", "entries_listing", "env_file_values", "eval_summary_line",
     "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "gather_or_cancel", "load_adapter",
-    "port_in_use", "read_evals", "read_manifest", "served_models", "server_root", "steps_in", "training_weights",
+    "model_config", "port_in_use", "read_evals", "read_manifest", "resolve_lora_targets", "served_models", "server_root", "steps_in", "training_weights",
     "visible", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
 ]

@@ -1,6 +1,6 @@
 """Checks of what a training config names on this machine, made by `prime train` before anything starts:
-the output folder, the model's weights (`local`, a folder, or the local Hugging Face cache) and the
-online eval's max_tokens (the environments' own defaults). The config's own rules are in config.py.
+the output folder, the model's weights (`local`, a folder, or the local Hugging Face cache), what its LoRA
+can adapt (a Mixture-of-Experts model's fused experts) and the online eval's max_tokens (the environments' own defaults). The config's own rules are in config.py.
 """
 
 from __future__ import annotations
@@ -77,6 +77,24 @@ def check_model(config: RLConfig, dry_run: bool) -> list[str]:
     if not dry_run:
         raise TrainConfigError(problem)
     return [f"a real run on this machine would refuse the model: {problem}"]
+
+
+def check_lora_targets(config: RLConfig) -> None:
+    """What the LoRA must do on a Mixture-of-Experts model (lora_targets.py): no dropout on the fused
+    experts, and a vLLM max_lora_rank that holds gate_up's rank 2r."""
+    from .lora_targets import lora_targets_for
+
+    lora = config.trainer.model.lora
+    targets = lora_targets_for(config)
+    if targets.parameters and lora.dropout:
+        raise TrainConfigError(f"trainer.model.lora.dropout = {lora.dropout:g} cannot apply to {config.model.name}'s "
+                               "fused expert weights (a Mixture-of-Experts model: peft adapts them as parameters, "
+                               "without dropout); set dropout = 0")
+    needed = targets.max_rank(lora.rank)
+    if config.inference.max_lora_rank is not None and config.inference.max_lora_rank < needed:
+        raise TrainConfigError(f"inference.max_lora_rank ({config.inference.max_lora_rank}) is below {needed}, the "
+                               f"rank of {config.model.name}'s fused gate_up expert adapters (2 x rank); raise it "
+                               f"to {needed} or remove it")
 
 
 def check_eval_max_tokens(config: RLConfig) -> None:

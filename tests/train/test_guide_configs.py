@@ -160,16 +160,25 @@ def test_verifiers_alphabet_sort(tmp_path):
     out = dry_run(tmp_path, VERIFIERS_ALPHABET_SORT)
     assert "batch_size 256 = 32 examples x 8 rollouts" in out and "max_tokens 512" in out
     assert 'project = "alphabet-sort"' in out and "500 steps" in out
+    assert MOE_ADAPTERS in out and "(max rank 32)" in out  # gate_up's rank 2r
+
+
+# Qwen3-30B-A3B is a Mixture-of-Experts model: the plan names the adapted expert weights (from the public
+# config kept in prime_cli/train/model_facts.py; nothing is downloaded)
+MOE_ADAPTERS = ("LoRA rank 16, alpha 32 on a Mixture-of-Experts model (128 experts, 8 active per token): attention "
+                "q_proj, k_proj, v_proj, o_proj; each of the 128 experts' gate_up_proj (gate and up fused, rank 32) "
+                "and down_proj (rank 16); router not adapted")
 
 
 def test_verifiers_reverse_text(tmp_path):
     out = dry_run(tmp_path, VERIFIERS_REVERSE_TEXT)
     assert "model Qwen/Qwen3.5-4B" in out and "batch_size 128 = 16 examples x 8 rollouts" in out
+    assert "on q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (the model's config is not at hand" in out
 
 
 def test_verifiers_reference(tmp_path):
     out = dry_run(tmp_path, VERIFIERS_REFERENCE)
-    assert "temperature 1.0" in out
+    assert "temperature 1.0" in out and MOE_ADAPTERS in out
 
 
 def test_verifiers_byo_harness_is_refused_in_one_line(tmp_path):
@@ -307,6 +316,7 @@ def test_verifiers_prime_rl_example_places_num_gpus_with_tensor_parallel(tmp_pat
     assert ("note: num_gpus = 8, tensor_parallel_size = 4 placed as prime-rl does, inference first: vLLM on GPUs 0-3 "
             "(1 replica of 4 GPUs: data_parallel_size 1), the trainer on GPUs 4-7") in out
     assert "batch_size 512 = 32 examples x 16 rollouts" in out and "lr 1e-05" in out
+    assert MOE_ADAPTERS in out
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -365,3 +375,15 @@ def test_a_real_run_starts_with_the_notes(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert started == [[str(tmp_path / "secrets.env")]]
     assert result.stderr.splitlines()[0].startswith("note: env_file is a top-level key, but it follows the [wandb]")
+
+
+@pytest.mark.parametrize(("block", "expected"), [
+    ("\n[trainer.model.lora]\ndropout = 0.05\n", "trainer.model.lora.dropout = 0.05 cannot apply to "
+                                                 "Qwen/Qwen3-30B-A3B-Instruct-2507's fused expert weights"),
+    ("\n[inference]\nmax_lora_rank = 16\n", "inference.max_lora_rank (16) is below 32, the rank of "
+                                            "Qwen/Qwen3-30B-A3B-Instruct-2507's fused gate_up expert adapters"),
+])
+def test_what_lora_cannot_do_on_the_moe_guide_model_is_one_line(tmp_path, block, expected):
+    result = run_train([str(write(tmp_path, VERIFIERS_ALPHABET_SORT + block)), "--dry-run"], cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith(f"error: {expected}")

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prime_cli.train.plugin_api import RLConfig, ServerOptions, VllmServer, free_port, port_in_use
+from prime_cli.train.plugin_api import (
+    RLConfig,
+    ServerOptions,
+    VllmServer,
+    free_port,
+    model_config,
+    port_in_use,
+    resolve_lora_targets,
+)
 
 from .devices import cpu_split, part_env
 
@@ -28,7 +36,10 @@ class InferenceServer(VllmServer):
 
 def inference_options(config: RLConfig, model_path: str, served_name: str) -> ServerOptions:
     inference = config.inference
-    rank = inference.max_lora_rank or config.trainer.model.lora.rank
+    lora = config.trainer.model.lora
+    # an MoE model's fused gate_up adapters have rank 2r (prime_cli/train/lora_targets.py)
+    targets = resolve_lora_targets(list(lora.target_modules), lora.rank, lora.alpha, model_config(model_path))
+    rank = inference.max_lora_rank or targets.max_rank(lora.rank)
     # processed_logprobs: log-probs after penalty, temperature and truncation, as the trainer computes them
     # (trainer/sampling.py). `--generation-config vllm`: no sampling defaults from the model's
     # generation_config.json (the orchestrator also sends every value explicitly, orchestrator/loop.py)

@@ -82,18 +82,28 @@ def merged_state_dict(model: Any) -> dict[str, torch.Tensor]:
             for adapter in module.active_adapters:
                 if adapter in module.lora_A:
                     delta = module.get_delta_weight(adapter).to("cpu", torch.float32)
-                    key = plain_name(f"{name}.weight")
+                    key = plain_name(merged_key(name, module))
                     deltas[key] = deltas.get(key, 0) + delta
     out: dict[str, torch.Tensor] = {}
     for key, tensor in base.state_dict().items():
         if ".lora_" in key:
             continue
-        plain = key.replace(".base_layer.", ".")
+        plain = key.replace(".base_layer", "")  # nested wrappers (an MoE's experts) have several
         value = tensor.detach().to("cpu", copy=True)
         if plain in deltas:
             value = (value.float() + deltas[plain]).to(tensor.dtype)
         out[plain] = value
     return out
+
+
+def merged_key(name: str, module: Any) -> str:
+    """The state-dict key of the weight a LoRA layer adapts: `<module>.weight`, or for peft's parameter
+    wrappers (an MoE's fused experts) the parameter's own name on the wrapped module, whose nesting
+    (`experts.base_layer`) the plain name does not have."""
+    parameter = getattr(module, "parameter_name", None)
+    if parameter is None:
+        return f"{name}.weight"
+    return f"{name.replace('.base_layer', '')}.{parameter}"
 
 
 def rng_state() -> dict[str, Any]:

@@ -17,7 +17,7 @@ from .checkpoint import load_checkpoint, prune_weights, save_checkpoint, save_we
 from .distributed import Dist
 from .fsdp import shard_model, shard_options
 from .logprobs import LossPositionLogprobs
-from .model import build_policy, pick_device, pick_dtype, trainable_parameters
+from .model import build_policy, describe_adapters, pick_device, pick_dtype, trainable_parameters
 from .optim import apply_optim_config, build_optimizer, build_scheduler
 from .step import train_step
 
@@ -120,6 +120,7 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
         print(f"trainer ready on {device.type} ({dtype}), {sum(p.numel() for p in params):,} trainable parameters"
               f"{f', {dist.world} data-parallel ranks' if dist.world > 1 else ''}"
               f"{' (FSDP2: base model sharded)' if dist.sharded else ''}", flush=True)
+        print(f"trainer: LoRA adapters on {describe_adapters(model)}", flush=True)
     metrics = MetricsLog(output_dir, config) if dist.is_main else None
     online_eval = config.orchestrator.eval
     eval_steps = set(online_eval.steps(config.max_steps, start)) if online_eval is not None else set()

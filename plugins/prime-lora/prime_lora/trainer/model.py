@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
 
-from prime_cli.train.plugin_api import RLConfig
+from prime_cli.train.plugin_api import LoraTargets, RLConfig, resolve_lora_targets
 
 
 def pick_device() -> torch.device:
@@ -37,9 +38,14 @@ def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype:
     base = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, attn_implementation=attention)
     base.config.use_cache = False
     lora = config.trainer.model.lora
-    peft_config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
-                             target_modules=list(lora.target_modules), bias="none", task_type="CAUSAL_LM")
-    model = get_peft_model(base, peft_config)
+    targets = lora_targets(config, base)
+    peft_config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout, bias="none",
+                             task_type="CAUSAL_LM", **targets.peft_kwargs())
+    with warnings.catch_warnings():
+        # peft checks rank_pattern/alpha_pattern keys against module names only; ours name fused expert
+        # parameters, which it does apply (tests/.../test_trainer_moe.py checks the scaling)
+        warnings.filterwarnings("ignore", message=".*pattern keys did not match any targeted module")
+        model = get_peft_model(base, peft_config)
     for param in trainable_parameters(model):  # the adapter and its optimizer state; the base stays in `dtype`
         param.data = param.data.to(OPTIMIZATION_DTYPES[config.trainer.model.optimization_dtype])
     if config.trainer.model.mixed_precision:
@@ -50,6 +56,37 @@ def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype:
     if compiles(config, device):
         compile_layers(model)
     return model
+
+
+def lora_targets(config: RLConfig, base: Any) -> LoraTargets:
+    """What the LoRA adapts on this model (prime_cli/train/lora_targets.py decides; this checks peft can)."""
+    lora = config.trainer.model.lora
+    targets = resolve_lora_targets(list(lora.target_modules), lora.rank, lora.alpha, base.config.to_dict())
+    if targets.parameters and lora.dropout:
+        raise ValueError(f"trainer.model.lora.dropout = {lora.dropout:g} cannot apply to a Mixture-of-Experts "
+                         "model's fused expert weights (peft adapts them as parameters, with no place for "
+                         "dropout); set dropout = 0")
+    return targets
+
+
+def describe_adapters(model: Any) -> str:
+    """What the peft model adapts, counted from its modules: 'q_proj x30, ..., experts.gate_up_proj x30
+    (4 experts, rank 16)'."""
+    from peft.tuners.lora import LoraLayer
+
+    counts: dict[str, int] = {}
+    details: dict[str, str] = {}
+    for name, module in model.named_modules():
+        if not isinstance(module, LoraLayer) or not module.lora_A:
+            continue
+        parameter = getattr(module, "parameter_name", None)
+        leaf = name.replace(".base_layer", "").rsplit(".", 1)[-1]
+        key = f"{leaf}.{parameter}" if parameter and parameter != "weight" else leaf
+        counts[key] = counts.get(key, 0) + 1
+        experts = getattr(module, "num_experts", 1)
+        rank = next(iter(module.r.values()))
+        details[key] = f" ({experts} experts, rank {rank})" if experts > 1 else f" (rank {rank})"
+    return ", ".join(f"{key} x{n}{details[key]}" for key, n in counts.items())
 
 
 def pick_attention(choice: str, device: torch.device, dtype: torch.dtype) -> str:

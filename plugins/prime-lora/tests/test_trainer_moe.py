@@ -1,0 +1,95 @@
+"""LoRA on Mixture-of-Experts models: which weights get adapters (each expert's gate/up/down, never the
+router unless asked), at the configured scaling alpha/r, and a merged model equal to peft's merge."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from lora_tiny import make_samples, tiny_config, tiny_moe_model, write_batch
+
+from prime_lora.trainer.checkpoint import merged_state_dict
+from prime_lora.trainer.loop import train
+from prime_lora.trainer.model import build_policy, describe_adapters
+
+RANK, ALPHA = 4, 8
+
+
+@pytest.fixture(scope="module", params=["mixtral", "qwen3_moe"])
+def moe_path(request, tmp_path_factory):
+    return tiny_moe_model(tmp_path_factory.mktemp(request.param), request.param)
+
+
+def policy(moe_path, tmp_path, **overrides):
+    config = tiny_config(tmp_path, **{"trainer.model.lora": {"rank": RANK, "alpha": ALPHA, "dropout": 0.0},
+                                      **overrides})
+    return build_policy(config, moe_path, torch.device("cpu"), torch.float32)
+
+
+def adapted(model) -> set[str]:
+    return {name.split(".lora_")[0].replace("base_model.model.model.layers.0.", "")
+            for name, param in model.named_parameters() if param.requires_grad and ".layers.0." in name}
+
+
+def test_every_expert_projection_and_attention_is_adapted_and_the_router_is_not(moe_path, tmp_path):
+    model = policy(moe_path, tmp_path)
+    # peft's nesting: mlp.experts wraps down_proj, mlp.experts.base_layer wraps gate_up_proj
+    assert adapted(model) == {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                              "mlp.experts", "mlp.experts.base_layer"}
+    described = describe_adapters(model)
+    assert "experts.gate_up_proj x2 (4 experts, rank 8)" in described
+    assert "experts.down_proj x2 (4 experts, rank 4)" in described
+    assert "gate" not in described.replace("gate_up", "")
+
+
+def test_the_router_is_adapted_when_asked_and_expert_names_users_know_are_accepted(moe_path, tmp_path):
+    model = policy(moe_path, tmp_path, **{"trainer.model.lora.target_modules": ["q_proj", "w2", "router"]})
+    assert adapted(model) == {"self_attn.q_proj", "mlp.experts", "mlp.gate"}
+    assert "experts.gate_up_proj" not in describe_adapters(model)
+
+
+def test_dropout_on_fused_experts_is_refused_with_the_fix(moe_path, tmp_path):
+    with pytest.raises(ValueError, match="set dropout = 0"):
+        policy(moe_path, tmp_path, **{"trainer.model.lora.dropout": 0.05})
+
+
+def test_each_experts_merged_delta_is_b_times_a_times_alpha_over_rank(moe_path, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    model = policy(moe_path, tmp_path)
+    generator = torch.Generator().manual_seed(1)
+    for name, param in model.named_parameters():
+        if "lora_B" in name:  # peft starts B at zero: give every adapter a real delta
+            param.data = torch.randn(param.shape, generator=generator) * 0.1
+    merged = merged_state_dict(model)
+    base = AutoModelForCausalLM.from_pretrained(moe_path, dtype=torch.float32).state_dict()
+    experts = model.base_model.model.model.layers[1].mlp.experts
+    for wrapper, key, rank in ((experts.base_layer, "gate_up_proj", 2 * RANK), (experts, "down_proj", RANK)):
+        a = wrapper.lora_A["default"].weight.detach()  # (experts * rank, in)
+        b = wrapper.lora_B["default"].weight.detach()  # (out, rank * experts), peft's order
+        a, b = a.reshape(4, rank, -1), b.reshape(b.shape[0], rank, 4)
+        full = f"model.layers.1.mlp.experts.{key}"
+        for expert in range(4):
+            expected = b[:, :, expert] @ a[expert] * (ALPHA / RANK)  # rank 2r at alpha 2a: still alpha/r
+            delta = merged[full][expert] - base[full][expert]
+            assert delta.abs().max() > 1e-3
+            torch.testing.assert_close(delta, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_training_an_moe_saves_a_merged_model_equal_to_peft_merge(moe_path, tmp_path):
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    out = tmp_path / "run"
+    for step in (1, 2):
+        write_batch(out, step, make_samples(step))
+    config = tiny_config(out, **{"trainer.save_merged": True, "trainer.model.lora.dropout": 0.0,
+                                 "orchestrator.max_async_level": 5})
+    train(config, out, moe_path, None)
+    merged = AutoModelForCausalLM.from_pretrained(out / "weights" / "step_2" / "merged", dtype=torch.float32)
+    base = AutoModelForCausalLM.from_pretrained(moe_path, dtype=torch.float32)
+    reference = PeftModel.from_pretrained(base, str(out / "weights" / "step_2")).merge_and_unload()
+    untouched = AutoModelForCausalLM.from_pretrained(moe_path, dtype=torch.float32)
+    key = "model.layers.0.mlp.experts.down_proj"
+    assert not torch.equal(reference.state_dict()[key], untouched.state_dict()[key])  # the experts trained
+    for name, value in reference.state_dict().items():
+        torch.testing.assert_close(merged.state_dict()[name], value, atol=1e-6, rtol=1e-5, msg=name)
