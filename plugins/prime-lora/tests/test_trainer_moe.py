@@ -93,3 +93,44 @@ def test_training_an_moe_saves_a_merged_model_equal_to_peft_merge(moe_path, tmp_
     assert not torch.equal(reference.state_dict()[key], untouched.state_dict()[key])  # the experts trained
     for name, value in reference.state_dict().items():
         torch.testing.assert_close(merged.state_dict()[name], value, atol=1e-6, rtol=1e-5, msg=name)
+
+
+def step_metrics(moe_path, tmp_path, samples, router_scale: float | None, **overrides):
+    from prime_lora.trainer.optim import build_optimizer, build_scheduler
+    from prime_lora.trainer.step import train_step
+
+    config = tiny_config(tmp_path, **{"trainer.model.lora": {"rank": RANK, "alpha": ALPHA, "dropout": 0.0},
+                                      **overrides})
+    model = build_policy(config, moe_path, torch.device("cpu"), torch.float32)
+    if router_scale is not None:  # 0: every router probability equal, every token at a tie
+        for layer in model.base_model.model.model.layers:
+            layer.mlp.gate.weight.data.normal_(0, router_scale) if router_scale else layer.mlp.gate.weight.data.zero_()
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = build_optimizer(params, config)
+    result = train_step(model, optimizer, build_scheduler(optimizer, config), params, samples, config,
+                        torch.device("cpu"), 0)
+    return result.as_metrics()
+
+
+@pytest.mark.parametrize("pack", [True, False])
+def test_routing_near_ties_are_counted_per_step(moe_path, tmp_path, pack):
+    tied = step_metrics(moe_path, tmp_path, make_samples(3), 0.0, **{"trainer.pack": pack})
+    assert tied["routing_near_tie_fraction"] == 1.0
+    decided = step_metrics(moe_path, tmp_path, make_samples(3), 5.0, **{"trainer.pack": pack})
+    assert decided["routing_near_tie_fraction"] < 0.2
+
+
+def test_near_ties_with_a_far_off_sampler_are_masked_by_the_ratio_band_and_counted(moe_path, tmp_path):
+    samples = make_samples(3)
+    for sample in samples:  # the sampler's log-probs far below the trainer's: every ratio above ratio_high
+        sample["inference_logprobs"] = [0.0 if m == 0 else -60.0 for m in sample["loss_mask"]]
+    metrics = step_metrics(moe_path, tmp_path, samples, 0.0)
+    assert metrics["routing_near_tie_masked_fraction"] == 1.0 and metrics["masked_high_fraction"] == 1.0
+    assert metrics["mismatch_kl_near_tie"] > 1.0
+
+
+def test_a_dense_model_reports_no_routing_metrics(tmp_path):
+    from lora_tiny import tiny_model
+
+    metrics = step_metrics(tiny_model(tmp_path / "dense"), tmp_path, make_samples(3), None)
+    assert not any(key.startswith("routing_") for key in metrics)

@@ -60,6 +60,9 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     start = max(prefix_len, 1)  # the first token a position in `predicting` predicts
     if loss_index is None:
         loss_index = loss_mask[:, start:].flatten().nonzero().squeeze(1)
+    routing = getattr(model, "prime_router_margins", None)  # an MoE's routing near-ties (routing.py)
+    if routing is not None:
+        routing.start()
     with compute_precision(model, input_ids.device.type):  # (the head runs outside: fp32 logits)
         if prefix_len > 0:
             prefix = decoder(input_ids=input_ids[:1, :prefix_len], use_cache=True)
@@ -77,6 +80,10 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
             hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
             predicting = hidden[:, :-1]  # predicting tokens 1..
     rows, columns = loss_index // predicting.shape[1], loss_index % predicting.shape[1]
+    if routing is not None:
+        calls = [(1, prefix_len), (input_ids.shape[0], input_ids.shape[1] - prefix_len)] if prefix_len > 0 \
+            else [tuple(input_ids.shape)]
+        routing.finish(calls, slice(start - 1, input_ids.shape[1] - 1), rows, columns)
     positions = predicting[rows, columns]  # (n, hidden)
     targets = input_ids[:, start:][rows, columns]  # (n,)
     sampling = sampling or SamplingTransform(temperature=temperature)

@@ -24,6 +24,9 @@ class LossParts:
     masked_low: torch.Tensor  # tokens masked because ratio < ratio_low
     masked_high: torch.Tensor  # tokens masked because ratio > ratio_high
     tokens: int
+    near_tie: torch.Tensor | float = 0.0  # an MoE's tokens at a routing near-tie (routing.py)
+    near_tie_masked: torch.Tensor | float = 0.0  # ... of them masked by the ratio band
+    near_tie_kl_sum: torch.Tensor | float = 0.0  # k3 over them
 
     @property
     def masked(self) -> torch.Tensor:
@@ -31,8 +34,9 @@ class LossParts:
 
 
 def policy_loss(logp: torch.Tensor, inference_logp: torch.Tensor, advantages: torch.Tensor, config: LossConfig,
-                total_loss_tokens: int) -> LossParts:
-    """All tensors are flat over the loss tokens of one micro-batch; `total_loss_tokens` counts the batch's."""
+                total_loss_tokens: int, near_tie: torch.Tensor | None = None) -> LossParts:
+    """All tensors are flat over the loss tokens of one micro-batch; `total_loss_tokens` counts the batch's.
+    `near_tie` flags an MoE's routing near-ties: counted apart, masked by the same ratio band."""
     log_ratio = logp - inference_logp
     clamped = log_ratio.clamp(-config.log_ratio_clamp, config.log_ratio_clamp)
     ratio = torch.exp(clamped)
@@ -46,5 +50,10 @@ def policy_loss(logp: torch.Tensor, inference_logp: torch.Tensor, advantages: to
         # d near 0, exp(d) - d - 1 loses every digit (exp(d) rounds next to 1) and can come out below 0;
         # expm1(d) - d keeps them, and the clamp removes what rounding is left
         kl = (torch.expm1(d) - d).clamp_min(0.0)
-        return LossParts(loss=loss, mismatch_kl_sum=kl.sum(), mismatch_kl_masked_sum=(kl * (1 - keep)).sum(),
-                         masked_low=low.sum(), masked_high=high.sum(), tokens=int(logp.numel()))
+        parts = LossParts(loss=loss, mismatch_kl_sum=kl.sum(), mismatch_kl_masked_sum=(kl * (1 - keep)).sum(),
+                          masked_low=low.sum(), masked_high=high.sum(), tokens=int(logp.numel()))
+        if near_tie is not None:
+            tie = near_tie.to(kl.dtype)
+            parts.near_tie, parts.near_tie_masked = tie.sum(), (tie * (1 - keep)).sum()
+            parts.near_tie_kl_sum = (tie * kl).sum()
+        return parts

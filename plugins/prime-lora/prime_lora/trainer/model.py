@@ -31,6 +31,7 @@ def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype:
     from transformers import AutoModelForCausalLM
 
     from .packed_attention import ATTENTION_IMPLEMENTATIONS, register
+    from .routing import track_routing
 
     register()
     torch.manual_seed(config.seed)
@@ -46,6 +47,7 @@ def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype:
         # parameters, which it does apply (tests/.../test_trainer_moe.py checks the scaling)
         warnings.filterwarnings("ignore", message=".*pattern keys did not match any targeted module")
         model = get_peft_model(base, peft_config)
+    track_routing(model, dtype)
     for param in trainable_parameters(model):  # the adapter and its optimizer state; the base stays in `dtype`
         param.data = param.data.to(OPTIMIZATION_DTYPES[config.trainer.model.optimization_dtype])
     if config.trainer.model.mixed_precision:

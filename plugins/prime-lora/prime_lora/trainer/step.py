@@ -50,6 +50,9 @@ class StepResult:
     masked_high_fraction: float = 0.0  # ratio > ratio_high
     forward_tokens: int = 0  # token positions the model ran: padding included, a shared prompt once
     peak_memory_bytes: int = 0
+    # an MoE's routing near-ties (routing.py): their share of the loss tokens, the share of those the ratio
+    # band masked, their mean k3; None for a dense model
+    routing: dict[str, float] | None = None
 
     def as_metrics(self) -> dict[str, Any]:
         def clean(value: float) -> float | None:  # JSON has no NaN
@@ -66,7 +69,7 @@ class StepResult:
                 "grad_norm": clean(self.grad_norm), "skipped": self.skipped, "zero_advantage": self.zero_advantage,
                 "num_tokens": self.num_tokens, "tokens_per_s": per_s(self.total_tokens),
                 "forward_tokens": self.forward_tokens, "forward_tokens_per_s": per_s(self.forward_tokens),
-                "train_s": self.train_s, "peak_memory_gib": self.peak_memory_bytes / GIB}
+                "train_s": self.train_s, "peak_memory_gib": self.peak_memory_bytes / GIB, **(self.routing or {})}
 
 
 def clip_gradients(params: list[torch.nn.Parameter], max_norm: float) -> float:
@@ -130,7 +133,9 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
             logp, entropy = model(mb.input_ids, mb.attention_mask, mb.loss_mask, sampling.temperature,
                                   mb.prefix_len, mb.loss_index, mb.padded, sampling, mb.position_ids,
                                   mb.document_lengths)
-            parts = policy_loss(logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, total)
+            routing = getattr(model.model, "prime_router_margins", None)
+            parts = policy_loss(logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, total,
+                                routing.near_tie if routing is not None else None)
         if not counts:  # a pass that only keeps sharded ranks in step: no gradient, no metrics
             if not zero_advantage:
                 (parts.loss * 0.0).backward()
@@ -138,7 +143,8 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
         if not zero_advantage:
             (parts.loss * grad_scale).backward()
         sums.add(loss=parts.loss, mismatch_kl=parts.mismatch_kl_sum, mismatch_kl_masked=parts.mismatch_kl_masked_sum,
-                 masked_low=parts.masked_low, masked_high=parts.masked_high, entropy=entropy.sum())
+                 masked_low=parts.masked_low, masked_high=parts.masked_high, entropy=entropy.sum(),
+                 near_tie=parts.near_tie, near_tie_masked=parts.near_tie_masked, near_tie_kl=parts.near_tie_kl_sum)
     if not zero_advantage:
         dist.sum_grads(params)
     totals = sums.read(dist)  # the step's one read of the device
@@ -161,4 +167,12 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
                       mismatch_kl_unmasked=max(totals.mismatch_kl - totals.mismatch_kl_masked, 0.0)
                       / max(total - masked, 1),
                       masked_low_fraction=totals.masked_low / n, masked_high_fraction=totals.masked_high / n,
-                      forward_tokens=int(totals.forward_tokens), peak_memory_bytes=peak_memory_bytes(device))
+                      forward_tokens=int(totals.forward_tokens), peak_memory_bytes=peak_memory_bytes(device),
+                      routing=routing_metrics(totals, n) if hasattr(model.model, "prime_router_margins") else None)
+
+
+def routing_metrics(totals: Any, loss_tokens: float) -> dict[str, float]:
+    ties = totals.near_tie
+    return {"routing_near_tie_fraction": ties / loss_tokens,
+            "routing_near_tie_masked_fraction": totals.near_tie_masked / max(ties, 1),
+            "mismatch_kl_near_tie": totals.near_tie_kl / max(ties, 1)}

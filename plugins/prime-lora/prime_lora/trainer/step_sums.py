@@ -14,7 +14,8 @@ import torch
 from .distributed import Dist
 
 # the sums added on the device, in the order of the vector (StepSums.add takes them by these names)
-DEVICE_SUMS = ("loss", "mismatch_kl", "mismatch_kl_masked", "masked_low", "masked_high", "entropy")
+DEVICE_SUMS = ("loss", "mismatch_kl", "mismatch_kl_masked", "masked_low", "masked_high", "entropy", "near_tie",
+               "near_tie_masked", "near_tie_kl")
 _NAMES = frozenset(DEVICE_SUMS)
 
 
@@ -28,6 +29,9 @@ class StepTotals:
     masked_low: float  # tokens masked because ratio < ratio_low
     masked_high: float  # tokens masked because ratio > ratio_high
     entropy: float  # over every loss token
+    near_tie: float  # an MoE's loss tokens at a routing near-tie (routing.py)
+    near_tie_masked: float  # ... of them masked by the ratio band
+    near_tie_kl: float  # k3 over them
     forward_tokens: float  # token positions the model ran
 
 
@@ -41,7 +45,8 @@ class StepSums:
         """One micro-batch's sums, each a 0-d tensor named as in DEVICE_SUMS."""
         if sums.keys() != _NAMES:
             raise TypeError(f"StepSums.add takes {', '.join(DEVICE_SUMS)}; got {', '.join(sums)}")
-        self.on_device += torch.stack([sums[name].detach().to(torch.float64) for name in DEVICE_SUMS])
+        self.on_device += torch.stack([torch.as_tensor(sums[name]).detach().to(self.device, torch.float64)
+                                       for name in DEVICE_SUMS])
 
     def read(self, dist: Dist) -> StepTotals:
         """The step's one read of the device. torch.full fills on the device (no host-to-device copy)."""
