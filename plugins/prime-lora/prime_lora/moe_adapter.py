@@ -39,12 +39,6 @@ DEFAULT_EXPERT_NAMES = ("mlp", "gate_proj", "up_proj", "down_proj")
 _FUSED = re.compile(r"^(?P<prefix>.*)\.mlp\.experts(?P<gate_up>\.base_layer)?\.lora_(?P<ab>[AB])\.weight$")
 
 
-def is_fused_moe_adapter(adapter_dir: Path) -> bool:
-    config = json.loads((Path(adapter_dir) / CONFIG).read_text())
-    return any(name.endswith(("experts.gate_up_proj", "experts.down_proj"))
-               for name in config.get("target_parameters") or ())
-
-
 def vllm_adapter_dir(adapter_dir: Path) -> Path:
     """The folder to hand vLLM: the converted subfolder where one was written, else the adapter itself."""
     sub = Path(adapter_dir) / VLLM_SUBDIR
@@ -135,7 +129,9 @@ def write_vllm_moe_adapter(adapter_dir: Path, num_experts: int, architecture: st
     new_config["rank_pattern"] = {**rank_pattern, **(config.get("rank_pattern") or {})}
     new_config["alpha_pattern"] = {**alpha_pattern, **(config.get("alpha_pattern") or {})}
     new_config["target_parameters"] = None
-    new_config["target_modules"] = sorted({*(config.get("target_modules") or ()), gate, up, down})
+    targets = config.get("target_modules") or []
+    if isinstance(targets, list):  # a regex string (peft allows one) already names what it names
+        new_config["target_modules"] = sorted({*targets, gate, up, down})
 
     target = adapter_dir / VLLM_SUBDIR
     staging = adapter_dir / (VLLM_SUBDIR + ".tmp")
