@@ -13,7 +13,8 @@ Installed by the same vLLM general plugin as cpu_lora_ops (PRIME_VLLM_FAST_LORA=
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 
 def silu_and_mul(h):

@@ -10,6 +10,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from .model_dir import vllm_adapter_path
+
 # the ranks vLLM accepts for --max-lora-rank
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
@@ -41,7 +43,7 @@ def load_adapter(base_url: str, name: str, path: Path, timeout: float = 300.0, *
                  headers: dict[str, str] | None = None) -> None:
     """POST /v1/load_lora_adapter; with `inplace`, an adapter of the same name is replaced (it keeps
     its LoRA id, so prefix-cached blocks of the old weights survive unless the cache is reset)."""
-    body = {"lora_name": name, "lora_path": str(path.resolve()), "load_inplace": inplace}
+    body = {"lora_name": name, "lora_path": str(vllm_adapter_path(path).resolve()), "load_inplace": inplace}
     try:
         _post(base_url, "/v1/load_lora_adapter", body, headers, timeout)
     except urllib.error.HTTPError as exc:

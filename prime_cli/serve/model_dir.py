@@ -43,6 +43,9 @@ class AdapterInfo:
     base_model: str | None  # base_model_name_or_path as peft saved it
 
 
+VLLM_ADAPTER_SUBDIR = "vllm"
+
+
 def read_adapter(path: Path) -> AdapterInfo:
     """A PEFT adapter folder's rank and base model; raises ServeError when it is not one."""
     config_path = path / "adapter_config.json"
@@ -51,13 +54,21 @@ def read_adapter(path: Path) -> AdapterInfo:
                          "pass a weights/step_N folder written by `prime train`")
     try:
         config = json.loads(config_path.read_text())
-        rank = int(config.get("r", 0))
+        # an MoE adapter's fused gate_up experts have their own rank (rank_pattern): vLLM must hold the largest
+        rank = max([int(config.get("r", 0)), *(int(r) for r in (config.get("rank_pattern") or {}).values())])
     except (OSError, ValueError, AttributeError) as exc:
         raise ServeError(f"{config_path} is not a valid adapter config ({exc})") from None
     if not any(next(path.glob(pattern), None) for pattern in ("adapter_model.*",)):
         raise ServeError(f"{path} has no adapter weights (adapter_model.safetensors)")
     base = config.get("base_model_name_or_path")
     return AdapterInfo(path, rank, base if isinstance(base, str) and base else None)
+
+
+def vllm_adapter_path(path: Path) -> Path:
+    """The folder to hand vLLM for the adapter in `path`: the trainer writes an MoE adapter's per-expert
+    layout, which vLLM loads, to `path/vllm/` beside peft's fused one (prime_lora/moe_adapter.py)."""
+    sub = Path(path) / VLLM_ADAPTER_SUBDIR
+    return sub if (sub / "adapter_model.safetensors").is_file() else Path(path)
 
 
 def parse_lora_option(value: str) -> tuple[str, Path, int]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ServeError
+from .model_dir import vllm_adapter_path
 from .process import ManagedProcess
 
 READY_TIMEOUT_S = 600.0
@@ -80,7 +81,7 @@ def build_command(options: ServerOptions, flavour: str) -> list[str]:
         cmd += ["--enable-lora", "--max-lora-rank", str(options.max_lora_rank),
                 "--max-loras", str(max(options.max_loras, len(options.loras)))]
     if options.loras:
-        cmd += ["--lora-modules", *(f"{name}={path}" for name, path in options.loras.items())]
+        cmd += ["--lora-modules", *(f"{name}={vllm_adapter_path(Path(path))}" for name, path in options.loras.items())]
     if flavour == "cpu":
         if not options.compile:  # torch.compile costs minutes at start on 2 cores for ~no gain here
             cmd.append("--enforce-eager")

@@ -11,7 +11,8 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 - Inference: `VllmServer` / `ServerOptions` start a vLLM server; `ManagedProcess` runs a child process
   group; `free_port`, `port_in_use`, `served_models` (what a server at a URL lists, None when nothing
   answers); `ServeError` when a server cannot run; `load_adapter` hot-loads
-  a PEFT adapter (`AdapterLoadError` when refused), `server_root` is a base URL without `/v1`.
+  a PEFT adapter (`AdapterLoadError` when refused; an MoE adapter's `VLLM_ADAPTER_SUBDIR`, vLLM's
+  per-expert layout, is loaded when present: `vllm_adapter_path`), `server_root` is a base URL without `/v1`.
 - Secrets: `env_file_values(config.env_file)`, the variables every part of a run gets (never written).
 - Sampling: `OpenAIChatClient` for an `EndpointSpec` (token ids and logprobs as the server returns them).
 - The output directory: `TrainingRunLayout` names every file and step folder; `TrainingSample` is one
@@ -48,13 +49,14 @@ from prime_cli.runs.training_folder import (
 from prime_cli.runs.visible import visible
 from prime_cli.serve.errors import ServeError
 from prime_cli.serve.lora_runtime import AdapterLoadError, load_adapter, server_root
+from prime_cli.serve.model_dir import VLLM_ADAPTER_SUBDIR, vllm_adapter_path
 from prime_cli.serve.process import ManagedProcess
 from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in_use, served_models
 
 from .config import BufferConfig, LossConfig, RLConfig
 from .contract import API_VERSION, TrainerPlugin
 from .env_file import env_file_values
-from .lora_targets import LoraTargets, resolve_lora_targets
+from .lora_targets import LoraTargets, moe_shape, resolve_lora_targets
 from .model_facts import model_config
 from .models import TrainingWeights, training_weights
 from .resume_check import ResumeConfigError, check_resume
@@ -75,6 +77,6 @@ __all__ = [
     "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
     "VllmServer", "check_resume", "entries_listing", "env_file_values", "eval_summary_line",
     "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "gather_or_cancel", "load_adapter",
-    "model_config", "port_in_use", "read_evals", "read_manifest", "resolve_lora_targets", "served_models", "server_root", "steps_in", "training_weights",
-    "visible", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
+    "model_config", "moe_shape", "port_in_use", "read_evals", "read_manifest", "resolve_lora_targets", "served_models", "server_root", "steps_in", "training_weights",
+    "VLLM_ADAPTER_SUBDIR", "visible", "vllm_adapter_path", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
 ]

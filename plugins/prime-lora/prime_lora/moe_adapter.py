@@ -24,7 +24,9 @@ import re
 import shutil
 from pathlib import Path
 
-VLLM_SUBDIR = "vllm"
+from prime_cli.train.plugin_api import VLLM_ADAPTER_SUBDIR, vllm_adapter_path
+
+VLLM_SUBDIR = VLLM_ADAPTER_SUBDIR
 WEIGHTS = "adapter_model.safetensors"
 CONFIG = "adapter_config.json"
 GATE_UP, DOWN = "gate_up_proj", "down_proj"
@@ -41,8 +43,7 @@ _FUSED = re.compile(r"^(?P<prefix>.*)\.mlp\.experts(?P<gate_up>\.base_layer)?\.l
 
 def vllm_adapter_dir(adapter_dir: Path) -> Path:
     """The folder to hand vLLM: the converted subfolder where one was written, else the adapter itself."""
-    sub = Path(adapter_dir) / VLLM_SUBDIR
-    return sub if (sub / WEIGHTS).is_file() else Path(adapter_dir)
+    return vllm_adapter_path(Path(adapter_dir))
 
 
 def _pattern_value(pattern: dict, name: str):

@@ -134,3 +134,32 @@ def test_a_dense_model_reports_no_routing_metrics(tmp_path):
 
     metrics = step_metrics(tiny_model(tmp_path / "dense"), tmp_path, make_samples(3), None)
     assert not any(key.startswith("routing_") for key in metrics)
+
+
+def test_each_saved_moe_adapter_has_vllms_layout_beside_peft_and_vllm_is_handed_it(moe_path, tmp_path):
+    import json
+
+    from prime_cli.serve.model_dir import read_adapter
+    from prime_lora.trainer.checkpoint import save_weights
+
+    model = policy(moe_path, tmp_path)
+    folder = save_weights(model, tmp_path / "run", 0)
+    assert (folder / "adapter_model.safetensors").is_file()  # peft's own, for peft and `merge`
+    vllm = folder / "vllm"
+    config = json.loads((vllm / "adapter_config.json").read_text())
+    assert config["target_parameters"] is None and config["r"] == RANK
+    from safetensors.torch import load_file
+
+    names = set(load_file(str(vllm / "adapter_model.safetensors")))
+    per_expert = {n for n in names if ".experts.3." in n and ".layers.1." in n}
+    assert len(per_expert) == 6  # gate, up and down of the last expert, A and B each
+    assert read_adapter(folder).rank == 2 * RANK  # what --max-lora-rank must hold
+
+
+def test_vllm_is_handed_the_per_expert_layout_where_there_is_one(tmp_path):
+    from prime_cli.serve.lora_runtime import vllm_adapter_path
+
+    assert vllm_adapter_path(tmp_path) == tmp_path
+    (tmp_path / "vllm").mkdir()
+    (tmp_path / "vllm" / "adapter_model.safetensors").write_bytes(b"x")
+    assert vllm_adapter_path(tmp_path) == tmp_path / "vllm"

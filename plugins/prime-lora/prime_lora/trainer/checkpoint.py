@@ -14,8 +14,9 @@ from typing import Any
 
 import torch
 
-from prime_cli.train.plugin_api import TrainingRunLayout
+from prime_cli.train.plugin_api import TrainingRunLayout, moe_shape
 
+from ..moe_adapter import write_vllm_moe_adapter
 from .distributed import Dist
 from .fsdp import full_optimizer_state, full_trainable_state, load_full_state, plain_name
 
@@ -41,6 +42,9 @@ def save_weights(model: Any, output_dir: Path, step: int, merged: bool = False, 
     if tmp.exists():
         shutil.rmtree(tmp)
     model.save_pretrained(tmp, state_dict=weights)
+    experts = moe_shape(model.config.to_dict())
+    if experts is not None:  # vLLM's per-expert layout beside peft's fused one (moe_adapter.py)
+        write_vllm_moe_adapter(tmp, experts.experts, type(model.get_base_model()).__name__)
     if merged:
         _save_merged(model, tmp, model_path, from_disk=dist.sharded)
     _publish(tmp, final)
