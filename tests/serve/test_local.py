@@ -110,7 +110,7 @@ def test_with_a_lora_rank_and_no_server_running_one_is_started_with_runtime_lora
             self.running = False
 
     monkeypatch.setattr(local, "VllmServer", FakeVllm)
-    monkeypatch.setattr(local, "ensure_embedded_model", lambda status: Path("/models/smollm2"))
+    monkeypatch.setattr(local, "builtin_folder", lambda name, status: Path("/models/smollm2"))
     messages = []
     with local.local_endpoint(messages.append, lora_rank=8) as endpoint:
         assert endpoint.started_here and started[0].running
