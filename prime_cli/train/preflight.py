@@ -65,7 +65,7 @@ def model_problem(name: str) -> str | None:
         return None
     return (f"model.name {name!r} is not a folder here and not in the local Hugging Face cache ({hub_cache_dir()}); "
             f"download it first (hf download {name}; HF_HOME or HF_HUB_CACHE say where the cache is), "
-            f'or give a model folder, or "{LOCAL_MODEL}" (the embedded model)')
+            f'or give a model folder, "{LOCAL_MODEL}" (the embedded model) or "{LOCAL_MOE_MODEL}" (a small MoE made from it)')
 
 
 def check_model(config: RLConfig, dry_run: bool) -> list[str]:
