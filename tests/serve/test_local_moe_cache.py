@@ -95,3 +95,14 @@ def test_training_weights_and_the_preflight_know_local_moe(monkeypatch, tmp_path
         str(tmp_path), "SmolLM2-4x135M-Instruct", True)
     assert model_problem("local-moe") is None
     assert "local-moe" in model_problem("no/such-model-here-xyz")
+
+
+def test_the_lora_plan_of_local_moe_adapts_its_experts_without_building_it(cache):
+    from prime_cli.train.lora_targets import resolve_lora_targets
+    from prime_cli.train.model_facts import model_config
+
+    targets = resolve_lora_targets(["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+                                   8, 16, model_config("local-moe"))
+    assert targets.parameters == ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"]
+    assert "4 experts, 2 active" in targets.description
+    assert cache == []  # nothing was upcycled for the plan
