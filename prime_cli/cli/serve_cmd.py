@@ -8,7 +8,7 @@ from .errors import fail
 
 
 def serve(
-    model: str | None = typer.Argument(None, help="A Hugging Face model folder. Default: the embedded SmolLM2-135M-Instruct (converted once into ~/.cache/prime, or $PRIME_CACHE_DIR)."),
+    model: str | None = typer.Argument(None, help="A Hugging Face model folder, or `local-moe` (a small Mixture-of-Experts model upcycled from the embedded one). Default: the embedded SmolLM2-135M-Instruct (converted once into ~/.cache/prime, or $PRIME_CACHE_DIR)."),
     port: int = typer.Option(8000, "--port", "-p", help="Port to listen on."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (0.0.0.0 to serve other machines)."),
     served_model_name: str | None = typer.Option(None, "--served-model-name", help="Model id clients send. Default: SmolLM2-135M-Instruct, or the folder's name."),
@@ -53,7 +53,8 @@ def serve(
         console.print(f"[bold green]{verb}[/] {options.served_names[0]} at [bold]{options.url}[/] (pid {pid})")
         print(options.url, flush=True)
         if not reused:
-            console.print("use it: prime eval run reverse-text -m local   |   Ctrl-C stops it")
+            flag = "local-moe" if model == "local-moe" else "local"
+            console.print(f"use it: prime eval run reverse-text -m {flag}   |   Ctrl-C stops it")
 
     try:
         model_path, names = model_to_serve(model, served_model_name, status)

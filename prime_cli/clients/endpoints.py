@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from .command_flags import LOCAL_MODEL
+from .command_flags import is_local_model
 from .errors import ClientConfigError
 from .registry import (
     EndpointSpec,
@@ -30,9 +30,9 @@ def endpoint_specs(model: str, base_url: str | None = None, key_var: str | None 
                    endpoints_path: str | None = None, headers: Mapping[str, str] | None = None) -> list[EndpointSpec]:
     """The endpoints of `-m model` (with -b/-k/-e/--header applied). The embedded `local` model needs the
     URL of its server: the engine finds or starts it first and passes it as `base_url`."""
-    if model == LOCAL_MODEL and not base_url:
+    if is_local_model(model) and not base_url:
         raise ClientConfigError(
-            "the embedded local model is not available in this version; pass -m MODEL with -b URL "
+            f"the built-in model {model!r} is not served here; pass -m MODEL with -b URL "
             "(any OpenAI-compatible server) or an endpoint id from configs/endpoints.toml"
         )
     return resolve_model(model, base_url=base_url, key_var=key_var, registry_path=endpoints_path,
@@ -64,7 +64,7 @@ def check_endpoints(model: str, base_url: str | None = None, key_var: str | None
     """Resolve the model flags and check that every key variable is set, sending no request. The `local`
     model is checked against a placeholder loopback URL (its server is not started yet). `role`
     (e.g. "reflection model -M") prefixes the message when a run has several models."""
-    if model == LOCAL_MODEL and not base_url:
+    if is_local_model(model) and not base_url:
         base_url = PLACEHOLDER_LOCAL_URL
     try:
         for spec in endpoint_specs(model, base_url, key_var, endpoints_path, headers):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,19 +46,21 @@ def run_evals(target: str, values: dict[str, Any], stream: Any = None) -> int:
     """Run every eval `target` describes; the worst exit code wins (0 ok, 1 failed, 2 config).
 
     Every config is checked first (`preflight`: run folders, environment, endpoints), so bad input
-    fails before anything is started or sent. Configs on the embedded `local` model share one server:
-    a running `prime serve`, or one started here for all of them and stopped at the end. Raises
+    fails before anything is started or sent. Configs on the same built-in model (`local`, `local-moe`)
+    share one server: a running `prime serve`, or one started here for all of them and stopped at the end. Raises
     ServeError when that is impossible.
     """
     checked = [preflight(config) for config in configs_for(target, values)]
-    if not any(uses_local(c) for c, _ in checked):
+    builtins = list(dict.fromkeys(c.model for c, _ in checked if uses_local(c)))
+    if not builtins:
         return _execute(checked, stream)
     from prime_cli.serve.local import local_endpoint
     from prime_cli.serve.startup_status import local_server_status
 
-    with local_server_status() as (status, tick), local_endpoint(status, tick) as endpoint:
-        checked = [(served_locally(c, endpoint.model, endpoint.url) if uses_local(c) else c, env)
-                   for c, env in checked]
+    with local_server_status() as (status, tick), contextlib.ExitStack() as stack:
+        endpoints = {name: stack.enter_context(local_endpoint(status, tick, model=name)) for name in builtins}
+        checked = [(served_locally(c, endpoints[c.model].model, endpoints[c.model].url) if uses_local(c) else c,
+                    env) for c, env in checked]
         return _execute(checked, stream)
 
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
-from prime_cli.clients.command_flags import LOCAL_MODEL
+from prime_cli.clients.command_flags import LOCAL_MODEL, is_local_model
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.envs.eval_defaults import ENV_DEFAULT_KEYS, env_eval_defaults  # noqa: F401 - re-exported
 from prime_cli.results.eval_schema import ROW_KEYS
@@ -54,15 +54,20 @@ class EvalConfig(BaseModel):
     seed: int | None = None
     verbose: bool = False
     display: Literal["auto", "rich", "plain", "json"] = "auto"
-    # set by `served_locally`: the model is the embedded one on a server of this session (recorded in
-    # metadata.json so that -R goes back to the local model rather than to that server's URL)
-    _local_model: bool = PrivateAttr(default=False)
+    # set by `served_locally`: the model is a built-in one ("local", "local-moe") on a server of this
+    # session (recorded in metadata.json so that -R goes back to it rather than to that server's URL)
+    _local_name: str | None = PrivateAttr(default=None)
     # set by the checkpoint sweep: which weights this run evaluates, saved in metadata.json as `sweep`
     _sweep: dict[str, Any] | None = PrivateAttr(default=None)
 
     @property
     def local_model(self) -> bool:
-        return self._local_model
+        return self._local_name is not None
+
+    @property
+    def local_name(self) -> str | None:
+        """The built-in name the user gave (`local`, `local-moe`) when a local server serves it."""
+        return self._local_name
 
     @property
     def sweep(self) -> dict[str, Any] | None:
@@ -107,9 +112,9 @@ class EvalConfig(BaseModel):
 
 
 def served_locally(config: EvalConfig, model: str, url: str) -> EvalConfig:
-    """`config` on the embedded model, served at `url` for this session."""
+    """`config` on its built-in model (`-m local`, `-m local-moe`), served at `url` for this session."""
     local = config.model_copy(update={"model": model, "base_url": url})
-    local._local_model = True
+    local._local_name = config.model if is_local_model(config.model) else LOCAL_MODEL
     return local
 
 

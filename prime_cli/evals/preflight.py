@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import prime_cli.envs as vf
-from prime_cli.clients.command_flags import LOCAL_MODEL
+from prime_cli.clients.command_flags import is_local_model
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.results.eval_schema import MetadataRecord
 from prime_cli.results.run_folders import check_eval_output_dir, read_eval_run
@@ -25,8 +25,8 @@ from .store import default_base_dir, find_resumable
 
 
 def uses_local(config: EvalConfig) -> bool:
-    """The embedded `local` model without a URL of its own: a server is found or started for it."""
-    return config.model == LOCAL_MODEL and not config.base_url
+    """A built-in model (`local`, `local-moe`) without a URL of its own: a server is found or started for it."""
+    return is_local_model(config.model) and not config.base_url
 
 
 def load_env(config: EvalConfig) -> vf.Environment:
@@ -49,9 +49,9 @@ def preflight(config: EvalConfig) -> tuple[EvalConfig, vf.Environment]:
 
 def _saved_model_dir_name(config: EvalConfig) -> str:
     if uses_local(config):
-        from prime_cli.serve.embedded import EMBEDDED_NAME
+        from prime_cli.serve.builtin_models import served_name
 
-        return EMBEDDED_NAME
+        return served_name(config.model)
     return config.model
 
 
@@ -85,7 +85,11 @@ def _settings_of_run(config: EvalConfig, meta: MetadataRecord, where: str) -> di
         raise RunDirError(f"{where}: that run is of {meta.get('env_id')!r}, not {config.env_id!r}; "
                           f"pass {meta.get('env_id')} as the environment")
     local = bool(meta.get("local_model"))
-    names = {meta.get("model")} | ({LOCAL_MODEL} if local else set())
+    if local:
+        from prime_cli.serve.builtin_models import builtin_of_served
+
+        builtin = builtin_of_served(str(meta.get("model")))
+    names = {meta.get("model")} | ({builtin} if local else set())
     if "model" in given and config.model not in names:
         raise RunDirError(f"{where}: that run is with model {meta.get('model')!r}, not {config.model!r}; "
                           "leave out -m to continue it with its own model")
@@ -95,8 +99,8 @@ def _settings_of_run(config: EvalConfig, meta: MetadataRecord, where: str) -> di
                           "leave out -a to continue it with its own")
     update: dict[str, Any] = {"env_args": saved_args}
     if "model" not in given:
-        update["model"] = LOCAL_MODEL if local else meta.get("model")
-    if "base_url" not in given and not (local and update.get("model", config.model) == LOCAL_MODEL):
+        update["model"] = builtin if local else meta.get("model")
+    if "base_url" not in given and not (local and is_local_model(update.get("model", config.model))):
         update["base_url"] = meta.get("base_url")
     for key in ("api_key_var", "endpoints_path"):
         if key not in given and meta.get(key):

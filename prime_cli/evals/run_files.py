@@ -104,7 +104,7 @@ def command_prefix(config: EvalConfig) -> list[str]:
     from prime_cli.clients.registry import secret_header_values
 
     parts = ["prime", "eval", "run", config.env_id, *model_flags(
-        config.model, config.base_url, config.api_key_var, config.endpoints_path, local=config.local_model)]
+        config.model, config.base_url, config.api_key_var, config.endpoints_path, local=config.local_name or False)]
     secret = set(secret_header_values(config.headers))
     for name, value in config.headers.items():
         if value not in secret:

@@ -161,7 +161,7 @@ def _load_fix(config: EvalConfig, rank: int) -> str:
 def _tagged(config: EvalConfig, model: str, weights_dir: Path, adapter: Adapter | None) -> EvalConfig:
     run = config.model_copy(update={"model": model}) if adapter else config
     if adapter:
-        run._local_model = False  # the run's model is the adapter's name, not the embedded model
+        run._local_name = None  # the run's model is the adapter's name, not the embedded model
     run._sweep = {"weights_dir": str(weights_dir.resolve()), "step": adapter.step if adapter else None,
                   "adapter": adapter.name if adapter else None}
     return run
@@ -248,7 +248,8 @@ def run_sweep(target: str, values: dict[str, Any], weights_dir: str, steps: list
     from prime_cli.serve.local import local_endpoint
     from prime_cli.serve.startup_status import local_server_status
 
-    with local_server_status() as (status, tick), local_endpoint(status, tick, lora_rank=sweep.rank) as endpoint:
+    with (local_server_status() as (status, tick),
+          local_endpoint(status, tick, lora_rank=sweep.rank, model=config.model) as endpoint):
         if warning := base_model_mismatch(adapters, folder, endpoint.model_path):
             sweep.note(warning)
         return sweep.run(served_locally(config, endpoint.model, endpoint.url), {})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import logging
@@ -24,7 +25,6 @@ from .display import make_display
 from .engine import GepaEngine, Outcome
 from .evaluator import Evaluator, RolloutCache
 from .preflight import (
-    LOCAL_MODEL,
     SearchInputs,
     load_inputs,
     model_specs,
@@ -140,7 +140,7 @@ def model_flags(config: GepaConfig) -> list[str]:
     from prime_cli.clients.command_flags import model_flags as flags
 
     return flags(config.model, config.base_url, config.api_key_var, config.endpoints_path,
-                 local=config.served_local)
+                 local=config.student_builtin or False)
 
 
 def resume_command(config: GepaConfig, run_dir: Path) -> str:
@@ -304,19 +304,16 @@ def run_gepa(target: str | None, values: dict[str, Any], stream: IO[str] | None 
     stream = stream or sys.stdout
     config, resume = resolve_config(target, values, resume=resume)
     inputs = preflight(config)  # bad input fails here: before the local model starts, before any request
-    if not _uses_local(config):
+    builtins = config.local_models()
+    if not builtins:
         return _finish(config, resume, stream, inputs)
     from prime_cli.serve.local import local_endpoint
     from prime_cli.serve.startup_status import local_server_status
 
-    with local_server_status() as (status, tick), local_endpoint(status, tick) as endpoint:
-        return _finish(config.on_local_server(endpoint.model, endpoint.url), resume, stream, inputs)
-
-
-def _uses_local(config: GepaConfig) -> bool:
-    """The student or the reflection model is the embedded `local` model without a URL of its own."""
-    return ((config.model == LOCAL_MODEL and not config.base_url)
-            or (config.reflector == LOCAL_MODEL and not config.reflection_base_url))
+    with local_server_status() as (status, tick), contextlib.ExitStack() as stack:
+        endpoints = {name: stack.enter_context(local_endpoint(status, tick, model=name)) for name in builtins}
+        servers = {name: (endpoint.model, endpoint.url) for name, endpoint in endpoints.items()}
+        return _finish(config.on_local_servers(servers), resume, stream, inputs)
 
 
 def _finish(config: GepaConfig, resume: bool, stream: IO[str], inputs: SearchInputs) -> int:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from prime_cli.clients.command_flags import LOCAL_MODEL
+from prime_cli.clients.command_flags import LOCAL_MODEL, is_local_model
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.runs.config_fields import Count, Seconds, ZeroOrMore
 from prime_cli.runs.config_loading import build_model, read_toml_config
@@ -55,26 +56,39 @@ class GepaConfig(BaseModel):
     max_retries: ZeroOrMore = 3
     timeout: Seconds | None = None
     display: Literal["auto", "rich", "plain", "json"] = "auto"
-    _served_local: tuple[bool, bool] = PrivateAttr(default=(False, False))
+    # the built-in names (`local`, `local-moe`) of the student and the reflection model where a local
+    # server of this session serves them
+    _served_local: tuple[str | None, str | None] = PrivateAttr(default=(None, None))
 
     @property
     def served_local(self) -> bool:
         """The student is `-m local` on the embedded server (printed commands say `-m local`)."""
-        return self._served_local[0]
+        return self._served_local[0] is not None
 
     @property
     def reflection_served_local(self) -> bool:
-        return self._served_local[1]
+        return self._served_local[1] is not None
 
-    def on_local_server(self, model: str, url: str) -> GepaConfig:
-        """The student and/or reflection model that are `local` without a URL, pointed at the server."""
-        student = self.model == LOCAL_MODEL and not self.base_url
-        reflection = self.reflector == LOCAL_MODEL and not self.reflection_base_url
+    @property
+    def student_builtin(self) -> str | None:
+        return self._served_local[0]
+
+    def local_models(self) -> list[str]:
+        """The built-in models without a URL among the student and the reflection model, in that order."""
+        names = [self.model if is_local_model(self.model) and not self.base_url else None,
+                 self.reflector if is_local_model(self.reflector) and not self.reflection_base_url else None]
+        return list(dict.fromkeys(name for name in names if name))
+
+    def on_local_servers(self, servers: Mapping[str, tuple[str, str]]) -> GepaConfig:
+        """The student and/or reflection model that are built-in without a URL, pointed at their servers
+        (`servers`: built-in name -> (served model id, URL))."""
+        student = self.model if is_local_model(self.model) and not self.base_url else None
+        reflection = self.reflector if is_local_model(self.reflector) and not self.reflection_base_url else None
         update: dict[str, Any] = {}
         if student:
-            update.update(model=model, base_url=url)
+            update.update(model=servers[student][0], base_url=servers[student][1])
         if reflection:
-            update.update(reflection_model=model, reflection_base_url=url)
+            update.update(reflection_model=servers[reflection][0], reflection_base_url=servers[reflection][1])
         config = self.model_copy(update=update)
         config._served_local = (student, reflection)
         return config
@@ -97,10 +111,11 @@ class GepaConfig(BaseModel):
     def as_given(self) -> dict[str, Any]:
         """The config as the user gave it (saved in metadata.json): `local` where the embedded model serves."""
         data = self.model_dump(exclude={"display"})
-        if self.served_local:
-            data.update(model=LOCAL_MODEL, base_url=None)
-        if self.reflection_served_local:
-            data.update(reflection_model=LOCAL_MODEL, reflection_base_url=None)
+        student, reflection = self._served_local
+        if student:
+            data.update(model=student, base_url=None)
+        if reflection:
+            data.update(reflection_model=reflection, reflection_base_url=None)
         return data
 
     @property

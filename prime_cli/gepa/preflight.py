@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import prime_cli.envs as vf
-from prime_cli.clients.command_flags import LOCAL_MODEL
+from prime_cli.clients.command_flags import is_local_model
 
 from .config import GepaConfig
 from .rows import Splits, make_splits, seed_prompt
@@ -58,7 +58,7 @@ def say_retry(timeout: float, describe: str, reason: str, attempt: int, max_retr
 
 
 def reflection_url(config: GepaConfig) -> str | None:
-    if config.reflector == LOCAL_MODEL and not config.reflection_base_url:
+    if is_local_model(config.reflector) and not config.reflection_base_url:
         return None  # the embedded model: its server is found or started for the run
     return config.reflection_base_url or config.base_url
 

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from .builtin_models import builtin_folder, is_builtin
+from .builtin_models import served_name as builtin_served_name
 from .embedded import EMBEDDED_NAME, ensure_embedded_model
 from .errors import ServeError, ServerDied
 from .local import forget_server, record_server, running_servers
@@ -20,10 +22,13 @@ Status = Callable[[str], None]
 
 
 def model_to_serve(model: str | None, served_name: str | None, status: Status) -> tuple[Path, list[str]]:
-    """The folder `prime serve` serves (the embedded model when none is given) and its served names."""
+    """The folder `prime serve` serves (the embedded model when none is given; a built-in one by its
+    name, `local` or `local-moe`, unless a folder of that name is here) and its served names."""
     if model is None:
         return ensure_embedded_model(status), [served_name or EMBEDDED_NAME]
     path = Path(model).expanduser()
+    if is_builtin(model) and not path.is_dir():
+        return builtin_folder(model, status), [served_name or builtin_served_name(model)]
     check_model_dir(path)
     return path.resolve(), [served_name or path.resolve().name]
 

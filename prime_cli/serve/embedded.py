@@ -129,11 +129,24 @@ def _sha256(path: Path) -> str:
 
 
 def _write_manifest(folder: Path, gguf: Path) -> None:
+    write_manifest(folder, EMBEDDED_NAME, f"{GGUF_PACKAGE}/{gguf.name}")
+
+
+def write_manifest(folder: Path, name: str, source: str, **extra) -> None:
+    """Record every file's size and sha256 (and `extra` fields, e.g. how the folder was made)."""
     files = {p.name: {"size": p.stat().st_size, "sha256": _sha256(p)}
              for p in sorted(folder.iterdir()) if p.is_file()}
-    manifest = {"format": FORMAT_VERSION, "name": EMBEDDED_NAME, "source": f"{GGUF_PACKAGE}/{gguf.name}",
-                "dtype": "float32", "files": files}
+    manifest = {"format": FORMAT_VERSION, "name": name, "source": source, "dtype": "float32", **extra,
+                "files": files}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def read_manifest(folder: Path) -> dict:
+    """A folder's manifest ({} when it has none or it is unreadable)."""
+    try:
+        return json.loads((folder / MANIFEST).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
 
 
 def verify_model_folder(folder: Path) -> str | None:

@@ -1,4 +1,5 @@
-"""`-m local`: find the server `prime serve` left running, or start one for the duration of a run.
+"""`-m local` (or `-m local-moe`): find the server `prime serve` left running, or start one for the
+duration of a run.
 
 `prime serve` records each server it runs in `<cache>/servers/<port>.json`; records whose process is
 gone or that no longer answer are pruned when read. Servers started for a single run are not
@@ -17,7 +18,8 @@ from pathlib import Path
 
 from prime_cli.runs.atomic import write_json_atomic
 
-from .embedded import EMBEDDED_NAME, ensure_embedded_model
+from .builtin_models import builtin_folder, served_name
+from .embedded import EMBEDDED_NAME
 from .errors import ServeError
 from .lora_runtime import vllm_lora_rank
 from .paths import logs_dir, servers_dir
@@ -89,30 +91,34 @@ def _lora_problem(record: dict, rank: int) -> str | None:
 
 @contextlib.contextmanager
 def local_endpoint(status: Status = lambda _: None, tick: Callable[[float], None] = lambda _: None,
-                   lora_rank: int | None = None) -> Iterator[LocalEndpoint]:
-    """The embedded model's endpoint: a running `prime serve`, else a server started and stopped here.
-    With `lora_rank`, the server must load adapters up to that rank at run time: one started here
-    gets LoRA enabled; a running one without it raises ServeError saying how to start it."""
+                   lora_rank: int | None = None, model: str = "local") -> Iterator[LocalEndpoint]:
+    """A built-in model's endpoint (`model`: "local", the embedded one, or "local-moe"): a running
+    `prime serve` (any one for "local"; one serving that model for the others), else a server started
+    and stopped here. With `lora_rank`, the server must load adapters up to that rank at run time: one
+    started here gets LoRA enabled; a running one without it raises ServeError saying how to start it."""
+    name = served_name(model)
     for record in running_servers():
+        if model != "local" and name not in record["models"]:
+            continue
         if lora_rank is not None and (problem := _lora_problem(record, lora_rank)):
             raise ServeError(problem)
         status(f"using the local server at {record['url']} (pid {record['pid']})")
         yield LocalEndpoint(record["url"], record["models"][0], record["pid"], started_here=False,
                             model_path=record.get("model_path"))
         return
-    model_path = ensure_embedded_model(status)
-    options = ServerOptions(model_path=model_path, served_names=[EMBEDDED_NAME], port=free_port())
+    model_path = builtin_folder(model, status)
+    options = ServerOptions(model_path=model_path, served_names=[name], port=free_port())
     if lora_rank is not None:
         options.enable_lora, options.max_lora_rank = True, vllm_lora_rank(lora_rank)
     server = VllmServer(options, logs_dir() / f"vllm-{options.port}.log")
     with_lora = " with runtime LoRA loading" if lora_rank is not None else ""
-    status(f"starting vLLM for {EMBEDDED_NAME}{with_lora} on port {options.port} (stopped when the run ends; "
+    status(f"starting vLLM for {name}{with_lora} on port {options.port} (stopped when the run ends; "
            "`prime serve` keeps one running)")
     server.start()
     try:
         started = time.monotonic()
         server.wait_ready(tick)
         status(f"vLLM ready in {time.monotonic() - started:.0f} s")
-        yield LocalEndpoint(options.url, EMBEDDED_NAME, server.pid, started_here=True, model_path=str(model_path))
+        yield LocalEndpoint(options.url, name, server.pid, started_here=True, model_path=str(model_path))
     finally:
         server.stop()

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from prime_cli.clients.command_flags import LOCAL_MODEL
+from prime_cli.clients.command_flags import LOCAL_MODEL, LOCAL_MOE_MODEL
 
 QWEN3_30B_A3B = {
     "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,
@@ -32,6 +32,8 @@ def model_config(name: str) -> dict[str, Any] | None:
     """config.json of `[model] name` as far as this machine can tell without downloading (None: unknown)."""
     if name == LOCAL_MODEL:
         return EMBEDDED_IS_DENSE
+    if name == LOCAL_MOE_MODEL:
+        return local_moe_facts()
     folder = Path(name).expanduser()
     if folder.is_dir():
         return _read(folder / "config.json")
@@ -39,6 +41,14 @@ def model_config(name: str) -> dict[str, Any] | None:
     if cached is not None:
         return _read(cached)
     return PUBLIC_CONFIGS.get(name.lower())
+
+
+def local_moe_facts() -> dict[str, Any]:
+    """The upcycled model's shape from its recipe (a dry run does not build it)."""
+    from prime_cli.serve.local_moe import NUM_EXPERTS, TOP_K
+
+    return {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "num_hidden_layers": 30,
+            "num_local_experts": NUM_EXPERTS, "num_experts_per_tok": TOP_K}
 
 
 def _hub_cache_file(name: str) -> Path | None:

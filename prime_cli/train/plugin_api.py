@@ -4,7 +4,7 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 
 - The contract: `TrainerPlugin` (the entry-point object) and `API_VERSION`.
 - The config the TOML file is validated into: `RLConfig` and its sections.
-- The weights a run trains: `training_weights(name)` (`"local"` is the embedded model); `model_config(name)`
+- The weights a run trains: `training_weights(name)` (`"local"` is the embedded model, `"local-moe"` the MoE upcycled from it); `model_config(name)`
   its config.json without loading it; `resolve_lora_targets` what its LoRA adapts (`LoraTargets`: peft's
   target_modules / target_parameters, with the fused experts of a Mixture-of-Experts model, and one line
   that says so).

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prime_cli.clients.command_flags import LOCAL_MODEL
+from prime_cli.clients.command_flags import LOCAL_MODEL, LOCAL_MOE_MODEL, is_local_model
 from prime_cli.envs.eval_defaults import env_eval_defaults
 
 from .errors import TrainConfigError
@@ -43,10 +43,10 @@ def model_problem(name: str) -> str | None:
 
     A hub id counts when its config.json is in the local Hugging Face cache: vLLM and the trainer load it
     from there. Without huggingface_hub (installed with the trainer plugin) nothing can be told."""
-    choices = f'give a model folder, a Hugging Face id in the local cache, or "{LOCAL_MODEL}" (the embedded model)'
+    choices = f'give a model folder, a Hugging Face id in the local cache, "{LOCAL_MODEL}" (the embedded model) or "{LOCAL_MOE_MODEL}" (a small MoE made from it)'
     if not name.strip():
         return f"model.name is empty; {choices}"
-    if name == LOCAL_MODEL or Path(name).expanduser().is_dir():
+    if is_local_model(name) or Path(name).expanduser().is_dir():
         return None
     if Path(name).expanduser().exists():
         return f"model.name {name!r} is a file, not a model folder; {choices}"
@@ -65,7 +65,7 @@ def model_problem(name: str) -> str | None:
         return None
     return (f"model.name {name!r} is not a folder here and not in the local Hugging Face cache ({hub_cache_dir()}); "
             f"download it first (hf download {name}; HF_HOME or HF_HUB_CACHE say where the cache is), "
-            f'or give a model folder, or "{LOCAL_MODEL}" (the embedded model)')
+            f'or give a model folder, "{LOCAL_MODEL}" (the embedded model) or "{LOCAL_MOE_MODEL}" (a small MoE made from it)')
 
 
 def check_model(config: RLConfig, dry_run: bool) -> list[str]:

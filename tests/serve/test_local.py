@@ -110,7 +110,7 @@ def test_with_a_lora_rank_and_no_server_running_one_is_started_with_runtime_lora
             self.running = False
 
     monkeypatch.setattr(local, "VllmServer", FakeVllm)
-    monkeypatch.setattr(local, "ensure_embedded_model", lambda status: Path("/models/smollm2"))
+    monkeypatch.setattr(local, "builtin_folder", lambda name, status: Path("/models/smollm2"))
     messages = []
     with local.local_endpoint(messages.append, lora_rank=8) as endpoint:
         assert endpoint.started_here and started[0].running
@@ -118,3 +118,60 @@ def test_with_a_lora_rank_and_no_server_running_one_is_started_with_runtime_lora
     assert server.options.enable_lora and server.options.max_lora_rank == local.vllm_lora_rank(8) >= 8
     assert not server.running  # stopped with the run
     assert any("with runtime LoRA loading" in m for m in messages)
+
+
+def test_local_moe_uses_only_a_server_of_that_model_else_starts_its_own(cache, monkeypatch):
+    """`-m local` takes any running `prime serve`; `-m local-moe` only one serving the MoE."""
+    from prime_cli.serve.local_moe import LOCAL_MOE_NAME
+
+    started = []
+
+    class FakeVllm:
+        def __init__(self, options, log):
+            self.options, self.pid = options, 4243
+            started.append(options)
+
+        def start(self):
+            pass
+
+        def wait_ready(self, tick):
+            pass
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(local, "VllmServer", FakeVllm)
+    monkeypatch.setattr(local, "builtin_folder", lambda name, status: Path(f"/models/{name}"))
+    with ScriptedOpenAIServer(models=["SmolLM2-135M-Instruct"]) as smol:
+        record(smol)
+        with local.local_endpoint(model="local-moe") as endpoint:
+            assert endpoint.started_here and endpoint.model == LOCAL_MOE_NAME
+        assert started[0].model_path == Path("/models/local-moe") and started[0].served_names == [LOCAL_MOE_NAME]
+        with ScriptedOpenAIServer(models=[LOCAL_MOE_NAME]) as moe:
+            record(moe, name=LOCAL_MOE_NAME)
+            with local.local_endpoint(model="local-moe") as endpoint:
+                assert (endpoint.url, endpoint.started_here) == (moe.url, False)
+            with local.local_endpoint() as endpoint:
+                assert endpoint.url == smol.url
+
+
+def test_eval_with_local_moe_uses_its_server_and_resumes_with_it(cache, tmp_path):
+    from prime_cli.serve.local_moe import LOCAL_MOE_NAME
+
+    with ScriptedOpenAIServer(models=[LOCAL_MOE_NAME]) as server:
+        record(server, name=LOCAL_MOE_NAME)
+        out = tmp_path / "runs"
+        done = run_prime(["eval", "run", "reverse-text", "-m", "local-moe", "-n", "2", "-r", "1", "-s", "-o", str(out)],
+                         cwd=REPO, extra_env={"PRIME_CACHE_DIR": str(cache)})
+        assert done.returncode == 0, done.stderr
+        assert {r["json"]["model"] for r in server.requests_to("/v1/chat/completions")} == {LOCAL_MOE_NAME}
+        run_dir = only_run_dir(out)
+        metadata = json.loads((run_dir / "metadata.json").read_text())
+        assert metadata["model"] == LOCAL_MOE_NAME and metadata["local_model"]
+        # the run is known as a local-moe run: -R with -m local-moe continues it, -m local is refused
+        resumed = run_prime(["eval", "run", "reverse-text", "-R", str(run_dir), "-m", "local-moe"], cwd=REPO,
+                            extra_env={"PRIME_CACHE_DIR": str(cache)})
+        assert resumed.returncode == 0, resumed.stderr
+        refused = run_prime(["eval", "run", "reverse-text", "-R", str(run_dir), "-m", "local"], cwd=REPO,
+                            extra_env={"PRIME_CACHE_DIR": str(cache)})
+        assert refused.returncode == 2 and "not 'local'" in refused.stderr

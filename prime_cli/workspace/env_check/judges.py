@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from prime_cli.clients.command_flags import LOCAL_MODEL
+from prime_cli.clients.command_flags import is_local_model
 from prime_cli.clients.errors import ClientConfigError
 
 from .rollouts import judge_rubrics
@@ -33,8 +33,8 @@ def judge_specs(flags: JudgeFlags) -> list[Any]:
     variable. Sends no request."""
     from prime_cli.clients.endpoints import check_endpoints, endpoint_specs
 
-    if flags.model == LOCAL_MODEL and not flags.base_url:
-        raise ClientConfigError("-m local: prime env check does not start the embedded model; give the URL of "
+    if is_local_model(flags.model) and not flags.base_url:
+        raise ClientConfigError(f"-m {flags.model}: prime env check does not start the embedded model; give the URL of "
                                 "a running server with -b (e.g. one `prime serve` started), or another judge model")
     check_endpoints(flags.model, flags.base_url, flags.api_key_var, flags.endpoints_path)
     return endpoint_specs(flags.model, flags.base_url, flags.api_key_var, flags.endpoints_path)
