@@ -58,7 +58,7 @@ def fused_moe_lora(x, w13, w2, topk_weights, topk_ids, token_lora,
     experts, tokens, weights = experts[order], tokens[order], weights[order]
     ids, counts = torch.unique_consecutive(experts, return_counts=True)
     ends = counts.cumsum(0).tolist()
-    for expert, end, count in zip(ids.tolist(), ends, counts.tolist()):
+    for expert, end, count in zip(ids.tolist(), ends, counts.tolist(), strict=True):
         rows_tokens, rows_weights = tokens[end - count:end], weights[end - count:end]
         if expert < 0:  # routed to an expert of another rank
             continue
@@ -69,7 +69,7 @@ def fused_moe_lora(x, w13, w2, topk_weights, topk_ids, token_lora,
         lora = token_lora[rows_tokens]
         lora_rows = {slot: lora == slot for slot in torch.unique(lora).tolist() if slot >= 0}
         col = 0
-        for a_stack, b_stack in zip(w13_lora_a, w13_lora_b):
+        for a_stack, b_stack in zip(w13_lora_a, w13_lora_b, strict=True):
             _add_lora(h, xs, lora_rows, a_stack, b_stack, expert, col)
             col += b_stack.shape[2]
         inter = act(h)

@@ -73,7 +73,7 @@ def _served_logprobs(url, model, prompt):
                                      headers={"Content-Type": "application/json"}, method="POST")
     with urllib.request.urlopen(request, timeout=120) as response:
         entries = json.loads(response.read())["choices"][0]["prompt_logprobs"][1:]
-    return torch.tensor([entry[str(token)]["logprob"] for entry, token in zip(entries, prompt[1:])])
+    return torch.tensor([entry[str(token)]["logprob"] for entry, token in zip(entries, prompt[1:], strict=True)])
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ def _reference(x, w13, w2, topk_weights, topk_ids, token_lora, a13, b13, a2, b2,
             e = int(topk_ids[t, k])
             gate_up, down = w13[e].double(), w2[e].double()
             if slot >= 0:
-                deltas = [b[slot, e].double() @ a[slot, e].double() for a, b in zip(a13, b13)]
+                deltas = [b[slot, e].double() @ a[slot, e].double() for a, b in zip(a13, b13, strict=True)]
                 gate_up = gate_up + torch.cat(deltas)
                 down = down + b2[slot, e].double() @ a2[slot, e].double()
             h = gate_up @ x[t].double()
