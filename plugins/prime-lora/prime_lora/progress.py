@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +167,8 @@ def summarize(console: Any, run: Any, output_dir: Path) -> int:
     env_id = run.config.orchestrator.env[0].id
     adapter = layout.weights_dir(last)
     console.print(f"adapter: {adapter}  (PEFT; metrics: {layout.metrics_path})")
-    console.print(f"evaluate it: prime serve --lora trained={adapter} --port 8001   then   "
+    model = run.config.model.name  # the base the adapter was trained on (`prime serve` alone serves "local")
+    serve = "prime serve" if model == "local" else f"prime serve {shlex.quote(model)}"
+    console.print(f"evaluate it: {serve} --lora trained={adapter} --port 8001   then   "
                   f"prime eval run {env_id} -m trained -b http://127.0.0.1:8001/v1")
     return 0
