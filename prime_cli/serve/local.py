@@ -40,9 +40,11 @@ class LocalEndpoint:
 def record_server(options: ServerOptions, pid: int) -> Path:
     servers_dir().mkdir(parents=True, exist_ok=True)
     path = servers_dir() / f"{options.port}.json"
+    lora = bool(options.enable_lora or options.loras)
     record = {"pid": pid, "port": options.port, "url": options.url, "models": options.served_names,
               "model_path": str(options.model_path), "started_at": time.time(),
-              "lora": options.enable_lora, "max_lora_rank": options.max_lora_rank if options.enable_lora else None}
+              # --lora adapters start vLLM with --enable-lora too (server.py): it then takes others at run time
+              "lora": lora, "max_lora_rank": options.max_lora_rank if lora else None}
     write_json_atomic(path, record, indent=2)
     return path
 
@@ -78,9 +80,10 @@ def running_servers() -> list[dict]:
     return sorted(records, key=lambda r: (EMBEDDED_NAME not in r["models"], -r.get("started_at", 0)))
 
 
-def _lora_problem(record: dict, rank: int) -> str | None:
+def _lora_problem(record: dict, rank: int, model: str) -> str | None:
     """Why a running server cannot take adapters of rank `rank` at run time (None: it can)."""
-    fix = f"stop it (Ctrl-C) or run `prime serve --enable-lora --max-lora-rank {vllm_lora_rank(rank)}` instead"
+    serve = "prime serve" if model == "local" else f"prime serve {model}"
+    fix = f"stop it (Ctrl-C) or run `{serve} --enable-lora --max-lora-rank {vllm_lora_rank(rank)}` instead"
     if not record.get("lora"):
         return f"the running `prime serve` at {record['url']} (pid {record['pid']}) was started without LoRA; {fix}"
     if int(record.get("max_lora_rank") or 0) < rank:
@@ -100,7 +103,7 @@ def local_endpoint(status: Status = lambda _: None, tick: Callable[[float], None
     for record in running_servers():
         if model != "local" and name not in record["models"]:
             continue
-        if lora_rank is not None and (problem := _lora_problem(record, lora_rank)):
+        if lora_rank is not None and (problem := _lora_problem(record, lora_rank, model)):
             raise ServeError(problem)
         status(f"using the local server at {record['url']} (pid {record['pid']})")
         yield LocalEndpoint(record["url"], record["models"][0], record["pid"], started_here=False,

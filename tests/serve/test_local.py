@@ -175,3 +175,22 @@ def test_eval_with_local_moe_uses_its_server_and_resumes_with_it(cache, tmp_path
         refused = run_prime(["eval", "run", "reverse-text", "-R", str(run_dir), "-m", "local"], cwd=REPO,
                             extra_env={"PRIME_CACHE_DIR": str(cache)})
         assert refused.returncode == 2 and "not 'local'" in refused.stderr
+
+
+def test_a_server_started_with_an_adapter_is_recorded_as_taking_runtime_lora(cache):
+    """`prime serve local-moe --lora trained=...` runs vLLM with --enable-lora: the checkpoint sweep may use it."""
+    with ScriptedOpenAIServer(models=["SmolLM2-4x135M-Instruct"]) as server:
+        port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+        opts = ServerOptions(model_path=Path("/m"), served_names=["SmolLM2-4x135M-Instruct"], port=port,
+                             loras={"trained": Path("/adapters/step_20")}, max_lora_rank=16)
+        local.record_server(opts, os.getpid())
+        with local.local_endpoint(lora_rank=16, model="local-moe") as endpoint:
+            assert endpoint.url == server.url
+
+
+def test_the_fix_for_a_server_without_lora_starts_the_same_model(cache):
+    with ScriptedOpenAIServer(models=["SmolLM2-4x135M-Instruct"]) as server:
+        record(server, name="SmolLM2-4x135M-Instruct")
+        with pytest.raises(ServeError, match=r"run `prime serve local-moe --enable-lora --max-lora-rank 16`"):
+            with local.local_endpoint(lora_rank=16, model="local-moe"):
+                pass
