@@ -103,7 +103,7 @@ def build_command(options: ServerOptions, flavour: str) -> list[str]:
 
 def build_env(options: ServerOptions, flavour: str) -> dict[str, str]:
     env = dict(os.environ)
-    if options.enable_lora:
+    if options.enable_lora or options.loras:  # a server with LoRA takes adapters at run time too
         env.setdefault("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")
     if flavour == "cpu":
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(options.kv_cache_gib))

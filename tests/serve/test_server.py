@@ -148,3 +148,11 @@ def test_a_server_never_ready_times_out_and_is_stopped(tmp_path):
 
 def test_served_models_is_none_when_nothing_answers():
     assert served_models(f"http://127.0.0.1:{free_port()}/v1", timeout=0.5) is None
+
+
+def test_a_server_with_adapters_also_loads_others_at_run_time(tmp_path, monkeypatch):
+    """`prime serve MODEL --lora NAME=PATH` is recorded as a LoRA server: the checkpoint sweep hot-loads there."""
+    monkeypatch.delenv("VLLM_ALLOW_RUNTIME_LORA_UPDATING", raising=False)
+    env = build_env(options(tmp_path, loras={"trained": tmp_path}), "cpu")
+    assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
+    assert "VLLM_ALLOW_RUNTIME_LORA_UPDATING" not in build_env(options(tmp_path), "cpu")
