@@ -55,6 +55,9 @@ class TrainerModelConfig(Section):
     # attention on packed rows: "varlen", one flash-attention varlen kernel per layer for the whole row
     # (CUDA, bf16/fp16); "sdpa", one SDPA call per sample; "auto": varlen where it runs, else sdpa
     attention: Literal["auto", "sdpa", "varlen"] = "auto"
+    # Mixture-of-Experts models: how transformers runs the experts. "grouped_mm", one grouped GEMM over all
+    # experts per projection; "eager", a loop over the experts that got tokens; "auto": grouped_mm
+    experts_implementation: Literal["auto", "grouped_mm", "batched_mm", "eager"] = "auto"
     reduce_dtype: Literal["bfloat16", "float32"] = "float32"  # FSDP2 gradient reduction across ranks
     fsdp_cpu_offload: bool = False  # FSDP2: keep the sharded weights on the CPU between uses
 

@@ -7,7 +7,7 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 - The weights a run trains: `training_weights(name)` (`"local"` is the embedded model, `"local-moe"` the MoE upcycled from it); `model_config(name)`
   its config.json without loading it; `resolve_lora_targets` what its LoRA adapts (`LoraTargets`: peft's
   target_modules / target_parameters, with the fused experts of a Mixture-of-Experts model, and one line
-  that says so).
+  that says so); `moe_shape(config)` a config's routed experts (None: dense).
 - Inference: `VllmServer` / `ServerOptions` start a vLLM server; `ManagedProcess` runs a child process
   group; `free_port`, `port_in_use`, `served_models` (what a server at a URL lists, None when nothing
   answers); `ServeError` when a server cannot run; `load_adapter` hot-loads

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from prime_cli.train.plugin_api import LoraTargets, RLConfig, resolve_lora_targets
+from prime_cli.train.plugin_api import LoraTargets, RLConfig, moe_shape, resolve_lora_targets
 
 
 def pick_device() -> torch.device:
@@ -25,8 +25,11 @@ def pick_dtype(config: RLConfig, device: torch.device) -> torch.dtype:
     return torch.bfloat16 if device.type == "cuda" else torch.float32
 
 
-def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype: torch.dtype) -> Any:
-    """A PeftModel whose LoRA B matrices are zero: at step 0 it computes exactly the base model."""
+def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype: torch.dtype,
+                 base: Any = None) -> Any:
+    """A PeftModel whose LoRA B matrices are zero: at step 0 it computes exactly the base model. `base`: the
+    base model already built in `dtype` (benchmarks build random weights in memory), else read from
+    model_path."""
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
@@ -36,8 +39,12 @@ def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype:
     register()
     torch.manual_seed(config.seed)
     attention = ATTENTION_IMPLEMENTATIONS[pick_attention(config.trainer.model.attention, device, dtype)]
-    base = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, attn_implementation=attention)
+    if base is None:
+        base = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype, attn_implementation=attention)
+    else:
+        base.set_attn_implementation(attention)
     base.config.use_cache = False
+    use_experts_implementation(base, config.trainer.model.experts_implementation)
     lora = config.trainer.model.lora
     targets = lora_targets(config, base)
     peft_config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout, bias="none",
@@ -104,6 +111,19 @@ def pick_attention(choice: str, device: torch.device, dtype: torch.dtype) -> str
                          f"fp16 model and torch 2.10+ (here: {device.type}, {str(dtype).removeprefix('torch.')}, "
                          f"torch {torch.__version__}); use \"sdpa\" or \"auto\"")
     return choice
+
+
+def use_experts_implementation(base: Any, choice: str) -> str | None:
+    """trainer.model.experts_implementation on a Mixture-of-Experts model; returns the one set (None: a dense
+    model, or a transformers without the choice). grouped_mm computes what the eager loop over experts
+    computes, peft's expert adapters included (tests/.../test_trainer_moe.py), with one grouped GEMM per
+    projection instead of one small matmul per expert; where its kernel cannot run (old torch on CPU, GPUs
+    before SM80) transformers falls back inside it."""
+    if moe_shape(base.config.to_dict()) is None or not hasattr(base, "set_experts_implementation"):
+        return None
+    implementation = "grouped_mm" if choice == "auto" else choice
+    base.set_experts_implementation(implementation)
+    return implementation
 
 
 def compiles(config: RLConfig, device: torch.device) -> bool:
