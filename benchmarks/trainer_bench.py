@@ -1,6 +1,7 @@
 """Trainer-only throughput of the prime-lora trainer on synthetic batches (no vLLM, no environment).
 
-    .venv/bin/python benchmarks/trainer_bench.py [--model qwen3-0.6b|qwen3-4b|smollm2-135m] [--shape single|rl]
+    .venv/bin/python benchmarks/trainer_bench.py [--model qwen3-0.6b|qwen3-4b|smollm2-135m|qwen3-30b-a3b|qwen3-moe-tiny]
+        [--shape single|rl]
         [--seq-len 16384] [--samples 32 --min-len 256 --max-len 4096 --prompt-len 200]
         [--steps 5] [--rank 16] [--ac | --no-ac] [--set trainer.key=value ...] [--json out.json]
         [--variant 'LABEL:trainer.key=value,...' ...] [--no-unpacked] [--no-peer] [--model-dir DIR]
@@ -26,6 +27,14 @@ attention head size (64 on Qwen3-0.6B, whose head_dim is 128), so `mfu_prime_rl_
 MFU with that convention, the one its published numbers use. Memory: torch.cuda.max_memory_reserved
 on CUDA, not reported on CPU. Reference (prime-rl's published trainer-only numbers, one H100, LoRA r16,
 seq_len 16k, FA3): Qwen3-0.6B 13.3k tokens/s, MFU 10.9%, 5.1 GiB; Qwen3-4B 6.2k tokens/s, MFU 21.7%, 23.3 GiB.
+
+Mixture-of-Experts shapes (`qwen3-30b-a3b`, the public config; `qwen3-moe-tiny`, a few layers for the CPU)
+are built in memory on the device, never written to disk (30B-A3B's bf16 weights are 61 GB), and adapted
+as the trainer adapts MoE models (attention and every expert's gate_up/down, prime_cli/train/lora_targets.py),
+with the experts on transformers' grouped GEMM (trainer.model.experts_implementation; try
+`--variant eager:trainer.model.experts_implementation=eager`). MFU is left out for them (flops.py counts
+dense models). prime-rl's published LoRA r16, 16k-token row for Qwen3-30B-A3B: 33.1k tokens/s on 8 H100s,
+about 4.1k per GPU.
 """
 
 from __future__ import annotations
@@ -43,6 +52,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "plugins" / "prime-lora")]
 
+from prime_cli.train.model_facts import PUBLIC_CONFIGS  # noqa: E402
+
+QWEN3_30B_A3B = {k: v for k, v in PUBLIC_CONFIGS["qwen/qwen3-30b-a3b"].items() if k not in ("architectures", "model_type")}
 SHAPES = {  # architecture configs of the public checkpoints (config.json), used with random weights
     "qwen3-0.6b": dict(kind="qwen3", hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
                        num_attention_heads=16, num_key_value_heads=8, head_dim=128, vocab_size=151936,
@@ -53,9 +65,34 @@ SHAPES = {  # architecture configs of the public checkpoints (config.json), used
     "smollm2-135m": dict(kind="llama", hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
                          num_attention_heads=9, num_key_value_heads=3, vocab_size=49152,
                          tie_word_embeddings=True, max_position_embeddings=8192, rope_theta=100000.0),
+    "qwen3-30b-a3b": dict(kind="qwen3_moe", **QWEN3_30B_A3B),
+    # 30B-A3B's proportions (head_dim 128, 4 KV heads; 8 of the experts active) at CPU size
+    "qwen3-moe-tiny": dict(kind="qwen3_moe", **{**QWEN3_30B_A3B, "hidden_size": 256, "moe_intermediate_size": 128,
+                                                "intermediate_size": 768, "num_hidden_layers": 4,
+                                                "num_attention_heads": 4, "num_key_value_heads": 2,
+                                                "num_experts": 32, "vocab_size": 8192,
+                                                "max_position_embeddings": 4096}),
 }
+MOE_KINDS = ("qwen3_moe",)
 REFERENCE = {"qwen3-0.6b": "prime-rl (published, one 16k sequence): 13.3k tok/s, MFU 10.9%, 5.1 GiB",
-             "qwen3-4b": "prime-rl (published, one 16k sequence): 6.2k tok/s, MFU 21.7%, 23.3 GiB"}
+             "qwen3-4b": "prime-rl (published, one 16k sequence): 6.2k tok/s, MFU 21.7%, 23.3 GiB",
+             "qwen3-30b-a3b": "prime-rl (published, LoRA r16, 16k tokens, 8 H100s): 33.1k tok/s, about 4.1k per GPU"}
+
+
+def is_moe(name: str) -> bool:
+    return SHAPES[name]["kind"] in MOE_KINDS
+
+
+def random_base(name: str, device: Any, dtype: Any) -> Any:
+    """An MoE model with random weights, built in memory straight on `device` in `dtype`."""
+    import torch
+    from transformers import AutoModelForCausalLM, Qwen3MoeConfig
+
+    shape = dict(SHAPES[name])
+    shape.pop("kind")
+    torch.manual_seed(0)
+    with torch.device(device):
+        return AutoModelForCausalLM.from_config(Qwen3MoeConfig(**shape), dtype=dtype)
 
 
 def build_model_folder(name: str, folder: Path) -> Path:
@@ -143,7 +180,9 @@ def ours(args: argparse.Namespace, folder: Path, overrides: dict[str, Any], devi
     from prime_lora.trainer.step import train_step
 
     config = bench_config(args, overrides)
-    model = build_policy(config, str(folder), device, pick_dtype(config, device))
+    dtype = pick_dtype(config, device)
+    base = random_base(args.model, device, dtype) if is_moe(args.model) else None
+    model = build_policy(config, str(folder), device, dtype, base=base)
     params = trainable_parameters(model)
     optimizer = build_optimizer(params, config)
     scheduler = build_scheduler(optimizer, config)
@@ -161,7 +200,12 @@ def hf_peft(args: argparse.Namespace, folder: Path, device: Any) -> Any:
     from prime_lora.trainer.model import pick_dtype
 
     config = bench_config(args, {})
-    base = AutoModelForCausalLM.from_pretrained(folder, dtype=pick_dtype(config, device), attn_implementation="sdpa")
+    dtype = pick_dtype(config, device)
+    if is_moe(args.model):
+        base = random_base(args.model, device, dtype)
+        base.set_attn_implementation("sdpa")
+    else:
+        base = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, attn_implementation="sdpa")
     lora = config.trainer.model.lora
     model = get_peft_model(base, LoraConfig(r=lora.rank, lora_alpha=lora.alpha, target_modules=list(lora.target_modules),
                                             task_type="CAUSAL_LM")).to(device)
@@ -199,7 +243,7 @@ def measure(name: str, build: Any, args: argparse.Namespace, batches: list[list[
     seconds = time_steps(step, batches, device)
     real_tokens = statistics.fmean(sum(len(s["input_ids"]) for s in batch) for batch in batches[1:])
     result = {"variant": name, "step_s": seconds, "tokens_per_s": real_tokens / seconds, "tokens_per_step": real_tokens}
-    if device.type == "cuda":
+    if device.type == "cuda" and not is_moe(args.model):
         shape = SimpleNamespace(**SHAPES[args.model])
         lora_params, other = lora_parameter_count(model)
         for key, head_dim in (("mfu", None), ("mfu_prime_rl_heads", shape.hidden_size // shape.num_attention_heads)):
@@ -207,6 +251,7 @@ def measure(name: str, build: Any, args: argparse.Namespace, batches: list[list[
                 shape, lora_params, len(s["input_ids"]), other, attention_head_dim=head_dim) for s in batch)
                 for batch in batches[1:])
             result[key] = flops / seconds / (args.peak_tflops * 1e12)
+    if device.type == "cuda":
         result["peak_memory_gib"] = torch.cuda.max_memory_reserved() / 2**30
     del model, step
     gc.collect()
@@ -266,7 +311,9 @@ def main() -> None:
     device = pick_device()
     batches = make_batches(args, SHAPES[args.model]["vocab_size"])
     with tempfile.TemporaryDirectory() as tmp:
-        folder = build_model_folder(args.model, (args.model_dir or Path(tmp)) / args.model)
+        folder = (args.model_dir or Path(tmp)) / args.model
+        if not is_moe(args.model):  # MoE shapes are built in memory by each variant
+            build_model_folder(args.model, folder)
         variants = [("ours", lambda: ours(args, folder, {}, device))]
         if args.shape == "rl" and args.unpacked:
             variants.append(("ours, unpacked", lambda: ours(args, folder, {"trainer.pack": "false"}, device)))
@@ -294,7 +341,8 @@ def print_table(report: dict) -> None:
     base = report["variants"][0]["tokens_per_s"]
     for row in report["variants"]:
         extra = (f"  MFU {row['mfu'] * 100:.1f}% ({row['mfu_prime_rl_heads'] * 100:.1f}% as prime-rl counts)"
-                 f"  peak {row['peak_memory_gib']:.1f} GiB" if "mfu" in row else "")
+                 if "mfu" in row else "")
+        extra += f"  peak {row['peak_memory_gib']:.1f} GiB" if "peak_memory_gib" in row else ""
         print(f"  {row['variant']:<22} {row['tokens_per_s']:>10,.0f} tokens/s  {row['step_s']:7.2f} s/step"
               f"  ours / this = {base / row['tokens_per_s']:.2f}x{extra}")
     print(f"  {REFERENCE.get(report['model'], 'prime-rl: no published figure for this model')}")

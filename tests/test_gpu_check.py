@@ -20,7 +20,9 @@ def test_without_cuda_it_prints_what_it_would_run_and_exits_0():
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "No CUDA GPU here" in proc.stdout
-    assert "-m gpu" in proc.stdout and proc.stdout.count("benchmarks/trainer_bench.py --model") == 4
+    assert "-m gpu" in proc.stdout and proc.stdout.count("benchmarks/trainer_bench.py --model") == 5
+    # the Mixture-of-Experts row (issue 41), the second bench so that the default budget reaches it
+    assert "3. " + sys.executable + " benchmarks/trainer_bench.py --model qwen3-30b-a3b --shape single --seq-len 16384" in proc.stdout
     assert "qwen3-4b --shape rl" in proc.stdout and "trainer.model.attention=sdpa" in proc.stdout
     assert "trainer.model.compile=false" in proc.stdout
 
