@@ -5,9 +5,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from lora_tiny import tiny_config  # noqa: E402
 from rich.console import Console
 
-from lora_tiny import tiny_config  # noqa: E402
 from prime_lora.progress import summarize  # noqa: E402
 
 
