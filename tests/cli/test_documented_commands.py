@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from prime_cli.serve.embedded import EMBEDDED_NAME
+from prime_cli.serve.local_moe import LOCAL_MOE_NAME
 from tests.cli.conftest import metadata, record_local_server, run_dirs
 from tests.support.cli import REPO, run_prime
 from tests.support.scripted_server import ScriptedOpenAIServer
@@ -44,6 +45,10 @@ STAND_INS = {
     "prime serve --enable-lora --max-lora-rank 16": ("prime serve --help", "tests/integration/test_train_local.py"),
     "prime train configs/rl/reverse-text-cpu.toml":
         ("prime train configs/rl/reverse-text-cpu.toml --dry-run", "tests/integration/test_train_local.py"),
+    "prime train configs/rl/reverse-text-moe-cpu.toml":
+        ("prime train configs/rl/reverse-text-moe-cpu.toml --dry-run", "tests/integration/test_train_moe.py"),
+    "prime serve local-moe --lora trained=outputs/rl/reverse-text-moe-cpu/weights/step_20 --port 8001":
+        ("prime serve --help", "tests/integration/test_moe_lora_serve.py, tests/serve/test_local.py"),
     "prime train configs/rl/gsm8k.toml": ("prime train configs/rl/gsm8k.toml --dry-run", "needs a CUDA GPU"),
     "prime env install my-env": (None, "test_env_install_then_eval below (installs, then uninstalls)"),
     # no network here: the same LiteLLM route with provider openai, whose base URL litellm reads from
@@ -147,7 +152,7 @@ def sweep_runs(args: list[str]) -> int:
 
 @pytest.fixture(scope="module")
 def server():
-    with ScriptedOpenAIServer(models=[EMBEDDED_NAME, *SERVED_MODELS]) as scripted:
+    with ScriptedOpenAIServer(models=[EMBEDDED_NAME, LOCAL_MOE_NAME, *SERVED_MODELS]) as scripted:
         yield scripted
 
 
@@ -165,7 +170,8 @@ def workspace(tmp_path_factory, server) -> Path:
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory, server) -> Path:
     cache = tmp_path_factory.mktemp("cache")
-    record_local_server(cache, server, lora=True, max_lora_rank=16)  # a `prime serve --enable-lora`
+    # a `prime serve --enable-lora`, taken for the embedded model and for local-moe (whose lines run here too)
+    record_local_server(cache, server, lora=True, max_lora_rank=16, models=[EMBEDDED_NAME, LOCAL_MOE_NAME])
     return cache
 
 
