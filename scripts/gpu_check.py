@@ -54,6 +54,17 @@ BENCHES = [  # (model, shape arguments, timed steps, with the transformers + pef
 PRIME_RL = {"qwen3-0.6b": "13.3k tok/s, 5.1 GiB", "qwen3-4b": "6.2k tok/s, 23.3 GiB",  # one 16k seq, H100, FA3
             "qwen3-30b-a3b": "4.1k tok/s per GPU (33.1k on 8 H100s)"}
 MIN_SECONDS = {"tests": 60, "bench": 45}  # a part that would start with less than this is skipped
+# GPU memory a bench model needs: 30B-A3B holds ~72 GiB of bf16 weights and fp32 LoRA + AdamW state before
+# activations (docs/training.md, MoE models), so an 80 GB card would only run out of memory
+MIN_GPU_GIB = {"qwen3-30b-a3b": 100}
+
+
+def too_small(model: str, gpu_gib: float | None) -> str | None:
+    """Why a bench is skipped on this GPU (None: it fits, or the memory is unknown)."""
+    need = MIN_GPU_GIB.get(model)
+    if need is None or gpu_gib is None or gpu_gib >= need:
+        return None
+    return f"{model}: skipped, needs a GPU of {need}+ GiB (this one has {gpu_gib:.0f} GiB)"
 
 
 @dataclass
@@ -88,6 +99,9 @@ def main() -> int:
     print(environment["packages"], flush=True)
     tests = run_tests(check, env)
     for model, shape, steps, peer in BENCHES:
+        if reason := too_small(model, environment.get("memory_gib")):
+            check.notes.append(reason)
+            continue
         run_bench(check, env, model, shape, steps, peer)
     print_report(environment, tests, check)
     if args.json:
@@ -157,6 +171,7 @@ def describe_machine(env: dict[str, str]) -> dict:
              "    try: found[module] = m.version(dist)\n"
              "    except m.PackageNotFoundError: found[module] = '?'\n"
              "print(json.dumps({'gpu': torch.cuda.get_device_name(), 'count': torch.cuda.device_count(),\n"
+             "  'memory_gib': torch.cuda.get_device_properties(0).total_memory / 2**30,\n"
              "  'torch': torch.__version__, 'cuda': torch.version.cuda, 'python': '%d.%d' % __import__('sys').version_info[:2],\n"
              "  'packages': found}))")
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)

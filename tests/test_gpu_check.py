@@ -38,3 +38,10 @@ def test_only_the_wheels_of_missing_packages_are_unpacked(tmp_path):
     assert gpu_check.unpack_missing_wheels(wheels, target) == ["surely_not_installed 1.0"]
     assert (target / "surely_not_installed" / "__init__.py").exists()
     assert not (target / "pytest").exists()
+
+
+def test_the_moe_row_is_skipped_on_a_gpu_it_cannot_fit():
+    too_small = gpu_check.too_small
+    assert too_small("qwen3-30b-a3b", 79.2) == "qwen3-30b-a3b: skipped, needs a GPU of 100+ GiB (this one has 79 GiB)"
+    assert too_small("qwen3-30b-a3b", 139.8) is None and too_small("qwen3-0.6b", 20.0) is None
+    assert too_small("qwen3-30b-a3b", None) is None
