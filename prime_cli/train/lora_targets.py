@@ -9,7 +9,8 @@ three) become peft `target_parameters` on those fused weights, one LoRA slice pe
 one fused weight, so naming either adapts both, at rank 2r with alpha 2 x alpha: the same number of
 weights as two rank-r adapters, and the configured scaling alpha/r (vLLM reads the same rank_pattern and
 alpha_pattern). Shared experts are ordinary nn.Linear modules and match the usual names. The router
-(`mlp.gate`) is adapted only when `router` is named.
+(`mlp.gate`) is adapted only when `router` is named (which `prime train` refuses for now: vLLM 0.32 serves no
+router LoRA; preflight.py).
 
 peft's own automatic mapping of gate_proj/up_proj/down_proj onto fused experts covers some architectures
 (Qwen3-MoE) and silently none of others (Mixtral: the experts stayed frozen), so the mapping is ours.
@@ -123,6 +124,6 @@ def describe_moe(names: list[str], modules: list[str], parameters: list[str], sh
         parts.append(f"the shared experts' {', '.join(others)}")
     elif others and not experts:
         parts.append(', '.join(others))
-    router = "the router too" if ROUTER_WEIGHT in parameters else "router not adapted (add \"router\" to adapt it)"
+    router = "the router too" if ROUTER_WEIGHT in parameters else "router not adapted"
     return (f"on a Mixture-of-Experts model ({shape.experts} experts, {shape.active} active per token): "
             f"{'; '.join(parts)}; {router}")

@@ -82,7 +82,7 @@ def check_model(config: RLConfig, dry_run: bool) -> list[str]:
 def check_lora_targets(config: RLConfig) -> None:
     """What the LoRA must do on a Mixture-of-Experts model (lora_targets.py): no dropout on the fused
     experts, and a vLLM max_lora_rank that holds gate_up's rank 2r."""
-    from .lora_targets import lora_targets_for
+    from .lora_targets import ROUTER_WEIGHT, lora_targets_for
 
     lora = config.trainer.model.lora
     targets = lora_targets_for(config)
@@ -90,6 +90,10 @@ def check_lora_targets(config: RLConfig) -> None:
         raise TrainConfigError(f"trainer.model.lora.dropout = {lora.dropout:g} cannot apply to {config.model.name}'s "
                                "fused expert weights (a Mixture-of-Experts model: peft adapts them as parameters, "
                                "without dropout); set dropout = 0")
+    if ROUTER_WEIGHT in targets.parameters:
+        raise TrainConfigError("trainer.model.lora.target_modules names \"router\": vLLM 0.32 does not serve a LoRA "
+                               "on an MoE router, so the sampler would route with the base router while the trainer "
+                               "routes with the adapted one; remove \"router\"")
     needed = targets.max_rank(lora.rank)
     if config.inference.max_lora_rank is not None and config.inference.max_lora_rank < needed:
         raise TrainConfigError(f"inference.max_lora_rank ({config.inference.max_lora_rank}) is below {needed}, the "

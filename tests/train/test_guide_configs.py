@@ -380,6 +380,8 @@ def test_a_real_run_starts_with_the_notes(tmp_path, monkeypatch):
 @pytest.mark.parametrize(("block", "expected"), [
     ("\n[trainer.model.lora]\ndropout = 0.05\n", "trainer.model.lora.dropout = 0.05 cannot apply to "
                                                  "Qwen/Qwen3-30B-A3B-Instruct-2507's fused expert weights"),
+    ('\n[trainer.model.lora]\ntarget_modules = ["q_proj", "experts", "router"]\n',
+     'trainer.model.lora.target_modules names "router": vLLM 0.32 does not serve a LoRA on an MoE router'),
     ("\n[inference]\nmax_lora_rank = 16\n", "inference.max_lora_rank (16) is below 32, the rank of "
                                             "Qwen/Qwen3-30B-A3B-Instruct-2507's fused gate_up expert adapters"),
 ])
