@@ -41,7 +41,7 @@ def test_registry_replicas_become_one_pool_with_the_secrets_to_redact(registry, 
 
 
 def test_the_embedded_model_needs_its_server_url():
-    with pytest.raises(ClientConfigError, match="embedded local model"):
+    with pytest.raises(ClientConfigError, match="the built-in model 'local' is not served here"):
         endpoint_specs("local")
     (spec,) = endpoint_specs("local", base_url="http://127.0.0.1:8123/v1")
     assert spec.url == "http://127.0.0.1:8123/v1" and spec.key_var is None
