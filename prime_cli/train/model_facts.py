@@ -43,6 +43,16 @@ def model_config(name: str) -> dict[str, Any] | None:
     return PUBLIC_CONFIGS.get(name.lower())
 
 
+def model_folder(name: str) -> Path | None:
+    """The folder holding a non-built-in model's weights here: the folder itself, or its snapshot in the
+    local Hugging Face cache (None: neither)."""
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        return folder.resolve()
+    cached = _hub_cache_file(name)
+    return cached.parent if cached is not None else None
+
+
 def local_moe_facts() -> dict[str, Any]:
     """The upcycled model's shape from its recipe (a dry run does not build it)."""
     from prime_cli.serve.local_moe import NUM_EXPERTS, TOP_K

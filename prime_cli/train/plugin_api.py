@@ -56,8 +56,8 @@ from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in
 from .config import BufferConfig, LossConfig, RLConfig
 from .contract import API_VERSION, TrainerPlugin
 from .env_file import env_file_values
-from .lora_targets import LoraTargets, moe_shape, resolve_lora_targets
-from .model_facts import model_config
+from .lora_targets import MOE_ARCHITECTURES, LoraTargets, moe_shape, resolve_lora_targets
+from .model_facts import model_config, model_folder
 from .models import TrainingWeights, training_weights
 from .resume_check import ResumeConfigError, check_resume
 from .samples import TrainingRunLayout, TrainingSample
@@ -72,11 +72,11 @@ async def evaluate_policy(*args, **kwargs):
 
 __all__ = [
     "API_VERSION", "AdapterLoadError", "BufferConfig", "EndpointSpec", "FINISHED", "FolderBusy", "FolderLock",
-    "LoraTargets", "LossConfig",
+    "LoraTargets", "LossConfig", "MOE_ARCHITECTURES",
     "ManagedProcess", "OpenAIChatClient", "RLConfig", "ResumeConfigError", "RunStatus",
     "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
     "VllmServer", "check_resume", "entries_listing", "env_file_values", "eval_summary_line",
     "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "gather_or_cancel", "load_adapter",
-    "model_config", "moe_shape", "port_in_use", "read_evals", "read_manifest", "resolve_lora_targets", "served_models", "server_root", "steps_in", "training_weights",
+    "model_config", "model_folder", "moe_shape", "port_in_use", "read_evals", "read_manifest", "resolve_lora_targets", "served_models", "server_root", "steps_in", "training_weights",
     "VLLM_ADAPTER_SUBDIR", "visible", "vllm_adapter_path", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
 ]

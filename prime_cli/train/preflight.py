@@ -82,7 +82,8 @@ def check_model(config: RLConfig, dry_run: bool) -> list[str]:
 def check_lora_targets(config: RLConfig) -> None:
     """What the LoRA must do on a Mixture-of-Experts model (lora_targets.py): no dropout on the fused
     experts, and a vLLM max_lora_rank that holds gate_up's rank 2r."""
-    from .lora_targets import ROUTER_WEIGHT, lora_targets_for
+    from .lora_targets import MOE_ARCHITECTURES, ROUTER_WEIGHT, lora_targets_for, moe_shape
+    from .model_facts import model_config
 
     lora = config.trainer.model.lora
     targets = lora_targets_for(config)
@@ -90,6 +91,11 @@ def check_lora_targets(config: RLConfig) -> None:
         raise TrainConfigError(f"trainer.model.lora.dropout = {lora.dropout:g} cannot apply to {config.model.name}'s "
                                "fused expert weights (a Mixture-of-Experts model: peft adapts them as parameters, "
                                "without dropout); set dropout = 0")
+    shape = moe_shape(model_config(config.model.name) or {})
+    if targets.parameters and shape is not None and shape.architecture not in MOE_ARCHITECTURES:
+        raise TrainConfigError(f"{config.model.name} is a Mixture-of-Experts model of architecture "
+                               f"{shape.architecture or '(unknown)'}, whose expert adapters prime train cannot hand "
+                               f"to vLLM yet (supported: {', '.join(MOE_ARCHITECTURES)}); train another model")
     if ROUTER_WEIGHT in targets.parameters:
         raise TrainConfigError("trainer.model.lora.target_modules names \"router\": vLLM 0.32 does not serve a LoRA "
                                "on an MoE router, so the sampler would route with the base router while the trainer "

@@ -188,3 +188,19 @@ def test_ctrl_c_ends_the_sweep_after_the_step_in_progress_and_shows_what_was_don
     runs = runs_by_model(tmp_path)
     assert runs[BASE]["status"] == "completed" and runs["step_0"]["status"] == "cancelled"
     assert list(table_rows(out)) == ["base", "step_0"]
+
+
+@pytest.mark.parametrize(("model", "served", "serve"), [
+    ("local", True, "prime serve --enable-lora --max-lora-rank 16"),
+    ("local-moe", True, "prime serve local-moe --enable-lora --max-lora-rank 16"),
+    ("SmolLM2-4x135M-Instruct", False, "prime serve MODEL_FOLDER --enable-lora --max-lora-rank 16"),
+])
+def test_the_fix_for_a_server_without_runtime_lora_names_what_prime_serve_takes(model, served, serve):
+    """`prime serve` takes a built-in name or a folder, never a served model id."""
+    from prime_cli.evals.config import EvalConfig, served_locally
+    from prime_cli.evals.sweep import _load_fix
+
+    config = EvalConfig(env_id="reverse-text", model=model, base_url="http://127.0.0.1:8001/v1")
+    if served:
+        config = served_locally(config, "SmolLM2-served-id", "http://127.0.0.1:8001/v1")
+    assert f"(or `{serve}`)" in _load_fix(config, 16)

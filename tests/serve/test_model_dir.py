@@ -53,3 +53,19 @@ def test_lora_option_reads_the_adapter_rank_and_rejects_non_adapters(tmp_path):
     (adapter / "adapter_model.safetensors").unlink()
     with pytest.raises(ServeError, match="no adapter weights"):
         parse_lora_option(f"x={adapter}")
+
+
+def test_a_fused_moe_adapter_without_vllms_copy_is_refused_in_one_line(tmp_path):
+    """vLLM would load peft's fused expert layout and drop every expert adapter (Mixtral) or refuse it."""
+    import json
+
+    from prime_cli.serve.errors import ServeError
+    from prime_cli.serve.model_dir import read_adapter
+
+    (tmp_path / "adapter_config.json").write_text(json.dumps({"r": 8, "target_parameters": ["gate_up_proj"]}))
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"x")
+    with pytest.raises(ServeError, match="pass a weights/step_N folder it wrote"):
+        read_adapter(tmp_path)
+    (tmp_path / "vllm").mkdir()
+    (tmp_path / "vllm" / "adapter_model.safetensors").write_bytes(b"x")
+    assert read_adapter(tmp_path).rank == 8

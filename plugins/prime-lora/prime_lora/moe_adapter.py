@@ -24,7 +24,7 @@ import re
 import shutil
 from pathlib import Path
 
-from prime_cli.train.plugin_api import VLLM_ADAPTER_SUBDIR, vllm_adapter_path
+from prime_cli.train.plugin_api import MOE_ARCHITECTURES, VLLM_ADAPTER_SUBDIR, vllm_adapter_path
 
 VLLM_SUBDIR = VLLM_ADAPTER_SUBDIR
 WEIGHTS = "adapter_model.safetensors"
@@ -36,7 +36,7 @@ EXPERT_NAMES = {
     "MixtralForCausalLM": ("block_sparse_moe", "w1", "w3", "w2"),
     "Qwen3MoeForCausalLM": ("mlp", "gate_proj", "up_proj", "down_proj"),
 }
-DEFAULT_EXPERT_NAMES = ("mlp", "gate_proj", "up_proj", "down_proj")
+assert set(EXPERT_NAMES) == set(MOE_ARCHITECTURES)  # what `prime train` accepts (lora_targets.py)
 
 _FUSED = re.compile(r"^(?P<prefix>.*)\.mlp\.experts(?P<gate_up>\.base_layer)?\.lora_(?P<ab>[AB])\.weight$")
 
@@ -68,7 +68,17 @@ def architecture_of(config: dict) -> str | None:
     return (config.get("auto_mapping") or {}).get("base_model_class")
 
 
-def split_fused_experts(tensors: dict, num_experts: int, names: tuple[str, str, str, str]) -> dict:
+def adapts_gate_up(key: str, match: re.Match, parameters: dict[str, str] | None) -> bool:
+    """Whether a saved fused-expert tensor adapts gate_up_proj (else down_proj). peft nests one wrapper per
+    adapted parameter, so with both adapted `experts.base_layer` is the inner one; with one alone it is
+    `experts`, whichever it is: `parameters` (module name -> parameter, from the live model) says."""
+    if parameters:
+        return parameters[key.rsplit(".lora_", 1)[0]] == GATE_UP
+    return bool(match["gate_up"])
+
+
+def split_fused_experts(tensors: dict, num_experts: int, names: tuple[str, str, str, str],
+                        parameters: dict[str, str] | None = None) -> dict:
     """peft's fused expert pairs -> one (lora_A, lora_B) per expert and projection, vLLM's names."""
     block, gate, up, down = names
     out = {}
@@ -87,7 +97,7 @@ def split_fused_experts(tensors: dict, num_experts: int, names: tuple[str, str, 
         base = f"{match['prefix']}.{block}.experts"
         for e in range(num_experts):
             a_e, b_e = a_per_expert[e].contiguous(), b_per_expert[e].contiguous()
-            if match["gate_up"]:
+            if adapts_gate_up(key, match, parameters):
                 inter = b_e.shape[0] // 2
                 for proj, rows in ((gate, b_e[:inter]), (up, b_e[inter:])):
                     out[f"{base}.{e}.{proj}.lora_A.weight"] = a_e.clone()
@@ -98,11 +108,13 @@ def split_fused_experts(tensors: dict, num_experts: int, names: tuple[str, str, 
     return out
 
 
-def write_vllm_moe_adapter(adapter_dir: Path, num_experts: int, architecture: str | None = None) -> Path | None:
+def write_vllm_moe_adapter(adapter_dir: Path, num_experts: int, architecture: str | None = None,
+                           parameters: dict[str, str] | None = None) -> Path | None:
     """Write vLLM's per-expert layout of the peft adapter in `adapter_dir` to `adapter_dir/vllm`.
 
     None (nothing written) when the adapter has no fused expert LoRA. `architecture` defaults to the
-    base model class peft recorded in adapter_config.json.
+    base model class peft recorded in adapter_config.json; one whose vLLM names are not known here is
+    refused (ValueError). `parameters`: see adapts_gate_up.
     """
     from safetensors.torch import load_file, save_file
 
@@ -111,14 +123,18 @@ def write_vllm_moe_adapter(adapter_dir: Path, num_experts: int, architecture: st
     tensors = load_file(str(adapter_dir / WEIGHTS))
     if not any(_FUSED.match(key) for key in tensors):
         return None
-    names = EXPERT_NAMES.get(architecture or architecture_of(config) or "", DEFAULT_EXPERT_NAMES)
-    converted = split_fused_experts(tensors, num_experts, names)
+    architecture = architecture or architecture_of(config) or ""
+    if architecture not in EXPERT_NAMES:
+        raise ValueError(f"no vLLM adapter layout is known for {architecture or 'this'} Mixture-of-Experts model "
+                         f"(known: {', '.join(EXPERT_NAMES)})")
+    names = EXPERT_NAMES[architecture]
+    converted = split_fused_experts(tensors, num_experts, names, parameters)
 
     _, gate, up, down = names
     rank_pattern, alpha_pattern = {}, {}
     for fused, projections in ((GATE_UP, (gate, up)), (DOWN, (down,))):
         a = next((t for k, t in tensors.items() if (m := _FUSED.match(k)) and m["ab"] == "A"
-                  and bool(m["gate_up"]) == (fused == GATE_UP)), None)
+                  and adapts_gate_up(k, m, parameters) == (fused == GATE_UP)), None)
         if a is None:
             continue
         rank = a.shape[0] // num_experts

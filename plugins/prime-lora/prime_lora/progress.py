@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from prime_cli.train.plugin_api import TrainingRunLayout
+from prime_cli.train.plugin_api import TrainingRunLayout, model_folder
 
 from .orchestrator.rollout_errors import FATAL_PREFIX
 
@@ -153,6 +153,16 @@ def error_line(log_path: Path) -> str | None:
     return last if last.startswith(("error: ", FATAL_PREFIX)) else None
 
 
+def serve_command(model: str) -> str:
+    """`prime serve` for the base an adapter was trained on: alone for the embedded model, with the name for
+    the other built-in one, with the folder for a local model or a hub id in the local cache."""
+    if model == "local":
+        return "prime serve"
+    if model == "local-moe":
+        return f"prime serve {model}"
+    return f"prime serve {shlex.quote(str(model_folder(model) or model))}"
+
+
 def summarize(console: Any, run: Any, output_dir: Path) -> int:
     """The closing lines of a run (a launcher.Run); 1 when the run trained on no sample at all (it learned nothing)."""
     rows = run.metrics.rows
@@ -167,8 +177,7 @@ def summarize(console: Any, run: Any, output_dir: Path) -> int:
     env_id = run.config.orchestrator.env[0].id
     adapter = layout.weights_dir(last)
     console.print(f"adapter: {adapter}  (PEFT; metrics: {layout.metrics_path})")
-    model = run.config.model.name  # the base the adapter was trained on (`prime serve` alone serves "local")
-    serve = "prime serve" if model == "local" else f"prime serve {shlex.quote(model)}"
+    serve = serve_command(run.config.model.name)
     console.print(f"evaluate it: {serve} --lora trained={adapter} --port 8001   then   "
                   f"prime eval run {env_id} -m trained -b http://127.0.0.1:8001/v1")
     return 0

@@ -13,8 +13,23 @@ from prime_lora.progress import summarize  # noqa: E402
 
 @pytest.mark.parametrize(("model", "serve"), [("local", "prime serve --lora"),
                                                ("local-moe", "prime serve local-moe --lora"),
-                                               ("Qwen/Qwen3-30B-A3B", "prime serve Qwen/Qwen3-30B-A3B --lora")])
-def test_the_evaluate_command_serves_the_model_the_adapter_was_trained_on(tmp_path, model, serve):
+                                               ("FOLDER", "prime serve FOLDER --lora"),
+                                               ("Qwen/Qwen3-30B-A3B", "prime serve SNAPSHOT --lora")])
+def test_the_evaluate_command_serves_the_model_the_adapter_was_trained_on(tmp_path, monkeypatch, model, serve):
+    """`prime serve` takes a built-in name or a folder: a hub id is served from its snapshot in the cache."""
+    folder, hub = tmp_path / "my-model", tmp_path / "hub"
+    folder.mkdir()
+    snapshot = hub / "models--Qwen--Qwen3-30B-A3B" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    (hub / "models--Qwen--Qwen3-30B-A3B" / "refs").mkdir()
+    (hub / "models--Qwen--Qwen3-30B-A3B" / "refs" / "main").write_text("abc123")
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub))
+    model, serve = model.replace("FOLDER", str(folder)), serve.replace("FOLDER", str(folder))
+    serve = serve.replace("SNAPSHOT", str(snapshot))
     config = tiny_config(tmp_path, **{"model.name": model})
     (tmp_path / "weights" / "step_3").mkdir(parents=True)
     rows = [{"step": 3, "reward_mean": 0.5, "effective_batch_size": 4}]

@@ -163,3 +163,58 @@ def test_vllm_is_handed_the_per_expert_layout_where_there_is_one(tmp_path):
     (tmp_path / "vllm").mkdir()
     (tmp_path / "vllm" / "adapter_model.safetensors").write_bytes(b"x")
     assert vllm_adapter_path(tmp_path) == tmp_path / "vllm"
+
+
+@pytest.mark.parametrize("targets", [["q_proj", "gate_proj"], ["q_proj", "down_proj"]])
+def test_an_adapter_on_one_fused_expert_weight_reaches_vllm_under_that_weights_names(moe_path, tmp_path, targets):
+    """With one fused weight adapted, peft's single wrapper is `experts` whichever it is: the vLLM copy
+    must still name gate/up (or down) by what was adapted, not by peft's nesting."""
+    import json
+
+    from safetensors.torch import load_file
+
+    from prime_lora.trainer.checkpoint import save_weights
+
+    model = policy(moe_path, tmp_path, **{"trainer.model.lora.target_modules": targets})
+    folder = save_weights(model, tmp_path / "run", 0)
+    names = set(load_file(str(folder / "vllm" / "adapter_model.safetensors")))
+    config = json.loads((folder / "vllm" / "adapter_config.json").read_text())
+    gate_up = {".w1.", ".w3."} if "mixtral" in moe_path else {".gate_proj.", ".up_proj."}
+    down = ".w2." if "mixtral" in moe_path else ".down_proj."
+    adapted_gate_up = any(part in name for name in names for part in gate_up)
+    adapted_down = any(down in name for name in names)
+    assert (adapted_gate_up, adapted_down) == (targets[1] == "gate_proj", targets[1] == "down_proj")
+    expected_rank = 2 * RANK if targets[1] == "gate_proj" else RANK
+    assert set(config["rank_pattern"].values()) == {expected_rank}
+
+
+def test_only_experts_adapts_no_attention(moe_path, tmp_path):
+    model = policy(moe_path, tmp_path, **{"trainer.model.lora.target_modules": ["experts"]})
+    assert adapted(model) == {"mlp.experts", "mlp.experts.base_layer"}
+
+
+def test_a_routing_hook_does_not_recompile_compiled_layers(moe_path, tmp_path, capfd):
+    """Traced, the hook's growing list would be a guard that recompiles each compiled layer (on a 48-layer
+    model past dynamo's recompile limit, so most layers would run uncompiled)."""
+    import torch._dynamo
+    import torch._logging
+    from lora_tiny import make_samples as samples
+
+    from prime_lora.trainer.batches import micro_batches
+    from prime_lora.trainer.logprobs import token_logprobs
+    from prime_lora.trainer.model import compile_layers
+
+    model = policy(moe_path, tmp_path)
+    torch._dynamo.reset()
+    torch._logging.set_logs(recompiles=True)
+    try:
+        compile_layers(model, backend="eager")
+        (batch,) = micro_batches(samples(5), 4, 0, torch.device("cpu"))
+        for _ in range(3):
+            token_logprobs(model, batch.input_ids, batch.attention_mask, batch.loss_mask)
+    finally:
+        torch._logging.set_logs()
+        torch._dynamo.reset()
+    assert model.prime_router_margins.near_tie is not None
+    reasons = [line for line in capfd.readouterr().err.splitlines() if "margins" in line]
+    assert not reasons, reasons[:3]

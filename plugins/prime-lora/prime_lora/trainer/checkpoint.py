@@ -44,7 +44,8 @@ def save_weights(model: Any, output_dir: Path, step: int, merged: bool = False, 
     model.save_pretrained(tmp, state_dict=weights)
     experts = moe_shape(model.config.to_dict())
     if experts is not None:  # vLLM's per-expert layout beside peft's fused one (moe_adapter.py)
-        write_vllm_moe_adapter(tmp, experts.experts, type(model.get_base_model()).__name__)
+        write_vllm_moe_adapter(tmp, experts.experts, type(model.get_base_model()).__name__,
+                               fused_expert_parameters(model))
     if merged:
         _save_merged(model, tmp, model_path, from_disk=dist.sharded)
     _publish(tmp, final)
@@ -98,6 +99,12 @@ def merged_state_dict(model: Any) -> dict[str, torch.Tensor]:
             value = (value.float() + deltas[plain]).to(tensor.dtype)
         out[plain] = value
     return out
+
+
+def fused_expert_parameters(model: Any) -> dict[str, str]:
+    """Each parameter wrapper's module name (as the adapter file names it) -> the parameter it adapts."""
+    return {plain_name(name): module.parameter_name for name, module in model.named_modules()
+            if getattr(module, "parameter_name", None) and getattr(module, "lora_A", None)}
 
 
 def merged_key(name: str, module: Any) -> str:

@@ -24,9 +24,9 @@ class LossParts:
     masked_low: torch.Tensor  # tokens masked because ratio < ratio_low
     masked_high: torch.Tensor  # tokens masked because ratio > ratio_high
     tokens: int
-    near_tie: torch.Tensor | float = 0.0  # an MoE's tokens at a routing near-tie (routing.py)
-    near_tie_masked: torch.Tensor | float = 0.0  # ... of them masked by the ratio band
-    near_tie_kl_sum: torch.Tensor | float = 0.0  # k3 over them
+    near_tie: torch.Tensor | None = None  # an MoE's tokens at a routing near-tie (routing.py); 0 when dense
+    near_tie_masked: torch.Tensor | None = None  # ... of them masked by the ratio band
+    near_tie_kl_sum: torch.Tensor | None = None  # k3 over them
 
     @property
     def masked(self) -> torch.Tensor:
@@ -52,8 +52,7 @@ def policy_loss(logp: torch.Tensor, inference_logp: torch.Tensor, advantages: to
         kl = (torch.expm1(d) - d).clamp_min(0.0)
         parts = LossParts(loss=loss, mismatch_kl_sum=kl.sum(), mismatch_kl_masked_sum=(kl * (1 - keep)).sum(),
                           masked_low=low.sum(), masked_high=high.sum(), tokens=int(logp.numel()))
-        if near_tie is not None:
-            tie = near_tie.to(kl.dtype)
-            parts.near_tie, parts.near_tie_masked = tie.sum(), (tie * (1 - keep)).sum()
-            parts.near_tie_kl_sum = (tie * kl).sum()
+        tie = near_tie.to(kl.dtype) if near_tie is not None else kl.new_zeros(kl.shape)
+        parts.near_tie, parts.near_tie_masked = tie.sum(), (tie * (1 - keep)).sum()
+        parts.near_tie_kl_sum = (tie * kl).sum()
         return parts

@@ -38,6 +38,8 @@ class RouterMargins:
         for router in self.routers:
             router.register_forward_hook(self._record)
 
+    # outside dynamo: traced, the growing list would be a guard that recompiles every compiled layer
+    @torch.compiler.disable
     def _record(self, module: Any, inputs: Any, output: Any) -> None:
         if self.margins is None:
             return

@@ -45,8 +45,7 @@ class StepSums:
         """One micro-batch's sums, each a 0-d tensor named as in DEVICE_SUMS."""
         if sums.keys() != _NAMES:
             raise TypeError(f"StepSums.add takes {', '.join(DEVICE_SUMS)}; got {', '.join(sums)}")
-        self.on_device += torch.stack([torch.as_tensor(sums[name]).detach().to(self.device, torch.float64)
-                                       for name in DEVICE_SUMS])
+        self.on_device += torch.stack([sums[name].detach().to(torch.float64) for name in DEVICE_SUMS])
 
     def read(self, dist: Dist) -> StepTotals:
         """The step's one read of the device. torch.full fills on the device (no host-to-device copy)."""
