@@ -389,3 +389,17 @@ def test_what_lora_cannot_do_on_the_moe_guide_model_is_one_line(tmp_path, block,
     result = run_train([str(write(tmp_path, VERIFIERS_ALPHABET_SORT + block)), "--dry-run"], cwd=tmp_path)
     assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
     assert result.stderr.startswith(f"error: {expected}")
+
+
+def test_an_moe_architecture_without_a_known_vllm_layout_is_refused(tmp_path):
+    """gpt-oss keeps gate and up interleaved in its fused experts: its expert adapters would reach vLLM wrong."""
+    import json
+
+    folder = tmp_path / "gpt-oss"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"architectures": ["GptOssForCausalLM"], "num_local_experts": 32,
+                                                    "num_experts_per_tok": 4, "num_hidden_layers": 24}))
+    text = VERIFIERS_ALPHABET_SORT.replace("Qwen/Qwen3-30B-A3B-Instruct-2507", str(folder))
+    result = run_train([str(write(tmp_path, text)), "--dry-run"], cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "architecture GptOssForCausalLM, whose expert adapters prime train cannot hand to vLLM" in result.stderr
