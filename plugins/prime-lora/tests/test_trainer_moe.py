@@ -218,3 +218,39 @@ def test_a_routing_hook_does_not_recompile_compiled_layers(moe_path, tmp_path, c
     assert model.prime_router_margins.near_tie is not None
     reasons = [line for line in capfd.readouterr().err.splitlines() if "margins" in line]
     assert not reasons, reasons[:3]
+
+
+@pytest.mark.parametrize(("router_scale", "diverge"), [(0.0, False), (5.0, True)])
+def test_experts_adapters_diverge_exactly_when_the_router_sends_them_different_tokens(moe_path, tmp_path,
+                                                                                       router_scale, diverge):
+    """Every expert made a copy of the first (its weights and lora_A), as local-moe's experts start: after a
+    step their lora_B differ only through the tokens routed to them. A zero router ties and sends every token
+    to the same experts, which then learn the same thing."""
+    from prime_lora.trainer.optim import build_optimizer, build_scheduler
+    from prime_lora.trainer.step import train_step
+
+    config = tiny_config(tmp_path, **{"trainer.model.lora": {"rank": RANK, "alpha": ALPHA, "dropout": 0.0}})
+    model = build_policy(config, moe_path, torch.device("cpu"), torch.float32)
+    layers = model.base_model.model.model.layers
+    for layer in layers:
+        if router_scale:
+            layer.mlp.gate.weight.data.normal_(0, router_scale, generator=torch.Generator().manual_seed(3))
+        else:
+            layer.mlp.gate.weight.data.zero_()
+        experts = layer.mlp.experts
+        for a in (experts.lora_A["default"].weight.data, experts.base_layer.lora_A["default"].weight.data):
+            a.copy_(a.reshape(4, a.shape[0] // 4, -1)[:1].expand(4, -1, -1).reshape(a.shape))  # (experts * r, in)
+        base = experts.get_base_layer()
+        for name in ("gate_up_proj", "down_proj"):
+            weight = getattr(base, name).data
+            weight.copy_(weight[:1].expand_as(weight))
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = build_optimizer(params, config)
+    train_step(model, optimizer, build_scheduler(optimizer, config), params, make_samples(3), config,
+               torch.device("cpu"), 0)
+    b = layers[1].mlp.experts.lora_B["default"].weight.detach()  # (hidden, rank * experts): expert is last
+    per_expert = b.reshape(b.shape[0], RANK, 4).permute(2, 0, 1)
+    trained = [e for e in range(4) if per_expert[e].abs().max() > 0]
+    pairs = [(i, j) for i in trained for j in trained if i < j]
+    assert len(trained) >= 2 and (router_scale == 0 or len(trained) == 4)
+    assert any(not torch.allclose(per_expert[i], per_expert[j]) for i, j in pairs) == diverge
