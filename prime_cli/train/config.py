@@ -6,25 +6,28 @@ model names) are checked here so `prime train --dry-run` catches them before any
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from .config_nodes import ClientConfig, DeploymentConfig, Section, SlurmConfig
+from .config_sft import AlgoConfig, LossConfig, SftDatasetConfig, SftSource, TeacherConfig
 
 # vLLM's sampling penalties that the trainer does not apply to its logits (a non-zero value is refused)
 UNMATCHED_PENALTIES = ("presence_penalty", "frequency_penalty")
 DEFAULT_TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
-def default_output_dir(env_id: str) -> str:
-    """Where a run writes when the config names no output_dir: `outputs/rl/<env id>`."""
-    return f"outputs/rl/{env_id.replace('/', '--')}"
+def default_output_dir(env_id: str, kind: str = "rl") -> str:
+    """Where a run writes when the config names no output_dir: `outputs/rl/<env id>` (`outputs/sft/...` for SFT)."""
+    return f"outputs/{kind}/{env_id.replace('/', '--')}"
 
 
 class ModelConfig(Section):
     name: str = "local"
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    adapter: str | None = None  # a PEFT LoRA adapter folder to start from (an SFT run's weights/step_N)
 
 
 class LoraConfig(Section):
@@ -78,19 +81,6 @@ class SchedulerConfig(Section):
     type: Literal["constant", "linear", "cosine"] = "constant"
     warmup_steps: int = Field(0, ge=0)
     min_lr: float = Field(0.0, ge=0)
-
-
-class LossConfig(Section):
-    ratio_low: float = Field(0.125, gt=0)
-    ratio_high: float = Field(8.0, gt=0)
-    log_ratio_clamp: float = Field(10.0, gt=0)
-
-    @model_validator(mode="after")
-    def _band(self) -> LossConfig:
-        if not self.ratio_low < 1.0 < self.ratio_high:
-            raise ValueError(f"trainer.loss needs ratio_low < 1 < ratio_high (got {self.ratio_low} and "
-                             f"{self.ratio_high}): the band must contain on-policy tokens (ratio 1)")
-        return self
 
 
 class CheckpointConfig(Section):
@@ -235,12 +225,35 @@ class OrchestratorConfig(Section):
     max_error_rate: float = Field(0.1, gt=0.0, le=1.0)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     buffer: BufferConfig = Field(default_factory=BufferConfig)
-    env: list[EnvEntry] = Field(min_length=1)
+    env: list[EnvEntry] = Field(default_factory=list)
     eval: OnlineEvalConfig | None = None
     client: ClientConfig = Field(default_factory=ClientConfig)
+    algo: AlgoConfig = Field(default_factory=AlgoConfig)
+    teacher_rollout_model: TeacherConfig | None = None  # SFT on what this teacher writes in the environments
+    teacher_model: TeacherConfig | None = None  # on-policy distillation: scores the policy's tokens
+
+    @property
+    def from_data(self) -> bool:
+        """SFT on a data set: no environment is sampled for training."""
+        return self.algo.type == "dataset_sft"
+
+    @property
+    def is_sft(self) -> bool:
+        return self.from_data or self.teacher_rollout_model is not None
 
     @model_validator(mode="after")
     def _divisible(self) -> OrchestratorConfig:
+        if self.from_data and self.teacher_rollout_model is not None:
+            raise ValueError("SFT reads either a data set ([[data.source]]) or a teacher's rollouts "
+                             "([orchestrator.teacher_rollout_model]), not both: keep one")
+        if not self.from_data and not self.env:
+            raise ValueError("orchestrator.env is empty: add an [[orchestrator.env]] id = \"ENV\" to train on "
+                             "(or [[data.source]] dataset = PATH for SFT on a data set)")
+        if self.from_data and self.eval is not None and not self.eval.env:
+            raise ValueError("[orchestrator.eval] of an SFT run on a data set needs its environments: add "
+                             "[[orchestrator.eval.env]] id = \"ENV\" (an SFT file's [[eval.env]])")
+        if self.is_sft:
+            return self  # rows are samples: no group, no advantage
         if self.rollouts_per_example < 2:
             raise ValueError(f"orchestrator.rollouts_per_example must be at least 2 (got {self.rollouts_per_example}): "
                              "an advantage is a reward minus its group's mean, so a group of one rollout never "
@@ -330,10 +343,46 @@ class RLConfig(Section):
     def orchestrator_seed(self) -> int:
         return self.seed if self.orchestrator.seed is None else self.orchestrator.seed
 
+    @property
+    def is_sft(self) -> bool:
+        return self.trainer.loss.type == "sft"
+
+    @property
+    def needs_inference(self) -> bool:
+        """Whether the run needs a vLLM server: not for SFT on a data set without online evals."""
+        return not self.orchestrator.from_data or self.orchestrator.eval is not None
+
     @model_validator(mode="after")
     def _default_output_dir(self) -> RLConfig:
         if not self.output_dir:
-            self.__dict__["output_dir"] = default_output_dir(self.orchestrator.env[0].id)
+            orch = self.orchestrator
+            if orch.from_data:
+                stem = Path(orch.algo.dataset.source[0].dataset.rstrip("/")).stem or "data"
+                self.__dict__["output_dir"] = f"outputs/sft/{stem}"
+            else:
+                self.__dict__["output_dir"] = default_output_dir(orch.env[0].id, "sft" if orch.is_sft else "rl")
+        return self
+
+    @model_validator(mode="after")
+    def _algorithm(self) -> RLConfig:
+        """The loss follows the data: SFT rows train with cross-entropy, rollouts with the policy loss."""
+        loss, orch = self.trainer.loss, self.orchestrator
+        explicit = "type" in loss.model_fields_set
+        if orch.is_sft and loss.type != "sft":
+            if explicit:
+                raise ValueError('trainer.loss.type = "rl" cannot train on SFT data (a data set or a teacher\'s '
+                                 'rollouts have no advantages): set it to "sft" or remove it')
+            loss.__dict__["type"] = "sft"
+        if not orch.is_sft and loss.type == "sft":
+            raise ValueError('trainer.loss.type = "sft" needs something to imitate: [[data.source]] dataset = PATH, or '
+                             "[orchestrator.teacher_rollout_model] (a teacher playing the environments)")
+        if loss.teacher_tau > 0 and orch.teacher_model is None:
+            raise ValueError("trainer.loss.teacher_tau > 0 needs a teacher: [orchestrator.teacher_model] with "
+                             "[orchestrator.teacher_model.client] base_url and [orchestrator.teacher_model.model] name, "
+                             "or adapter = PATH")
+        if orch.teacher_model is not None and loss.teacher_tau == 0:
+            raise ValueError("[orchestrator.teacher_model] is used only with trainer.loss.teacher_tau > 0 (the weight "
+                             "of the teacher's per-token KL); set it (e.g. 1.0) or remove the teacher")
         return self
 
     @model_validator(mode="after")
@@ -344,7 +393,7 @@ class RLConfig(Section):
             if name is not None and name != self.model.name:
                 raise ValueError(f"{key} ({name!r}) differs from model.name ({self.model.name!r}): the trainer "
                                  "and vLLM must run the same model; remove it or make them equal")
-        if self.seq_len < self.inference.model.max_model_len:
+        if not self.orchestrator.from_data and self.seq_len < self.inference.model.max_model_len:
             raise ValueError(f"seq_len ({self.seq_len}) is below inference.model.max_model_len "
                              f"({self.inference.model.max_model_len}): the trainer would cut samples vLLM can "
                              "produce; raise seq_len or lower max_model_len")

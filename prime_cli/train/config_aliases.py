@@ -39,6 +39,13 @@ ALIASES: list[tuple[str, str]] = [
     ("tensor_parallel_size", "inference.tensor_parallel_size"),
     ("inference.dtype", "inference.model.dtype"),
     ("use_difficulty_filtering", "orchestrator.buffer.online_difficulty_filtering"),
+    # prime-rl's SFT file (config_sft.py): [data] and [eval] at the top
+    ("data.seq_len", "seq_len"),
+    ("data.batch_size", "orchestrator.batch_size"),
+    ("data.micro_batch_size", "trainer.micro_batch_size"),
+    ("data.source", "orchestrator.algo.dataset.source"),
+    ("data.shuffle", "orchestrator.algo.dataset.shuffle"),
+    ("eval", "orchestrator.eval"),
     ("difficulty_threshold", "orchestrator.buffer.min_reward_variance"),
 ]
 
@@ -227,11 +234,32 @@ def normalize(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     for source, target in ALIASES:
         if _move(out, source, target, taken):
             renames[target.replace("[]", "")] = source.replace("[]", "")
+    _sft_file(out)
     for path, message in HOSTED_ONLY.items():
         parts = _split(path)
         if any(key in node for node, key in _parents(out, parts)):
             raise TrainConfigError(message)
     return out, renames
+
+
+def _sft_file(out: dict[str, Any]) -> None:
+    """An SFT file's [data], moved by ALIASES: what is left of it is refused; its data makes the run dataset_sft."""
+    data = out.get("data")
+    if isinstance(data, dict):
+        if data.get("type", "sft") != "sft":
+            raise TrainConfigError(f"data.type = {data['type']!r}: only \"sft\" data is read here")
+        data.pop("type", None)
+        if "name" in data:  # prime-rl's one data set (SftDatasetConfig reads it as one source)
+            _place(out, ["orchestrator", "algo", "dataset", "name"], data.pop("name"), "data.name", {})
+        if data:
+            raise TrainConfigError(f"unknown key data.{next(iter(data))}: [data] takes seq_len, batch_size, "
+                                   "micro_batch_size, shuffle and [[data.source]] (dataset, split, min_reward, "
+                                   "best_per_example, ratio, max_rows)")
+        out.pop("data")
+    orchestrator = out.get("orchestrator")
+    algo = orchestrator.get("algo") if isinstance(orchestrator, dict) else None
+    if isinstance(algo, dict) and "dataset" in algo:
+        algo.setdefault("type", "dataset_sft")
 
 
 def _top_level_names(model: type) -> dict[str, str]:

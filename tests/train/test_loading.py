@@ -143,8 +143,9 @@ def test_unknown_key_with_suggestion(tmp_path):
 
 def test_missing_required_keys(tmp_path):
     assert load_error(tmp_path, "[orchestrator]\nbatch_size = 8\n") == (
-        'orchestrator.env is required: add at least one [[orchestrator.env]] with id = "..."')
-    assert load_error(tmp_path, "[orchestrator]\nenv = []\n").startswith("orchestrator.env is required")
+        'orchestrator.env is empty: add an [[orchestrator.env]] id = "ENV" to train on (or [[data.source]] '
+        'dataset = PATH for SFT on a data set)')
+    assert load_error(tmp_path, "[orchestrator]\nenv = []\n").startswith("orchestrator.env is empty")
     assert load_error(tmp_path, "max_steps = 2\n").startswith("orchestrator is required")
     assert load_error(tmp_path, MINIMAL + "[[orchestrator.env]]\nargs = {}\n") == (
         "orchestrator.env[1].id is required: add id = ... under [orchestrator.env[1]]")
