@@ -86,6 +86,24 @@ class TrainingRun:
             return RunStatus.RUNNING if lock_holder(layout) is not None else RunStatus.STOPPED
         return RunStatus.RUNNING if time.time() - self.mtime < 60 else RunStatus.STOPPED
 
+    @property
+    def is_sft(self) -> bool:
+        """An SFT run (trainer.loss.type "sft": a data set or a teacher's rollouts): its curve is the loss."""
+        return ((self.config.get("trainer") or {}).get("loss") or {}).get("type") == "sft"
+
+    @property
+    def data_sources(self) -> list[str]:
+        """An SFT run's data sets (their file or folder names)."""
+        dataset = (((self.config.get("orchestrator") or {}).get("algo") or {}).get("dataset") or {})
+        return [Path(str(s.get("dataset"))).name for s in dataset.get("source") or [] if isinstance(s, dict)]
+
+    def curve(self) -> tuple[str, list[tuple[int, float]]]:
+        """(what the run's curve shows, its points): the loss per step for SFT, else the mean reward."""
+        if self.is_sft:
+            return "SFT loss per step", [(s["step"], float(s["loss"])) for s in self.steps
+                                         if isinstance(s.get("loss"), (int, float))]
+        return "reward mean per step", self.rewards()
+
     def rewards(self) -> list[tuple[int, float]]:
         return [(s["step"], float(s["reward_mean"])) for s in self.steps
                 if isinstance(s.get("reward_mean"), (int, float))]

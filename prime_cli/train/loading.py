@@ -95,7 +95,23 @@ def load_train_config_with_notes(path: Path, overrides: list[str] = (), output_d
     data, renames, keys, notes = config_dict(path, overrides)
     if output_dir is not None:
         data["output_dir"] = str(output_dir)
-    return validate_config(data, None, str(path), renames, keys), notes
+    return absolute_paths(validate_config(data, None, str(path), renames, keys)), notes
+
+
+def absolute_paths(config: RLConfig) -> RLConfig:
+    """The adapters and data files a config names, made absolute when they exist: the parts and a resume from
+    OUT/config.json read them from wherever they run."""
+    def resolved(value: str | None) -> str | None:
+        return str(Path(value).expanduser().resolve()) if value and Path(value).expanduser().exists() else value
+
+    config.model.adapter = resolved(config.model.adapter)
+    orch = config.orchestrator
+    for teacher in (orch.teacher_model, orch.teacher_rollout_model):
+        if teacher is not None:
+            teacher.adapter = resolved(teacher.adapter)
+    for source in orch.algo.dataset.source if orch.algo.dataset is not None else []:
+        source.dataset = resolved(source.dataset)
+    return config
 
 
 def check_environments(config: RLConfig) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from .devices import is_multi_gpu, shared_gpus
 from .lora_targets import lora_targets_for
+from .plan_algo import distillation_lines, loss_line, sft_data_lines, teacher_rollout_lines, warm_start_line
 from .samples import TrainingRunLayout
 
 _L = TrainingRunLayout
@@ -39,6 +40,9 @@ def _gpus(ids: list[int]) -> str:
 
 
 def _inference(config: Any, gpu: bool) -> PlanPart:
+    if not config.needs_inference:
+        return PlanPart("inference", "none", ["SFT on a data set samples nothing (an [eval] section would start vLLM "
+                                              "for online evals)"])
     urls = config.orchestrator.client.base_url
     if urls:
         return PlanPart("inference", f"not started here: {len(urls)} server{'s' if len(urls) != 1 else ''} of "
@@ -69,6 +73,8 @@ def _keeping(ckpt: Any) -> str:
 
 def _orchestrator(config: Any) -> PlanPart:
     orch = config.orchestrator
+    if orch.from_data:
+        return PlanPart("orchestrator", "CPU, one process", sft_data_lines(config) + _online_eval(config))
     total = sum(e.ratio for e in orch.env)
     envs = ", ".join(f"{e.id} ({e.ratio / total:.0%})" for e in orch.env)
     groups = orch.batch_size // orch.rollouts_per_example
@@ -85,7 +91,9 @@ def _orchestrator(config: Any) -> PlanPart:
         f"sampling: {_distribution(sampling)}; vLLM ignores the model's generation_config.json), "
         f"max_tokens {max_tokens}",
         f"multi-turn rollouts: {orch.trajectory_strategy}",
-    ] + _filtering(orch.buffer) + _online_eval(config))
+    ] + (teacher_rollout_lines(config) if orch.teacher_rollout_model is not None else [])
+        + (distillation_lines(config) if orch.teacher_model is not None else [])
+        + _filtering(orch.buffer) + _online_eval(config))
 
 
 def _online_eval(config: Any) -> list[str]:
@@ -147,6 +155,7 @@ def _trainer(config: Any, gpu: bool) -> PlanPart:
                + (", merged model at checkpoints" if tr.save_merged else ""),
                f"LoRA weights and optimizer in {tr.model.optimization_dtype}"
                + (f", activation checkpointing every {tr.model.ac.freq} layer(s)" if tr.model.ac is not None else ""),
+               loss_line(config), *warm_start_line(config),
                f"{config.max_steps} steps"]
     if not gpu:
         return PlanPart("trainer", "CPU, one process, float32", details + _nodes(config))

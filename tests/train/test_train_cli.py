@@ -87,7 +87,7 @@ BAD = {
                    "inference.model.name ('b') differs from model.name ('a')"),
     "unknown.toml": (MINIMAL + "[trainer.optim]\nlrr = 1\n", [], "did you mean trainer.optim.lr?"),
     "env.toml": (MINIMAL.replace("reverse-text", "nope"), [], "orchestrator.env[0].id: cannot load environment 'nope'"),
-    "noenv.toml": ("max_steps = 2\n[orchestrator]\nbatch_size = 8\n", [], "orchestrator.env is required"),
+    "noenv.toml": ("max_steps = 2\n[orchestrator]\nbatch_size = 8\n", [], "orchestrator.env is empty"),
     "set.toml": (MINIMAL, ["--set", "oops"], "--set expects KEY=VALUE (got 'oops')"),
     "trainer.toml": (MINIMAL, ["--trainer", "nope"], "no trainer named 'nope'"),
     "wandb.toml": (MINIMAL + '[wandb]\nmode = "online"\noffline = true\n', [],

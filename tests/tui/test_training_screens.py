@@ -197,3 +197,55 @@ async def test_a_run_without_errors_has_no_errors_column(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert "errors" not in screen_text(app) and "errored rollouts" not in screen_text(app)
+
+
+def write_sft_run(out, steps: int = 3, teacher_kl: bool = False):
+    """An SFT run's folder (config with trainer.loss.type "sft" and a data source; rows without rewards)."""
+    layout = TrainingRunLayout(out)
+    out.mkdir(parents=True)
+    layout.config_path.write_text(json.dumps({
+        "max_steps": 5, "model": {"name": "local"}, "trainer": {"loss": {"type": "sft"}},
+        "orchestrator": {"env": [], "algo": {"type": "dataset_sft",
+                                             "dataset": {"source": [{"dataset": "/data/reverse-train.jsonl"}]}}}}))
+    with layout.metrics_path.open("w") as metrics:
+        for step in range(1, steps + 1):
+            layout.rollouts_dir(step).mkdir(parents=True)
+            layout.batch_stats_path(step).write_text(json.dumps({"step": step, "samples": 16}))
+            layout.batch_path(step).write_text(json.dumps({"input_ids": [1, 2], "loss_mask": [0, 1],
+                                                           "inference_logprobs": [0.0, 0.0], "advantage": 0.0}) + "\n")
+            metrics.write(json.dumps({"step": step, "loss": 2.0 / step, "nll": 1.5 / step, "entropy": 1.1,
+                                      "num_tokens": 480, "grad_norm": 0.75, "train_s": 4.0, "wait_batch_s": 0.5,
+                                      **({"teacher_kl": 0.5 / step} if teacher_kl else {})}) + "\n")
+    return out
+
+
+async def test_an_sft_run_shows_its_loss_curve_and_sft_columns(tmp_path):
+    out = write_sft_run(tmp_path / "sft-run")
+    app = make_app(out)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, TrainingScreen)
+        text = screen_text(app)
+        assert "SFT · reverse-train.jsonl · local · sft-run" in text and "step 3/5 trained" in text
+        assert "SFT loss per step" in text and "2.000" in text and "0.667" in text  # the curve's axis: the loss
+        assert "reward mean per step" not in text
+        rows: dict[str, list[str]] = {}
+        for words in (line.split() for line in text.splitlines()):
+            if words and words[0].isdigit():
+                rows.setdefault(words[0], words)
+        assert rows["2"][:6] == ["2", "1.0000", "0.7500", "1.100", "480", "0.750"]
+
+
+async def test_a_distillation_run_shows_the_teacher_kl(tmp_path):
+    out = write_training_run(tmp_path / "distill", steps=2,
+                             step_stats={1: {"teacher_kl": 0.25}, 2: {"teacher_kl": 0.125}})
+    app = make_app(out)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert "teacher kl" in text and "reward mean per step" in text
+        rows: dict[str, list[str]] = {}
+        for words in (line.split() for line in text.splitlines()):
+            if words and words[0].isdigit():
+                rows.setdefault(words[0], words)
+        assert "1.25e-01" in rows["2"] and "2.50e-01" in rows["1"]

@@ -30,7 +30,10 @@ the batch; when rollouts errored, an errors column (the fraction of the step's s
 whose reward function or environment raised, or that came back without tokens: not trained on) and
 a card naming the kinds of the latest such steps (tracebacks: logs/orchestrator.log). With [orchestrator.eval], the eval card shows each eval environment's mean reward at the
 evaluated steps (the eval runs themselves are in online_evals/step_N/<env>/: prime eval tui OUT/online_evals).
-Enter opens the selected step's samples. A running run is followed as steps arrive."""
+An SFT run (a data set or a teacher's rollouts) has no rewards: its curve is the loss per step and its table
+shows loss, nll (mean per assistant token), entropy, tokens and grad norm. On-policy distillation adds a teacher kl
+column (mean student minus teacher log-prob of the sampled tokens). Enter opens the selected step's samples.
+A running run is followed as steps arrive."""
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 # (header, metrics.jsonl/stats.json key, digits)
@@ -39,6 +42,12 @@ COLUMNS: list[tuple[str, str, int]] = [
     ("masked", "masked_fraction", 3), ("entropy", "entropy", 3), ("compl len", "completion_len_mean", 1),
     ("gen s", "generation_s", 1), ("train s", "train_s", 1), ("wait s", "wait_batch_s", 1),
 ]
+# an SFT run (a data set or a teacher's rollouts): no rewards, the loss is the curve
+SFT_COLUMNS: list[tuple[str, str, int]] = [
+    ("step", "step", 0), ("loss", "loss", 4), ("nll", "nll", 4), ("entropy", "entropy", 3),
+    ("tokens", "num_tokens", 0), ("grad norm", "grad_norm", 3), ("train s", "train_s", 1), ("wait s", "wait_batch_s", 1),
+]
+TEACHER_KL_COLUMN = ("teacher kl", "teacher_kl", 4)  # on-policy distillation: shown when the rows have it
 ERRORS_COLUMN = ("errors", "error_rate", 0)  # shown once a step had errored rollouts
 ERROR_STEPS_SHOWN = 5
 
@@ -99,7 +108,7 @@ def error_lines(run: TrainingRun) -> Text:
 
 def stat_cell(row: dict[str, Any], key: str, digits: int) -> str:
     value = row.get(key)
-    if isinstance(value, float) and key == "mismatch_kl":
+    if isinstance(value, float) and key in ("mismatch_kl", "teacher_kl"):
         return f"{value:.2e}"
     if key == ERRORS_COLUMN[1]:
         return rate_percent(step_error_rate(row)) if key in row else "–"
@@ -127,7 +136,6 @@ class TrainingScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#curve", Static).border_title = "reward mean per step"
         self.query_one("#evals", Static).border_title = "online eval: mean reward at the evaluated steps"
         self.query_one("#errors", Static).border_title = "errored rollouts"
         self.columns: list[tuple[str, str, int]] = []
@@ -145,10 +153,15 @@ class TrainingScreen(Screen):
     def fill(self) -> None:
         run = self.run
         total = f"/{run.max_steps}" if run.max_steps is not None else ""
+        what = f"SFT · {', '.join(run.data_sources or run.env_ids) or '?'}" if run.is_sft else \
+            f"training · {', '.join(run.env_ids) or '?'}"
         self.query_one("#title", Static).update(Text.assemble(
-            (visible(f"training · {', '.join(run.env_ids) or '?'} · {run.model} · {self.run_dir.name}"), "bold"), "  ",
+            (visible(f"{what} · {run.model} · {self.run_dir.name}"), "bold"), "  ",
             status_text(run.status), f"  step {run.trained_steps}{total} trained"))
-        self.query_one("#curve", Static).update(reward_curve(run.rewards(), width=max(20, self.size.width - 14)))
+        title, points = run.curve()
+        curve = self.query_one("#curve", Static)
+        curve.border_title = title
+        curve.update(reward_curve(points, width=max(20, self.size.width - 14)))
         curves = run.eval_curves()
         evals = self.query_one("#evals", Static)
         evals.display = bool(curves)
@@ -159,7 +172,11 @@ class TrainingScreen(Screen):
             errors.update(error_lines(run))
         table = self.query_one("#steps", DataTable)
         cursor = table.cursor_row
-        columns = [*COLUMNS, ERRORS_COLUMN] if run.has_errors else COLUMNS
+        columns = list(SFT_COLUMNS if run.is_sft else COLUMNS)
+        if any("teacher_kl" in row for row in run.steps):
+            columns.insert(4, TEACHER_KL_COLUMN)
+        if run.has_errors:
+            columns.append(ERRORS_COLUMN)
         table.clear(columns=columns != self.columns)
         if columns != self.columns:  # the errors column appears once a step had errors
             self.columns = columns
