@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from .config_nodes import ClientConfig, DeploymentConfig, Section, SlurmConfig
-from .config_sft import AlgoConfig, LossConfig, SftDatasetConfig, SftSource, TeacherConfig
+from .config_sft import AlgoConfig, LossConfig, TeacherConfig
 
 # vLLM's sampling penalties that the trainer does not apply to its logits (a non-zero value is refused)
 UNMATCHED_PENALTIES = ("presence_penalty", "frequency_penalty")

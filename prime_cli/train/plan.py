@@ -7,7 +7,13 @@ from typing import Any
 
 from .devices import is_multi_gpu, shared_gpus
 from .lora_targets import lora_targets_for
-from .plan_algo import distillation_lines, loss_line, sft_data_lines, teacher_rollout_lines, warm_start_line
+from .plan_algo import (
+    distillation_lines,
+    loss_line,
+    sft_data_lines,
+    teacher_rollout_lines,
+    warm_start_line,
+)
 from .samples import TrainingRunLayout
 
 _L = TrainingRunLayout
