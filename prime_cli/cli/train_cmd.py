@@ -11,26 +11,31 @@ from .errors import fail
 PARTS = ("inference", "trainer", "orchestrator")
 
 EPILOG = ("Example: prime train configs/rl/reverse-text-cpu.toml   (check first with --dry-run; "
-          "override a key with --set trainer.optim.lr=3e-4; resume with --resume-step 10)")
+          "override a key with --set trainer.optim.lr=3e-4; resume with --resume-step 10). SFT warm-up: "
+          "prime train configs/sft/reverse-text-cpu.toml, then RL from its adapter: "
+          "configs/rl/reverse-text-cpu-from-sft.toml (docs/training.md, Beyond RL)")
 
 
 def train(
-    config_path: Path | None = typer.Argument(None, metavar="CONFIG", help="Training config TOML: the prime-rl v0.4 shape ([model], [trainer], [orchestrator], [[orchestrator.env]], [inference]), the short hosted shape (model, max_steps, batch_size, rollouts_per_example, [sampling], [[env]]) or the simplified prime-rl shape (model_name, num_gpus, learning_rate, lora_rank); every key is listed in docs/trainer.md. Examples in configs/rl/."),
+    config_path: Path | None = typer.Argument(None, metavar="CONFIG", help="Training config TOML: the prime-rl v0.4 shape ([model], [trainer], [orchestrator], [[orchestrator.env]], [inference]), prime-rl's SFT shape ([data], [[data.source]]), the short hosted shape (model, max_steps, batch_size, rollouts_per_example, [sampling], [[env]]) or the simplified prime-rl shape (model_name, num_gpus, learning_rate, lora_rank); every key is listed in docs/trainer.md. Examples in configs/rl/ and configs/sft/."),
     trainer: str | None = typer.Option(None, "--trainer", "-t", help="Trainer plugin to use (see --list). Default: the only installed one."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check the config, the environments and the plugin, print the resolved config and the process/device plan, and exit without training. A model not on this machine (not local, a folder or in the Hugging Face cache) is only a note here; a real run refuses it."),
     list_trainers: bool = typer.Option(False, "--list", help="List the installed trainer plugins (name, package, version) and exit."),
     resume_step: int | None = typer.Option(None, "--resume-step", "--trainer.ckpt.resume-step", min=1, help="Resume from checkpoints/step_N in the output directory (later steps are discarded). --trainer.ckpt.resume-step is the prime-rl spelling."),
     overrides: list[str] | None = typer.Option(None, "--set", metavar="KEY=VALUE", help="Override one config key (repeatable), e.g. --set trainer.optim.lr=3e-4 or --set orchestrator.env[0].args.num_train_examples=100. VALUE is read as TOML when it parses (numbers, true, [1, 2]), else as a string."),
-    output_dir: str | None = typer.Option(None, "-o", "--output-dir", help="Output directory (weights/, checkpoints/, logs/, metrics.jsonl). Default: output_dir of the config, else outputs/rl/<first environment id>. A fresh start refuses a folder holding files it would write that no prime run wrote (or a run that trained), and lists them."),
+    output_dir: str | None = typer.Option(None, "-o", "--output-dir", help="Output directory (weights/, checkpoints/, logs/, metrics.jsonl). Default: output_dir of the config, else outputs/rl/<first environment id> (outputs/sft/... for SFT). A fresh start refuses a folder holding files it would write that no prime run wrote (or a run that trained), and lists them."),
     force: bool = typer.Option(False, "--force", help="On a fresh start, delete exactly the entries of the output directory that the refusal lists (nothing else), then train."),
     part: str | None = typer.Option(None, "--part", metavar="inference|trainer|orchestrator", help="Run one part of the run alone, on this node (several machines: docs/trainer.md, Scaling). inference: vLLM on inference.host:port until Ctrl-C; trainer: the trainer, owning output_dir; orchestrator: rollouts from the servers in orchestrator.client.base_url, once the trainer part has prepared output_dir (a folder both nodes see)."),
     slurm_template: Path | None = typer.Option(None, "--slurm-template", metavar="PATH", help="With a [slurm] table: a Jinja2 sbatch template instead of prime-lora's (its variables: docs/trainer.md, Scaling)."),
     node_rank: int = typer.Option(0, "--node-rank", min=0, help="With --part trainer and [deployment] num_train_nodes > 1: this node's place among the trainer nodes (0 owns output_dir and hosts nothing else; torchrun's rendezvous is at deployment.rdzv_endpoint)."),
 ) -> None:
-    """Train a LoRA adapter with RL on environments.
+    """Train a LoRA adapter with RL on environments, or by SFT, or by distilling a teacher.
 
     The installed trainer plugin (see --list) runs vLLM inference, an orchestrator that samples the
-    environments, and a trainer, on the devices the config names (or the CPU without CUDA).
+    environments, and a trainer, on the devices the config names (or the CPU without CUDA). An SFT config
+    ([data] seq_len, batch_size and [[data.source]] dataset = a JSONL/Parquet file, a dataset folder or saved
+    eval runs) fine-tunes on the assistant turns without vLLM; [model] adapter = PATH starts from an adapter;
+    [trainer.loss] teacher_tau with [orchestrator.teacher_model] distils a teacher on the policy's own samples.
 
     The config is validated (keys, batch divisibility, sequence lengths and max_tokens, GPU layout, the
     output folder, the model's weights on this machine) and every environment is loaded before anything
