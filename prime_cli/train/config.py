@@ -349,8 +349,12 @@ class RLConfig(Section):
 
     @property
     def needs_inference(self) -> bool:
-        """Whether the run needs a vLLM server: not for SFT on a data set without online evals."""
-        return not self.orchestrator.from_data or self.orchestrator.eval is not None
+        """Whether the run needs its own vLLM server: not for SFT on a data set, nor on the rollouts of a teacher
+        with a server of its own, unless online evals run (they evaluate the adapter)."""
+        orch = self.orchestrator
+        teacher = orch.teacher_rollout_model
+        elsewhere = orch.from_data or (teacher is not None and teacher.client.base_url is not None)
+        return not elsewhere or orch.eval is not None
 
     @model_validator(mode="after")
     def _default_output_dir(self) -> RLConfig:

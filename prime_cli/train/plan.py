@@ -47,8 +47,9 @@ def _gpus(ids: list[int]) -> str:
 
 def _inference(config: Any, gpu: bool) -> PlanPart:
     if not config.needs_inference:
-        return PlanPart("inference", "none", ["SFT on a data set samples nothing (an [eval] section would start vLLM "
-                                              "for online evals)"])
+        why = ("SFT on a data set samples nothing" if config.orchestrator.from_data
+               else "the teacher samples on its own server")
+        return PlanPart("inference", "none", [f"{why} (an [eval] section would start vLLM for online evals)"])
     urls = config.orchestrator.client.base_url
     if urls:
         return PlanPart("inference", f"not started here: {len(urls)} server{'s' if len(urls) != 1 else ''} of "

@@ -93,6 +93,7 @@ def test_teacher_rollouts_make_an_sft_run_on_the_environments(tmp_path):
     teacher = config.orchestrator.teacher_rollout_model
     assert config.is_sft and teacher.served_name == "Qwen/Qwen3-32B" and teacher.client.base_url == ["http://10.0.0.5:8000/v1"]
     assert config.output_dir == "outputs/sft/reverse-text"
+    assert not config.needs_inference  # the teacher samples on its own server
 
 
 def test_distillation_needs_a_teacher_and_a_teacher_needs_teacher_tau(tmp_path):
