@@ -27,6 +27,8 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
   (the eval engine's `prime_cli.evals.in_training`, imported when first called) and returns a `PolicyEval`;
   `read_evals` reads evals.jsonl, `eval_summary_line` formats one of its lines. A `PolicyEval.status` is a
   `RunStatus`; `FINISHED` holds those of a run that evaluated every rollout.
+- SFT data: `read_source(source, base)` reads one [[data.source]] into `Conversation`s (`SourceRows`, with its
+  bad rows by reason; `describe_bad` says them in one line); the orchestrator tokenizes them.
 - Terminal output: `visible(text)` writes the control characters of a model's or an environment's words
   (an error a part reports, an error kind) as escapes, as every prime command shows them.
 """
@@ -61,6 +63,7 @@ from .model_facts import model_config, model_folder
 from .models import TrainingWeights, training_weights
 from .resume_check import ResumeConfigError, check_resume
 from .samples import TrainingRunLayout, TrainingSample
+from .sft_data import Conversation, SourceRows, describe_bad, read_source
 
 
 async def evaluate_policy(*args, **kwargs):
@@ -71,7 +74,7 @@ async def evaluate_policy(*args, **kwargs):
 
 
 __all__ = [
-    "API_VERSION", "AdapterLoadError", "BufferConfig", "EndpointSpec", "FINISHED", "FolderBusy", "FolderLock",
+    "API_VERSION", "AdapterLoadError", "BufferConfig", "Conversation", "SourceRows", "describe_bad", "read_source", "EndpointSpec", "FINISHED", "FolderBusy", "FolderLock",
     "LoraTargets", "LossConfig", "MOE_ARCHITECTURES",
     "ManagedProcess", "OpenAIChatClient", "RLConfig", "ResumeConfigError", "RunStatus",
     "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
