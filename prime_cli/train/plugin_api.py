@@ -28,7 +28,8 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
   `read_evals` reads evals.jsonl, `eval_summary_line` formats one of its lines. A `PolicyEval.status` is a
   `RunStatus`; `FINISHED` holds those of a run that evaluated every rollout.
 - SFT data: `read_source(source, base)` reads one [[data.source]] into `Conversation`s (`SourceRows`, with its
-  bad rows by reason; `describe_bad` says them in one line); the orchestrator tokenizes them.
+  bad rows by reason; `describe_bad` says them in one line; `TrainConfigError`, a source that cannot be read); the orchestrator
+  tokenizes them.
 - Terminal output: `visible(text)` writes the control characters of a model's or an environment's words
   (an error a part reports, an error kind) as escapes, as every prime command shows them.
 """
@@ -58,6 +59,7 @@ from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in
 from .config import BufferConfig, LossConfig, RLConfig
 from .contract import API_VERSION, TrainerPlugin
 from .env_file import env_file_values
+from .errors import TrainConfigError
 from .lora_targets import MOE_ARCHITECTURES, LoraTargets, moe_shape, resolve_lora_targets
 from .model_facts import model_config, model_folder
 from .models import TrainingWeights, training_weights
@@ -77,7 +79,7 @@ __all__ = [
     "API_VERSION", "AdapterLoadError", "BufferConfig", "Conversation", "SourceRows", "describe_bad", "read_source", "EndpointSpec", "FINISHED", "FolderBusy", "FolderLock",
     "LoraTargets", "LossConfig", "MOE_ARCHITECTURES",
     "ManagedProcess", "OpenAIChatClient", "RLConfig", "ResumeConfigError", "RunStatus",
-    "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
+    "ServeError", "ServerOptions", "TrainConfigError", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
     "VllmServer", "check_resume", "entries_listing", "env_file_values", "eval_summary_line",
     "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "gather_or_cancel", "load_adapter",
     "model_config", "model_folder", "moe_shape", "port_in_use", "read_evals", "read_manifest", "resolve_lora_targets", "served_models", "server_root", "steps_in", "training_weights",
