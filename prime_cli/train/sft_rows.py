@@ -10,9 +10,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-# the message keys a chat template reads; anything else a row carries (ids, weights, timestamps) is left out
 UNREADABLE = "an unreadable JSON line"
-MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content")
+# the message keys a chat template reads, and `weight` (OpenAI's: an assistant turn of weight 0 is context, not
+# trained); anything else a row carries (ids, timestamps) is left out
+MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content", "weight")
 
 
 @dataclass
@@ -63,6 +64,8 @@ def message(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, dict) or not isinstance(raw.get("role"), str) or not raw["role"]:
         raise RowProblem("a message without role or content")
     out = {key: raw[key] for key in MESSAGE_KEYS if raw.get(key) is not None}
+    if "weight" in out and (out["role"] != "assistant" or out["weight"] not in (0, 1) or isinstance(out["weight"], bool)):
+        raise RowProblem("a weight other than 0 or 1 on an assistant message")
     if out.get("tool_calls") == []:
         del out["tool_calls"]
     if "tool_calls" in out:
@@ -112,9 +115,15 @@ def _turns(value: Any, column: str, role: str) -> list[dict[str, Any]]:
     return messages(value, column)
 
 
+def trained(message_: dict[str, Any]) -> bool:
+    """An assistant turn the loss is taken on (not one of weight 0)."""
+    return message_.get("role") == "assistant" and message_.get("weight", 1) != 0
+
+
 def conversation(messages_: list[dict[str, Any]], tools: list[dict[str, Any]] | None, origin: str) -> Conversation:
-    if not any(m["role"] == "assistant" for m in messages_):
-        raise RowProblem("no assistant turn")
+    if not any(trained(m) for m in messages_):
+        raise RowProblem("no assistant turn" if not any(m["role"] == "assistant" for m in messages_)
+                         else "no assistant turn of weight 1")
     return Conversation(messages=messages_, tools=tools, origin=origin)
 
 

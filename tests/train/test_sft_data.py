@@ -269,3 +269,16 @@ def test_a_folder_of_eval_runs_reads_every_run_and_counts_unreadable_lines(eval_
     assert rows.bad["an unreadable JSON line"] == 1
     assert rows.bad["errored rollout"] == 2 * single.bad["errored rollout"]
     assert "2 eval runs of reverse-text" in rows.description
+
+
+def test_assistant_turns_of_weight_0_are_kept_as_context_and_a_row_needs_one_of_weight_1(tmp_path):
+    few_shot = [{"role": "user", "content": "ab"}, {"role": "assistant", "content": "ba", "weight": 0},
+                {"role": "user", "content": "cd"}]
+    path = write_jsonl(tmp_path / "rows.jsonl", [
+        {"messages": [*few_shot, {"role": "assistant", "content": "dc"}]},
+        {"messages": [*few_shot, {"role": "assistant", "content": "dc", "weight": 0}]},
+        {"messages": [*few_shot, {"role": "assistant", "content": "dc", "weight": 2}]},
+    ])
+    rows = read(path)
+    assert rows.conversations[0].messages[1] == {"role": "assistant", "content": "ba", "weight": 0}
+    assert rows.bad == {"no assistant turn of weight 1": 1, "a weight other than 0 or 1 on an assistant message": 1}

@@ -84,3 +84,16 @@ def test_too_long_no_assistant_and_a_rewriting_template_are_bad_rows(smollm):
     # one assistant turn is fine with that template: nothing earlier is re-rendered
     single = conversation_sample(tiny_tokenizer(REWRITING_TEMPLATE), Conversation(MULTI_TURN[:3], None, "x"), 512)
     assert trained_spans(tiny_tokenizer(), single) == ["5<|end|>"]
+
+
+def test_assistant_turns_of_weight_0_are_context_not_trained():
+    tokenizer = tiny_tokenizer()
+    few_shot = [{"role": "user", "content": "ab"}, {"role": "assistant", "content": "ba", "weight": 0},
+                {"role": "user", "content": "cd"}, {"role": "assistant", "content": "dc"},
+                {"role": "user", "content": "ef"}, {"role": "assistant", "content": "fe", "weight": 0}]
+    sample = conversation_sample(tokenizer, Conversation(few_shot, None, "x"), 512)
+    assert trained_spans(tokenizer, sample) == ["dc<|end|>"]
+    assert "ef" not in tokenizer.decode(sample["input_ids"])  # ends with the last trained turn
+    assert "ba" in tokenizer.decode(sample["input_ids"])
+    with pytest.raises(BadRow, match="^no assistant turn$"):
+        conversation_sample(tokenizer, Conversation(few_shot[:2], None, "x"), 512)

@@ -39,10 +39,11 @@ def _extends(longer: list[int], prefix: list[int]) -> bool:
 
 
 def conversation_sample(tokenizer: Any, conv: Conversation, seq_len: int, env: str | None = None) -> TrainingSample:
-    """The sample of `conv` (up to its last assistant turn). Raises BadRow: "no assistant turn",
+    """The sample of `conv` (up to its last trained assistant turn). Raises BadRow: "no assistant turn",
     "longer than seq_len (N tokens)", "the chat template re-renders earlier turns", a template's refusal."""
     messages = conv.messages
-    turns = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    # assistant turns of weight 0 (OpenAI's fine-tuning format: few-shot examples) are context, not trained
+    turns = [i for i, m in enumerate(messages) if m.get("role") == "assistant" and m.get("weight", 1) != 0]
     if not turns:
         raise BadRow("no assistant turn")
     if turns[0] == 0:
