@@ -1,6 +1,8 @@
 """One SFT data row -> one conversation: the OpenAI chat fine-tuning row (`messages`, optional `tools`), a
 `prompt`/`completion` row (each a string or a message list), or a saved eval run's rollout (its prompt, which
-holds the environment's system prompt, then its completion). A row that cannot be one raises `RowProblem`
+holds the environment's system prompt, then its completion). Only what a row completes is trained: assistant
+turns inside a prompt (few-shot examples) get weight 0, as OpenAI's rows mark context. A row that cannot be one
+raises `RowProblem`
 with the reason the data line counts it under ("no assistant turn", "missing column messages", ...).
 """
 
@@ -115,6 +117,11 @@ def _turns(value: Any, column: str, role: str) -> list[dict[str, Any]]:
     return messages(value, column)
 
 
+def _context(prompt: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A prompt's assistant turns (few-shot examples) are context: weight 0, only the completion is trained."""
+    return [{**m, "weight": 0} if m["role"] == "assistant" else m for m in prompt]
+
+
 def trained(message_: dict[str, Any]) -> bool:
     """An assistant turn the loss is taken on (not one of weight 0)."""
     return message_.get("role") == "assistant" and message_.get("weight", 1) != 0
@@ -137,7 +144,7 @@ def data_row(row: dict[str, Any], origin: str) -> Conversation:
         raise RowProblem("missing column messages")
     if not has_completion:
         raise RowProblem("missing column completion")
-    prompt = _turns(row["prompt"], "prompt", "user") if has_prompt else []
+    prompt = _context(_turns(row["prompt"], "prompt", "user")) if has_prompt else []
     return conversation(prompt + _turns(row["completion"], "completion", "assistant"), tools, origin)
 
 
@@ -147,5 +154,5 @@ def rollout_row(row: dict[str, Any], tools: list[dict[str, Any]] | None, origin:
         raise RowProblem("missing column prompt")
     if row.get("completion") is None:
         raise RowProblem("missing column completion")
-    return conversation(_turns(row["prompt"], "prompt", "user") + _turns(row["completion"], "completion", "assistant"),
-                        tools, origin)
+    return conversation(_context(_turns(row["prompt"], "prompt", "user"))
+                        + _turns(row["completion"], "completion", "assistant"), tools, origin)

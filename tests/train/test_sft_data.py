@@ -50,6 +50,10 @@ def test_jsonl_messages_with_tools_and_prompt_completion_rows(tmp_path):
     assert rows.conversations[2].messages == [{"role": "user", "content": "Say hi"},
                                               {"role": "assistant", "content": "hi"}]
     assert [m["role"] for m in rows.conversations[3].messages] == ["system", "user", "assistant"]
+    shots = read_source(SftSource(dataset=str(write_jsonl(tmp_path / "shots.jsonl", [
+        {"prompt": [{"role": "user", "content": "ab"}, {"role": "assistant", "content": "ba"},
+                    {"role": "user", "content": "cd"}], "completion": "dc"}]))), tmp_path)
+    assert [m.get("weight", 1) for m in shots.conversations[0].messages] == [1, 0, 1, 1]  # the prompt's reply: context
     assert rows.conversations[2].origin == "rows.jsonl line 3"
 
 
@@ -214,7 +218,8 @@ def test_eval_runs_min_reward_keeps_exactly_the_rollouts_at_or_above_it(eval_run
     assert kept_keys(everything) == sorted(key(r) for r in good)
     first = everything.conversations[0]
     assert first.messages[0]["role"] == "system" and "Reverse the text" in first.messages[0]["content"]
-    assert first.messages[-1]["role"] == "assistant"
+    # the prompt's few-shot replies are context (weight 0); the rollout's reply is trained
+    assert [m.get("weight", 1) for m in first.messages if m["role"] == "assistant"] == [0, 0, 1]
 
     high = read(eval_run, min_reward=0.9)
     assert kept_keys(high) == sorted(key(r) for r in good if r["reward"] >= 0.9)

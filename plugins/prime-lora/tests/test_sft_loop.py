@@ -112,3 +112,31 @@ def test_no_usable_row_stops_in_one_line_naming_the_reasons(tmp_path, monkeypatc
         asyncio.run(sft_loop.sft_steps(config, Path(config.output_dir), None, 0, tmp_path))
     assert str(stop.value).startswith("no usable SFT rows in rows.jsonl (3 rows skipped: 1 longer than seq_len")
     assert "1 missing column messages" in str(stop.value) and "1 no assistant turn" in str(stop.value)
+
+
+def test_online_evals_load_each_due_adapter_into_the_runs_server_as_in_rl(tmp_path, monkeypatch):
+    import prime_cli.envs as vf
+    from prime_cli.train.plugin_api import TrainingRunLayout
+    from prime_lora.orchestrator import weights
+    from tests.support.scripted_server import ScriptedOpenAIServer
+
+    loaded: list[int] = []
+    monkeypatch.setattr(weights, "load_adapter", lambda url, name, path: loaded.append(int(path.name[5:])))
+    monkeypatch.setattr(weights, "reset_prefix_cache", lambda url: True)
+    env = vf.SingleTurnEnv(dataset=[{"question": "q", "answer": ""}],
+                           eval_dataset=[{"question": f"held-out {i}", "answer": ""} for i in range(2)],
+                           rubric=vf.Rubric(funcs=[lambda completion: int(completion[-1]["content"].split()[-1]) / 10]))
+    monkeypatch.setattr(vf, "load_environment", lambda env_id, **args: env)
+    monkeypatch.setattr(sft_loop, "load_tokenizer", lambda config: tiny_tokenizer())
+    write_rows(tmp_path / "rows.jsonl", [{"messages": CHAT}] * 3)
+    config = sft_config(tmp_path, "rows.jsonl", eval={"interval": 2, "env": [{"id": "tiny"}]})
+    out = Path(config.output_dir)
+    for step in range(config.max_steps + 1):  # a trainer far ahead
+        TrainingRunLayout(out).weights_dir(step).mkdir(parents=True)
+    with ScriptedOpenAIServer(reply=lambda body: f"adapter {loaded[-1]}") as scripted:
+        assert asyncio.run(sft_loop.run_sft(config, out, [scripted.url], None, base=tmp_path)) == 0
+    lines = [json.loads(line) for line in TrainingRunLayout(out).evals_path.read_text().splitlines()]
+    assert [(line["step"], line["policy_step"]) for line in lines] == [(0, 0), (2, 2), (3, 3)]
+    assert [line["eval/tiny/reward/mean"] for line in lines] == pytest.approx([0.0, 0.2, 0.3])
+    assert loaded == [0, 2, 3]
+    assert len((out / "rollouts" / "step_3" / "batch.jsonl").read_text().splitlines()) == 2
