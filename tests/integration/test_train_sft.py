@@ -1,10 +1,12 @@
-"""`prime train` of an SFT config for real, through the installed `prime`: the embedded SmolLM2 fine-tuned on a
-tiny JSONL of reverse-text chats (the lead's data file, its few-shot turns of weight 0), no vLLM. Three steps
-with a checkpoint each, then `--resume-step 2`: the resumed run trains on exactly the straight run's step-3
-batch (the data order's epoch and cursor are in the checkpoint; step 3 crosses into the second epoch)."""
+"""`prime train` of an SFT config for real, through the installed `prime`: the embedded SmolLM2 fine-tuned, with no
+vLLM, on two sources mixed 2:1: a tiny JSONL of reverse-text chats (the lead's data file, its few-shot turns of
+weight 0) and a saved eval run (written by the eval engine) kept at min_reward 1. Three steps with a checkpoint
+each, then `--resume-step 2`: the resumed run trains on exactly the straight run's step-3 batch (the data order's
+epochs and cursors are in the checkpoint; step 3 crosses into the JSONL's second epoch)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import textwrap
@@ -21,6 +23,31 @@ DATA = REPO / "configs" / "sft" / "data" / "reverse-text-train.jsonl"
 RUN_TIMEOUT_S = 300
 
 
+def replier():
+    """The exact reversal of every second sentence (reward 1), half of it for the others."""
+    count = [0]
+
+    def reply(messages, tools, sampling_args):
+        count[0] += 1
+        text = messages[-1]["content"]
+        return text[::-1] if count[0] % 2 else text[::-1][: len(text) // 2]
+
+    return reply
+
+
+def eval_run(folder: Path) -> Path:
+    from prime_cli.envs import load_environment
+    from prime_cli.evals.in_training import evaluate_policy
+    from tests.support.scripted_client import ScriptedClient
+
+    run_dir = folder / "evals" / "run1"
+    args = {"plain_text": True, "num_eval_examples": 6}
+    asyncio.run(evaluate_policy(load_environment("reverse-text", **args), "reverse-text", args,
+                                ScriptedClient(replier()), "m", "http://unused/v1", run_dir, num_examples=6,
+                                rollouts_per_example=1, max_concurrent=1))
+    return run_dir
+
+
 def write_config(folder: Path) -> Path:
     rows = DATA.read_text().splitlines()[:5]
     rows.append(json.dumps({"messages": [{"role": "user", "content": "no answer here"}]}))  # counted, not trained
@@ -35,10 +62,15 @@ def write_config(folder: Path) -> Path:
 
         [data]
         seq_len = 512
-        batch_size = 2
+        batch_size = 3
 
         [[data.source]]
         dataset = "{data}"
+        ratio = 2
+
+        [[data.source]]
+        dataset = "{eval_run(folder)}"
+        min_reward = 1.0
 
         [trainer.optim]
         lr = 1e-4
@@ -75,12 +107,13 @@ def test_an_sft_run_trains_without_vllm_and_writes_weights_and_a_finite_loss(sft
     assert [r["step"] for r in rows] == [1, 2, 3]
     for row in rows:
         assert math.isfinite(row["loss"]) and row["loss"] > 0
-        assert row["samples"] == 2 and row["sft_rows"] == 5 and row["bad_rows"] == 1
+        assert row["samples"] == 3 and row["sft_rows"] == 5 + 3 and row["bad_rows"] == 1
     assert "vLLM" not in proc.stderr
     assert "step 3/3  loss " in proc.stderr
     log = (out / "logs" / "orchestrator.log").read_text()
     assert "data: 5 rows from" in log and "(1 row skipped: 1 no assistant turn)" in log
-    # the few-shot turns (weight 0) are context: each sample trains one reply (one run of mask 1)
+    assert "data: 3 rows from" in log and "1 eval run of reverse-text, 6 rollouts, 3 below min_reward 1)" in log
+    # the few-shot turns (weight 0 in the JSONL, in the eval prompt) are context: each sample trains one reply
     for sample in batch(out, 1):
         starts = sum(1 for a, b in zip([0, *sample["loss_mask"]], sample["loss_mask"], strict=False) if b and not a)
         assert starts == 1
@@ -89,8 +122,8 @@ def test_an_sft_run_trains_without_vllm_and_writes_weights_and_a_finite_loss(sft
 def test_a_resumed_run_trains_on_the_straight_runs_batches(sft_run, prime_cache):
     out, _ = sft_run
     straight = batch(out, 3)
-    first_epoch = batch(out, 1) + batch(out, 2) + straight[:1]
-    assert len({json.dumps(s["input_ids"]) for s in first_epoch}) == 5  # step 3 crosses into the second epoch
+    jsonl = [s for step in (1, 2, 3) for s in batch(out, step) if s["env"].endswith("rows.jsonl")]
+    assert len(jsonl) == 6 and len({json.dumps(s["input_ids"]) for s in jsonl[:5]}) == 5  # step 3: a second epoch
     proc = run_prime(["train", str(out / "config.json"), "--resume-step", "2"], REPO,
                      {"PRIME_CACHE_DIR": str(prime_cache)}, timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr[-4000:]
