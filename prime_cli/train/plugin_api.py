@@ -59,13 +59,12 @@ from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in
 from .config import BufferConfig, LossConfig, RLConfig
 from .contract import API_VERSION, TrainerPlugin
 from .env_file import env_file_values
-from .errors import TrainConfigError
 from .lora_targets import MOE_ARCHITECTURES, LoraTargets, moe_shape, resolve_lora_targets
 from .model_facts import model_config, model_folder
 from .models import TrainingWeights, training_weights
 from .resume_check import ResumeConfigError, check_resume
 from .samples import TrainingRunLayout, TrainingSample
-from .sft_data import Conversation, SourceRows, describe_bad, read_source
+from .sft_data import Conversation, SourceRows, TrainConfigError, describe_bad, read_source
 
 
 async def evaluate_policy(*args, **kwargs):
@@ -76,12 +75,14 @@ async def evaluate_policy(*args, **kwargs):
 
 
 __all__ = [
-    "API_VERSION", "AdapterLoadError", "BufferConfig", "Conversation", "SourceRows", "describe_bad", "read_source", "EndpointSpec", "FINISHED", "FolderBusy", "FolderLock",
+    "API_VERSION", "AdapterLoadError", "BufferConfig", "EndpointSpec", "FINISHED", "FolderBusy", "FolderLock",
     "LoraTargets", "LossConfig", "MOE_ARCHITECTURES",
     "ManagedProcess", "OpenAIChatClient", "RLConfig", "ResumeConfigError", "RunStatus",
-    "ServeError", "ServerOptions", "TrainConfigError", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
+    "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
     "VllmServer", "check_resume", "entries_listing", "env_file_values", "eval_summary_line",
     "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "gather_or_cancel", "load_adapter",
     "model_config", "model_folder", "moe_shape", "port_in_use", "read_evals", "read_manifest", "resolve_lora_targets", "served_models", "server_root", "steps_in", "training_weights",
+    # SFT data (issue 42)
+    "Conversation", "SourceRows", "TrainConfigError", "describe_bad", "read_source",
     "VLLM_ADAPTER_SUBDIR", "visible", "vllm_adapter_path", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
 ]

@@ -19,7 +19,8 @@ from .errors import TrainConfigError
 from .sft_files import file_rows, folder_data_files, is_data_file, saved_dataset_files
 from .sft_rows import Conversation, RowProblem, data_row
 
-__all__ = ["FORMATS", "Conversation", "SourceRows", "describe_bad", "hub_snapshot", "read_source"]
+# TrainConfigError: what read_source raises (one line), exported with it
+__all__ = ["FORMATS", "Conversation", "SourceRows", "TrainConfigError", "describe_bad", "hub_snapshot", "read_source"]
 
 FORMATS = ("a .jsonl, .json or .parquet file of messages or prompt/completion rows, a Hugging Face dataset "
            "folder (save_to_disk, or data files), or a `prime eval run -s` run folder (or a folder of them)")
