@@ -20,7 +20,7 @@ from .sft_files import file_rows, folder_data_files, is_data_file, saved_dataset
 from .sft_rows import Conversation, RowProblem, data_row
 
 # TrainConfigError: what read_source raises (one line), exported with it
-__all__ = ["FORMATS", "Conversation", "SourceRows", "TrainConfigError", "describe_bad", "hub_snapshot", "read_source"]
+__all__ = ["FORMATS", "Conversation", "SourceRows", "TrainConfigError", "describe_bad", "hub_snapshot", "locate", "read_source"]
 
 FORMATS = ("a .jsonl, .json or .parquet file of messages or prompt/completion rows, a Hugging Face dataset "
            "folder (save_to_disk, or data files), or a `prime eval run -s` run folder (or a folder of them)")
@@ -99,28 +99,44 @@ def _resolve(source: SftSource, base: Path) -> tuple[Path, str]:
                            f"{FORMATS}, or download it first (hf download {source.dataset} --repo-type dataset)")
 
 
-def read_source(source: SftSource, base: Path) -> SourceRows:
-    """The conversations of one source (a relative path is taken from `base`). A missing path or a format
-    that is not read raises TrainConfigError (one line)."""
+@dataclass
+class Located:
+    """What a source names, found but not read: data files, or eval runs."""
+
+    name: str  # the source as lines name it
+    description: str
+    files: list[Path] = field(default_factory=list)
+    runs: list[Any] = field(default_factory=list)  # eval runs (prime_cli.results' RunEntry)
+
+
+def locate(source: SftSource, base: Path) -> Located:
+    """The files (or eval runs) of a source, without reading its rows: `prime train` checks every source with it
+    before anything starts. A missing path or a format that is not read raises TrainConfigError (one line)."""
     path, name = _resolve(source, base)
-    bad: dict[str, int] = {}
     if path.is_file():
         if not is_data_file(path):
             raise TrainConfigError(f"data.source dataset {name}: a {path.suffix or 'suffix-less'} file is not read; "
                                    f"give {FORMATS}")
-        rows = _take(file_rows(path), source.max_rows, bad)
-        return SourceRows(rows, bad, name)
+        return Located(name, name, files=[path])
     files = saved_dataset_files(path, source.split)
     if files is not None:
-        return SourceRows(_take(_files_rows(files), source.max_rows, bad), bad, f"{name} (saved dataset, {source.split})")
+        return Located(name, f"{name} (saved dataset, {source.split})", files=files)
     runs = _eval_runs(path)
     if runs:
-        from .sft_eval_runs import read_eval_runs
-
-        return read_eval_runs(runs, source, name)
+        return Located(name, name, runs=runs)
     files = folder_data_files(path, source.split)
     if not files:
         raise TrainConfigError(f"data.source dataset {name}: no data in this folder; give {FORMATS}")
-    return SourceRows(_take(_files_rows(files), source.max_rows, bad), bad,
-                      f"{name} ({len(files)} data file{'s' if len(files) != 1 else ''})")
+    return Located(name, f"{name} ({len(files)} data file{'s' if len(files) != 1 else ''})", files=files)
 
+
+def read_source(source: SftSource, base: Path) -> SourceRows:
+    """The conversations of one source (a relative path is taken from `base`). A missing path or a format
+    that is not read raises TrainConfigError (one line)."""
+    found = locate(source, base)
+    if found.runs:
+        from .sft_eval_runs import read_eval_runs
+
+        return read_eval_runs(found.runs, source, found.name)
+    bad: dict[str, int] = {}
+    return SourceRows(_take(_files_rows(found.files), source.max_rows, bad), bad, found.description)

@@ -11,7 +11,7 @@ import pytest
 
 from prime_cli.train.config_sft import SftSource
 from prime_cli.train.errors import TrainConfigError
-from prime_cli.train.sft_data import describe_bad, read_source
+from prime_cli.train.sft_data import describe_bad, locate, read_source
 from tests.support.scripted_client import ScriptedClient, tool_call
 
 CHAT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+3?"},
@@ -162,6 +162,11 @@ def test_a_missing_path_or_an_unknown_format_is_one_line_naming_the_formats(tmp_
     (tmp_path / "empty").mkdir()
     with pytest.raises(TrainConfigError, match="no data in this folder"):
         read(tmp_path / "empty")
+    # locate checks a source without reading its rows (prime train, before anything starts)
+    with pytest.raises(TrainConfigError, match="no such file"):
+        locate(SftSource(dataset="./nowhere.jsonl"), tmp_path)
+    write_jsonl(tmp_path / "rows.jsonl", ["{broken"])
+    assert locate(SftSource(dataset="rows.jsonl"), tmp_path).files == [tmp_path / "rows.jsonl"]
 
 
 # --- saved eval runs, written by the eval engine itself --------------------------------------------------
