@@ -27,6 +27,9 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
   (the eval engine's `prime_cli.evals.in_training`, imported when first called) and returns a `PolicyEval`;
   `read_evals` reads evals.jsonl, `eval_summary_line` formats one of its lines. A `PolicyEval.status` is a
   `RunStatus`; `FINISHED` holds those of a run that evaluated every rollout.
+- SFT data: `read_source(source, base)` reads one [[data.source]] into `Conversation`s (`SourceRows`, with its
+  bad rows by reason; `describe_bad` says them in one line; `TrainConfigError`, a source that cannot be read); the orchestrator
+  tokenizes them.
 - Terminal output: `visible(text)` writes the control characters of a model's or an environment's words
   (an error a part reports, an error kind) as escapes, as every prime command shows them.
 """
@@ -61,6 +64,7 @@ from .model_facts import model_config, model_folder
 from .models import TrainingWeights, training_weights
 from .resume_check import ResumeConfigError, check_resume
 from .samples import TrainingRunLayout, TrainingSample
+from .sft_data import Conversation, SourceRows, TrainConfigError, describe_bad, read_source
 
 
 async def evaluate_policy(*args, **kwargs):
@@ -78,5 +82,7 @@ __all__ = [
     "VllmServer", "check_resume", "entries_listing", "env_file_values", "eval_summary_line",
     "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "gather_or_cancel", "load_adapter",
     "model_config", "model_folder", "moe_shape", "port_in_use", "read_evals", "read_manifest", "resolve_lora_targets", "served_models", "server_root", "steps_in", "training_weights",
+    # SFT data (issue 42)
+    "Conversation", "SourceRows", "TrainConfigError", "describe_bad", "read_source",
     "VLLM_ADAPTER_SUBDIR", "visible", "vllm_adapter_path", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
 ]

@@ -79,6 +79,22 @@ def check_model(config: RLConfig, dry_run: bool) -> list[str]:
     return [f"a real run on this machine would refuse the model: {problem}"]
 
 
+def check_data_sources(config: RLConfig, dry_run: bool) -> list[str]:
+    """Every [[data.source]] names data this machine has, in a format that is read (its rows are read by the
+    orchestrator); a dry run returns the problems as notes (the config may be meant for another machine)."""
+    from .sft_data import locate
+
+    notes = []
+    for source in config.orchestrator.algo.dataset.source if config.orchestrator.algo.dataset is not None else []:
+        try:
+            locate(source, Path.cwd())
+        except TrainConfigError as exc:
+            if not dry_run:
+                raise
+            notes.append(f"a real run on this machine would refuse the data: {exc}")
+    return notes
+
+
 def check_lora_targets(config: RLConfig) -> None:
     """What the LoRA must do on a Mixture-of-Experts model (lora_targets.py): no dropout on the fused
     experts, and a vLLM max_lora_rank that holds gate_up's rank 2r."""

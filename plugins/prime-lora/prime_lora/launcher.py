@@ -100,8 +100,13 @@ class Run:
     def start(self) -> None:
         urls = self.config.orchestrator.client.base_url
         if self.part != "orchestrator":
-            if urls is None and self.part is None:
+            if urls is None and self.part is None and self.config.needs_inference:
                 self.start_inference()
+            elif not self.config.needs_inference:
+                # SFT on data alone: no vLLM. The weights are made here, once, not by the trainer and orchestrator at once
+                from prime_cli.train.plugin_api import training_weights
+
+                training_weights(self.config.model.name)
             # the trainer loads its model while vLLM starts; the orchestrator needs vLLM up
             self.trainer.start_command(trainer_command(self.config, self.config_path, self.resume_step, self.node_rank),
                                        {**part_env(self.config.trainer_gpu_ids, cpus=cpu_split()[1], part="trainer"),
@@ -111,7 +116,7 @@ class Run:
             self.wait_for_inference()
             urls = [self.inference.options.url]
         if self.part != "trainer":
-            self.orchestrator.start_command(orchestrator_command(self.config_path, urls, self.resume_step),
+            self.orchestrator.start_command(orchestrator_command(self.config_path, urls or [], self.resume_step),
                                             {**part_env([]), **self.extra_env}, cwd=Path.cwd())
 
     def start_inference(self) -> None:
@@ -293,7 +298,7 @@ def _launch(config: RLConfig, output_dir: Path, resume_step: int | None, force: 
     try:
         if part == "inference":
             return serve_inference(config, console)
-        if part == "orchestrator" and not config.orchestrator.client.base_url:
+        if part == "orchestrator" and config.needs_inference and not config.orchestrator.client.base_url:
             raise PartError("--part orchestrator samples from the servers in orchestrator.client.base_url; set it "
                             "to the inference parts' URLs (e.g. --set orchestrator.client.base_url='[\"http://node1:8400/v1\"]')")
         if part is not None:

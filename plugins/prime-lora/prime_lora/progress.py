@@ -100,8 +100,33 @@ def errors_part(row: dict[str, Any]) -> str | None:
     return f"errors {rate:{'.0%' if rate >= 0.01 else '.1%'}}" + (f" ({kinds})" if kinds else "")
 
 
+def is_sft_row(row: dict[str, Any]) -> bool:
+    """A step of SFT: on a data set (its batch stats count rows), or on a teacher's rollouts (an SFT loss, none
+    of the RL loss's importance-ratio metrics)."""
+    return "sft_rows" in row or ("loss" in row and "mismatch_kl" not in row)
+
+
+def sft_step_line(row: dict[str, Any], max_steps: int) -> str:
+    """`step 3/30  loss 1.234  batch 8 (412 loss tokens)  epoch 1.25  grad 0.412  2.1 s (train 1.9)  850 tok/s`."""
+    parts = [f"step {row.get('step')}/{max_steps}", f"loss {_num(row, 'loss', '.4f')}"]
+    if "reward_mean" in row:  # a teacher's rollouts: the reward of what it wrote
+        parts.append(f"teacher reward {_num(row, 'reward_mean', '.3f')}")
+    parts += [f"batch {row.get('samples', row.get('effective_batch_size', '-'))}"
+              + (f" ({row['loss_tokens']} loss tokens)" if "loss_tokens" in row else "")]
+    if "epoch" in row:
+        parts.append(f"epoch {_num(row, 'epoch', '.2f')}")
+    parts += [f"grad {_num(row, 'grad_norm', '.3f')}",
+             f"{_num(row, 'step_s', '.1f')} s (train {_num(row, 'train_s', '.1f')})",
+             f"{_num(row, 'tokens_per_s', '.0f')} tok/s"]
+    if row.get("skipped"):
+        parts.append("SKIPPED (non-finite loss or gradient)")
+    return "  ".join(parts)
+
+
 def step_line(row: dict[str, Any], max_steps: int, orchestrator_log: str = "logs/orchestrator.log") -> str:
-    """`step 3/30  reward 0.214 ± 0.081  batch 32 ...` for one metrics row."""
+    """`step 3/30  reward 0.214 ± 0.081  batch 32 ...` for one metrics row (an SFT step: sft_step_line)."""
+    if is_sft_row(row):
+        return sft_step_line(row, max_steps)
     parts = [f"step {row.get('step')}/{max_steps}",
              f"reward {_num(row, 'reward_mean', '.3f')} ± {_num(row, 'reward_std', '.3f')}"]
     per_env = row.get("per_env") or {}
@@ -129,9 +154,9 @@ def step_line(row: dict[str, Any], max_steps: int, orchestrator_log: str = "logs
     return "  ".join(parts)
 
 
-def reward_curve(rows: list[dict[str, Any]]) -> str:
-    """`0.14 0.15 0.19 ...` (the per-step reward means, for the final summary)."""
-    return " ".join(_num(row, "reward_mean", ".3f") for row in rows)
+def reward_curve(rows: list[dict[str, Any]], key: str = "reward_mean") -> str:
+    """`0.14 0.15 0.19 ...` (the per-step reward means, or another key, for the final summary)."""
+    return " ".join(_num(row, key, ".3f") for row in rows)
 
 
 def fatal_line(log_path: Path) -> str | None:
@@ -172,9 +197,12 @@ def summarize(console: Any, run: Any, output_dir: Path) -> int:
         console.print(f"[bold red]training failed:[/] none of the {len(rows)} steps of this run had a sample to "
                       f"train on (every rollout failed or was dropped; see {run.orchestrator.log_path})")
         return 1
-    console.print(f"[bold green]training done[/]: {len(rows)} step{'s' if len(rows) != 1 else ''} this run; "
-                  f"reward per step: {reward_curve(rows)}")
-    env_id = run.config.orchestrator.env[0].id
+    sft = bool(rows) and all(is_sft_row(row) for row in rows)
+    curve = f"loss per step: {reward_curve(rows, 'loss')}" if sft else f"reward per step: {reward_curve(rows)}"
+    console.print(f"[bold green]training done[/]: {len(rows)} step{'s' if len(rows) != 1 else ''} this run; {curve}")
+    orch = run.config.orchestrator
+    envs = orch.env or (orch.eval.env if orch.eval is not None else [])
+    env_id = envs[0].id if envs else "ENV"
     adapter = layout.weights_dir(last)
     console.print(f"adapter: {adapter}  (PEFT; metrics: {layout.metrics_path})")
     serve = serve_command(run.config.model.name)

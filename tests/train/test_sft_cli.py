@@ -1,0 +1,35 @@
+"""`prime train` of an SFT config whose data is not on this machine: refused in one line before anything starts
+(a dry run says it in a note)."""
+
+from __future__ import annotations
+
+from .support import assert_one_error_line, run_train, write
+
+CONFIG = """
+max_steps = 2
+
+[data]
+seq_len = 256
+batch_size = 2
+
+[[data.source]]
+dataset = "{dataset}"
+"""
+
+
+def test_a_missing_data_set_is_refused_in_one_line_before_anything_starts(tmp_path):
+    config = write(tmp_path, CONFIG.format(dataset="missing/rows.jsonl"))
+    result = run_train([str(config), "-o", str(tmp_path / "out")], cwd=tmp_path)
+    assert_one_error_line(result, "data.source dataset 'missing/rows.jsonl': no such file or folder",
+                          "nothing is downloaded", ".jsonl, .json or .parquet")
+    assert not (tmp_path / "out").exists()
+    dry = run_train([str(config), "--dry-run"], cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert "a real run on this machine would refuse the data: data.source dataset 'missing/rows.jsonl'" in dry.stdout
+
+
+def test_a_file_in_a_format_that_is_not_read_is_refused(tmp_path):
+    (tmp_path / "rows.csv").write_text("prompt,completion\n")
+    result = run_train([str(write(tmp_path, CONFIG.format(dataset="rows.csv"))), "-o", str(tmp_path / "out")],
+                       cwd=tmp_path)
+    assert_one_error_line(result, "a .csv file is not read; give a .jsonl")
