@@ -19,7 +19,7 @@ from .fsdp import shard_model, shard_options
 from .logprobs import LossPositionLogprobs
 from .model import build_policy, describe_adapters, pick_device, pick_dtype, trainable_parameters
 from .optim import apply_optim_config, build_optimizer, build_scheduler
-from .step import train_step
+from .step import StepResult, train_step
 
 POLL_S = 0.1
 
@@ -148,11 +148,19 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
         metrics.write(row, last=step == config.max_steps, batch_keys=batch.stats.keys())
         flag = (" (skipped: non-finite)" if result.skipped else
                 " (no optimizer step: every advantage is 0)" if result.zero_advantage else "")
-        print(f"step {step}: loss {result.loss:.4f} grad_norm {result.grad_norm:.3f} "
-              f"mismatch_kl {result.mismatch_kl:.2e} train {result.train_s:.1f}s{flag}", flush=True)
+        print(step_line(step, result, flag), flush=True)
     if metrics is not None:
         metrics.close()
     return 0
+
+
+def step_line(step: int, result: StepResult, flag: str = "") -> str:
+    """The step's line in logs/trainer.log (SFT: its loss is the mean negative log-likelihood)."""
+    if result.sft:
+        return (f"step {step}: loss {result.loss:.4f} nll {result.loss:.4f} grad_norm {result.grad_norm:.3f} "
+                f"train {result.train_s:.1f}s{flag}")
+    return (f"step {step}: loss {result.loss:.4f} grad_norm {result.grad_norm:.3f} "
+            f"mismatch_kl {result.mismatch_kl:.2e} train {result.train_s:.1f}s{flag}")
 
 
 def seed_everything(seed: int) -> None:
