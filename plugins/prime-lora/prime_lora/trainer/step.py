@@ -21,7 +21,7 @@ import torch
 
 from prime_cli.train.plugin_api import RLConfig
 
-from .batches import MicroBatch, loss_token_count
+from .batches import MicroBatch, has_signal, loss_token_count
 from .distributed import Dist
 from .logprobs import LossPositionLogprobs
 from .loss import policy_loss
@@ -120,7 +120,7 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
     optimizer.zero_grad(set_to_none=True)
     total = loss_token_count(samples)
     sft = config.is_sft
-    zero_advantage = not sft and total > 0 and all(s["advantage"] == 0 for s in samples if any(s["loss_mask"][1:]))
+    zero_advantage = not sft and total > 0 and not any(has_signal(s) for s in samples)
     sums = StepSums(device)
     sampling = SFT_SAMPLING if sft else SamplingTransform.from_config(config.orchestrator.sampling)
     grad_scale = dist.world if dist.sharded else 1  # FSDP averages over ranks; the batch's gradient is the sum
