@@ -21,6 +21,8 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
   `fresh_start` / `fresh_start_refusal` (what a fresh start may delete; `entries_listing` names such
   entries), `read_manifest` /
   `write_manifest` (the mark of a prime run's folder), `FolderLock` (one run per folder, `FolderBusy`).
+- A warm start: `check_initial_adapter(config)` (does `[model] adapter = PATH` fit the run's LoRA: None, else
+  one line), `adapter_path(config)` the folder it names.
 - Resume checks: `check_resume` (may a run resume at a step with a config: a whole checkpoint, checked
   without torch, and a config change the checkpoint can take; else one line in `ResumeConfigError`).
 - Online evals: `evaluate_policy(...)` runs an ordinary eval run of the served policy into a folder
@@ -59,6 +61,7 @@ from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in
 from .config import BufferConfig, LossConfig, RLConfig
 from .contract import API_VERSION, TrainerPlugin
 from .env_file import env_file_values
+from .initial_adapter import adapter_path, check_initial_adapter
 from .lora_targets import MOE_ARCHITECTURES, LoraTargets, moe_shape, resolve_lora_targets
 from .model_facts import model_config, model_folder
 from .models import TrainingWeights, training_weights
@@ -79,7 +82,7 @@ __all__ = [
     "LoraTargets", "LossConfig", "MOE_ARCHITECTURES",
     "ManagedProcess", "OpenAIChatClient", "RLConfig", "ResumeConfigError", "RunStatus",
     "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
-    "VllmServer", "check_resume", "entries_listing", "env_file_values", "eval_summary_line",
+    "VllmServer", "adapter_path", "check_initial_adapter", "check_resume", "entries_listing", "env_file_values", "eval_summary_line",
     "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "gather_or_cancel", "load_adapter",
     "model_config", "model_folder", "moe_shape", "port_in_use", "read_evals", "read_manifest", "resolve_lora_targets", "served_models", "server_root", "steps_in", "training_weights",
     # SFT data (issue 42)

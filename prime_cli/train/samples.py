@@ -26,3 +26,8 @@ class TrainingSample(TypedDict, total=False):
     env: str  # the environment id of the group
     example_id: Any
     policy_step: int  # the weights step that sampled it (how far off-policy it is)
+    # on-policy distillation: the teacher's log-prob of each token, and each token's advantage
+    # (adv_tau * advantage + teacher_tau * (teacher - inference log-prob) on loss tokens, 0 elsewhere), which
+    # the trainer takes in place of `advantage` when present
+    teacher_logprobs: list[float]
+    token_advantages: list[float]

@@ -97,8 +97,26 @@ def loss_targets(sample: TrainingSample) -> tuple[list[int], list[float], list[f
     advantage of each loss token, in order)."""
     mask = [0] + [int(m) for m in sample["loss_mask"][1:]]
     positions = [i for i in range(1, len(mask)) if mask[i]]
-    return (mask, [float(sample["inference_logprobs"][i]) for i in positions],
-            [float(sample["advantage"])] * len(positions))
+    return mask, [float(sample["inference_logprobs"][i]) for i in positions], loss_advantages(sample, positions)
+
+
+def loss_advantages(sample: TrainingSample, positions: list[int]) -> list[float]:
+    """The advantage of each loss token at `positions`: the sample's `token_advantages` where the orchestrator
+    wrote them (on-policy distillation: the teacher's per-token term joins the environment's advantage),
+    else its one `advantage` for every token."""
+    per_token = sample.get("token_advantages")
+    if per_token is None:
+        return [float(sample["advantage"])] * len(positions)
+    if len(per_token) != len(sample["input_ids"]):
+        raise ValueError(f"a sample has {len(per_token)} token_advantages for {len(sample['input_ids'])} tokens: "
+                         "the orchestrator writes one per token")
+    return [float(per_token[i]) for i in positions]
+
+
+def has_signal(sample: TrainingSample) -> bool:
+    """Whether any loss token has a non-zero advantage (else the sample's gradient is zero)."""
+    positions = [i for i in range(1, len(sample["loss_mask"])) if sample["loss_mask"][i]]
+    return any(a != 0 for a in loss_advantages(sample, positions))
 
 
 def _pack(chunk: list[TrainingSample], pad_id: int, device: torch.device, prefix_len: int) -> MicroBatch:

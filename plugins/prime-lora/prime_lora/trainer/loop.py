@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from prime_cli.train.plugin_api import RLConfig, TrainingRunLayout, read_evals
+from prime_cli.train.plugin_api import RLConfig, TrainingRunLayout, adapter_path, read_evals
 
 from . import wandb_run
 from .batch_source import BatchSource, FileBatches, say_now
@@ -19,7 +19,7 @@ from .fsdp import shard_model, shard_options
 from .logprobs import LossPositionLogprobs
 from .model import build_policy, describe_adapters, pick_device, pick_dtype, trainable_parameters
 from .optim import apply_optim_config, build_optimizer, build_scheduler
-from .step import train_step
+from .step import StepResult, train_step
 
 POLL_S = 0.1
 
@@ -100,7 +100,10 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
     device = pick_device()
     dtype = pick_dtype(config, device)
     # sharded: built on the CPU, FSDP moves each rank's shards to its device
-    model = build_policy(config, model_path, torch.device("cpu") if dist.sharded else device, dtype)
+    start = resume_step or 0
+    # a resume's checkpoint holds the adapter as trained so far: [model] adapter is only the first step's
+    model = build_policy(config, model_path, torch.device("cpu") if dist.sharded else device, dtype,
+                         initial_adapter=not start)
     policy = LossPositionLogprobs(model)
     if dist.sharded:
         shard_model(policy, dist.world, device, config.trainer.model.reshard_after_forward,
@@ -109,7 +112,6 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
     optimizer = build_optimizer(params, config)
     scheduler = build_scheduler(optimizer, config)
     pad_id = model.config.pad_token_id if model.config.pad_token_id is not None else 0
-    start = resume_step or 0
     if start:
         load_checkpoint(model, optimizer, scheduler, output_dir, start, dist.rank)
         apply_optim_config(optimizer, scheduler, config)
@@ -121,6 +123,8 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
               f"{f', {dist.world} data-parallel ranks' if dist.world > 1 else ''}"
               f"{' (FSDP2: base model sharded)' if dist.sharded else ''}", flush=True)
         print(f"trainer: LoRA adapters on {describe_adapters(model)}", flush=True)
+        if config.model.adapter is not None and not start:
+            print(f"trainer: starting from the adapter {adapter_path(config)} (model.adapter)", flush=True)
     metrics = MetricsLog(output_dir, config) if dist.is_main else None
     online_eval = config.orchestrator.eval
     eval_steps = set(online_eval.steps(config.max_steps, start)) if online_eval is not None else set()
@@ -148,11 +152,19 @@ def train(config: RLConfig, output_dir: Path, model_path: str, resume_step: int 
         metrics.write(row, last=step == config.max_steps, batch_keys=batch.stats.keys())
         flag = (" (skipped: non-finite)" if result.skipped else
                 " (no optimizer step: every advantage is 0)" if result.zero_advantage else "")
-        print(f"step {step}: loss {result.loss:.4f} grad_norm {result.grad_norm:.3f} "
-              f"mismatch_kl {result.mismatch_kl:.2e} train {result.train_s:.1f}s{flag}", flush=True)
+        print(step_line(step, result, flag), flush=True)
     if metrics is not None:
         metrics.close()
     return 0
+
+
+def step_line(step: int, result: StepResult, flag: str = "") -> str:
+    """The step's line in logs/trainer.log (SFT: its loss is the mean negative log-likelihood)."""
+    if result.sft:
+        return (f"step {step}: loss {result.loss:.4f} nll {result.loss:.4f} grad_norm {result.grad_norm:.3f} "
+                f"train {result.train_s:.1f}s{flag}")
+    return (f"step {step}: loss {result.loss:.4f} grad_norm {result.grad_norm:.3f} "
+            f"mismatch_kl {result.mismatch_kl:.2e} train {result.train_s:.1f}s{flag}")
 
 
 def seed_everything(seed: int) -> None:

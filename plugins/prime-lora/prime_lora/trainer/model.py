@@ -7,7 +7,13 @@ from typing import Any
 
 import torch
 
-from prime_cli.train.plugin_api import LoraTargets, RLConfig, moe_shape, resolve_lora_targets
+from prime_cli.train.plugin_api import (
+    LoraTargets,
+    RLConfig,
+    adapter_path,
+    moe_shape,
+    resolve_lora_targets,
+)
 
 
 def pick_device() -> torch.device:
@@ -26,10 +32,11 @@ def pick_dtype(config: RLConfig, device: torch.device) -> torch.dtype:
 
 
 def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype: torch.dtype,
-                 base: Any = None) -> Any:
-    """A PeftModel whose LoRA B matrices are zero: at step 0 it computes exactly the base model. `base`: the
-    base model already built in `dtype` (benchmarks build random weights in memory), else read from
-    model_path."""
+                 base: Any = None, initial_adapter: bool = True) -> Any:
+    """A PeftModel whose LoRA B matrices are zero: at step 0 it computes exactly the base model; with
+    `[model] adapter = PATH` (and `initial_adapter`: a resume loads its checkpoint instead), the weights of
+    that adapter. `base`: the base model already built in `dtype` (benchmarks build random weights in
+    memory), else read from model_path."""
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
@@ -57,6 +64,10 @@ def build_policy(config: RLConfig, model_path: str, device: torch.device, dtype:
     track_routing(model, dtype)
     for param in trainable_parameters(model):  # the adapter and its optimizer state; the base stays in `dtype`
         param.data = param.data.to(OPTIMIZATION_DTYPES[config.trainer.model.optimization_dtype])
+    if initial_adapter and config.model.adapter is not None:  # into the adapter's own dtype, before any wrapper
+        from .warm_start import load_initial_adapter
+
+        load_initial_adapter(model, adapter_path(config))
     if config.trainer.model.mixed_precision:
         use_mixed_precision(model, dtype)
     if config.trainer.model.ac is not None:

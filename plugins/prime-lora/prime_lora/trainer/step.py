@@ -1,7 +1,8 @@
 """One optimizer step on one batch: micro-batches with gradient accumulation, clipping, and no step on a
 non-finite loss or gradient (`skipped`) nor on a batch whose advantages are all zero (`zero_advantage`:
 its gradient is zero, yet AdamW's momentum would still move the adapter). The learning-rate schedule
-advances on every trainer step, stepped or not, so that it follows the step numbers.
+advances on every trainer step, stepped or not, so that it follows the step numbers. An SFT run
+(`config.is_sft`) takes the same step with the cross-entropy loss (sft_loss.py) in place of the policy loss.
 
 Metric sums stay on the device during the step and are read once at its end (step_sums.py: one host
 sync rather than one per micro-batch); train_s ends after the device has finished.
@@ -20,13 +21,14 @@ import torch
 
 from prime_cli.train.plugin_api import RLConfig
 
-from .batches import MicroBatch, loss_token_count
+from .batches import MicroBatch, has_signal, loss_token_count
 from .distributed import Dist
 from .logprobs import LossPositionLogprobs
 from .loss import policy_loss
 from .packed_attention import supports_packing
 from .packing import plan_micro_batches
 from .sampling import SamplingTransform
+from .sft_loss import SFT_SAMPLING, sft_loss
 from .step_sums import StepSums
 
 GIB = 2**30
@@ -53,6 +55,7 @@ class StepResult:
     # an MoE's routing near-ties (routing.py): their share of the loss tokens, the share of those the ratio
     # band masked, their mean k3; None for a dense model
     routing: dict[str, float] | None = None
+    sft: bool = False  # the SFT loss: loss is the mean negative log-likelihood, no RL-only metric
 
     def as_metrics(self) -> dict[str, Any]:
         def clean(value: float) -> float | None:  # JSON has no NaN
@@ -61,6 +64,12 @@ class StepResult:
         def per_s(tokens: int) -> float:
             return tokens / self.train_s if self.train_s > 0 else 0.0
 
+        if self.sft:
+            return {"loss": clean(self.loss), "nll": clean(self.loss), "entropy": clean(self.entropy),
+                    "grad_norm": clean(self.grad_norm), "skipped": self.skipped, "num_tokens": self.num_tokens,
+                    "tokens_per_s": per_s(self.total_tokens), "forward_tokens": self.forward_tokens,
+                    "forward_tokens_per_s": per_s(self.forward_tokens), "train_s": self.train_s,
+                    "peak_memory_gib": self.peak_memory_bytes / GIB}
         return {"loss": clean(self.loss), "mismatch_kl": clean(self.mismatch_kl),
                 "mismatch_kl_masked": clean(self.mismatch_kl_masked),
                 "mismatch_kl_unmasked": clean(self.mismatch_kl_unmasked),
@@ -110,9 +119,10 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
     model.train()
     optimizer.zero_grad(set_to_none=True)
     total = loss_token_count(samples)
-    zero_advantage = total > 0 and all(s["advantage"] == 0 for s in samples if any(s["loss_mask"][1:]))
+    sft = config.is_sft
+    zero_advantage = not sft and total > 0 and not any(has_signal(s) for s in samples)
     sums = StepSums(device)
-    sampling = SamplingTransform.from_config(config.orchestrator.sampling)
+    sampling = SFT_SAMPLING if sft else SamplingTransform.from_config(config.orchestrator.sampling)
     grad_scale = dist.world if dist.sharded else 1  # FSDP averages over ranks; the batch's gradient is the sum
     # a shared prompt runs once per micro-batch, on a KV cache. Not with activation checkpointing (it
     # drops caches) nor when sharded (a cached pass runs the decoder twice, so ranks running different
@@ -134,8 +144,9 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
                                   mb.prefix_len, mb.loss_index, mb.padded, sampling, mb.position_ids,
                                   mb.document_lengths)
             routing = getattr(model.model, "prime_router_margins", None)
-            parts = policy_loss(logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, total,
-                                routing.near_tie if routing is not None else None)
+            parts = sft_loss(logp, total) if sft else policy_loss(
+                logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, total,
+                routing.near_tie if routing is not None else None)
         if not counts:  # a pass that only keeps sharded ranks in step: no gradient, no metrics
             if not zero_advantage:
                 (parts.loss * 0.0).backward()
@@ -168,7 +179,8 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
                       / max(total - masked, 1),
                       masked_low_fraction=totals.masked_low / n, masked_high_fraction=totals.masked_high / n,
                       forward_tokens=int(totals.forward_tokens), peak_memory_bytes=peak_memory_bytes(device),
-                      routing=routing_metrics(totals, n) if hasattr(model.model, "prime_router_margins") else None)
+                      routing=routing_metrics(totals, n) if hasattr(model.model, "prime_router_margins") else None,
+                      sft=sft)
 
 
 def routing_metrics(totals: Any, loss_tokens: float) -> dict[str, float]:
