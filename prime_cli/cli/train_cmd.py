@@ -119,6 +119,7 @@ def _prepare(config_path: Path, trainer: str | None, overrides: list[str], outpu
     )
     from prime_cli.train.plugins import load_trainer
     from prime_cli.train.preflight import (
+        check_adapters,
         check_data_sources,
         check_eval_max_tokens,
         check_lora_targets,
@@ -133,7 +134,7 @@ def _prepare(config_path: Path, trainer: str | None, overrides: list[str], outpu
     shortage = gpu_shortage(config, visible_gpu_count()) if cuda else None
     if shortage and not dry_run:
         raise TrainConfigError(shortage)
-    model_notes = check_model(config, dry_run) + check_data_sources(config, dry_run)
+    model_notes = check_model(config, dry_run) + check_data_sources(config, dry_run) + check_adapters(config, dry_run)
     check_lora_targets(config)
     check_environments(config)
     check_eval_max_tokens(config)

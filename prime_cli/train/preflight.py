@@ -95,6 +95,29 @@ def check_data_sources(config: RLConfig, dry_run: bool) -> list[str]:
     return notes
 
 
+def check_adapters(config: RLConfig, dry_run: bool) -> list[str]:
+    """`[model] adapter` fits the run's LoRA (initial_adapter.py), and a teacher adapter is a LoRA adapter folder;
+    a dry run returns the problems as notes (the adapter may come from a run not made yet)."""
+    from prime_cli.serve.errors import ServeError
+    from prime_cli.serve.model_dir import read_adapter
+
+    from .initial_adapter import check_initial_adapter
+
+    problems = [problem] if (problem := check_initial_adapter(config)) else []
+    orch = config.orchestrator
+    for key, teacher in (("orchestrator.teacher_model", orch.teacher_model),
+                         ("orchestrator.teacher_rollout_model", orch.teacher_rollout_model)):
+        if teacher is None or teacher.adapter is None:
+            continue
+        try:
+            read_adapter(Path(teacher.adapter).expanduser())
+        except ServeError as exc:
+            problems.append(f"{key}.adapter {teacher.adapter}: {exc}")
+    if problems and not dry_run:
+        raise TrainConfigError(problems[0])
+    return [f"a real run on this machine would refuse the adapter: {problem}" for problem in problems]
+
+
 def check_lora_targets(config: RLConfig) -> None:
     """What the LoRA must do on a Mixture-of-Experts model (lora_targets.py): no dropout on the fused
     experts, and a vLLM max_lora_rank that holds gate_up's rank 2r."""
