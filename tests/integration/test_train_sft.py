@@ -110,6 +110,8 @@ def test_an_sft_run_trains_without_vllm_and_writes_weights_and_a_finite_loss(sft
         assert row["samples"] == 3 and row["sft_rows"] == 5 + 3 and row["bad_rows"] == 1
     assert "vLLM" not in proc.stderr
     assert "step 3/3  loss " in proc.stderr
+    # the sources' lines reach the terminal, before the first step
+    assert proc.stderr.index("(1 row skipped: 1 no assistant turn)") < proc.stderr.index("step 1/3")
     log = (out / "logs" / "orchestrator.log").read_text()
     assert "data: 5 rows from" in log and "(1 row skipped: 1 no assistant turn)" in log
     assert "data: 3 rows from" in log and "1 eval run of reverse-text, 6 rollouts, 3 below min_reward 1)" in log

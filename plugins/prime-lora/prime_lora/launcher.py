@@ -35,6 +35,7 @@ from .orchestrator.rollout_errors import FAULT_EXIT_CODE
 from .part_commands import orchestrator_command, trainer_command
 from .parts import resume_every_part
 from .progress import (
+    DATA_NOTICE,
     SERVER_NOTICE,
     WANDB_NOTICE,
     MetricsTail,
@@ -87,7 +88,7 @@ class Run:
         self.evals = MetricsTail(self.layout.evals_path)  # [orchestrator.eval]: one line per eval
         self.evals.poll()
         self.trainer_notices = NoticeTail(self.layout.log_path("trainer"), WANDB_NOTICE)
-        self.server_notices = NoticeTail(self.layout.log_path("orchestrator"), SERVER_NOTICE)
+        self.server_notices = NoticeTail(self.layout.log_path("orchestrator"), (SERVER_NOTICE, DATA_NOTICE))
         self.pending_notices: list[tuple[int, str]] = []  # (the trainer's step before it, line)
         self.stopped = False
         self.shown_step = resume_step or 0

@@ -16,6 +16,7 @@ from .orchestrator.rollout_errors import FATAL_PREFIX
 # the prefix of the trainer's W&B lines (fallback to offline, the sync command), relayed to the terminal
 WANDB_NOTICE = "W&B: "
 SERVER_NOTICE = "inference server "  # the orchestrator dropped a server of orchestrator.client.base_url
+DATA_NOTICE = "data: "  # an SFT run's sources: rows read, rows skipped by reason, steps per epoch
 
 
 def read_complete_lines(path: Path, offset: int) -> bytes:
@@ -59,8 +60,9 @@ class NoticeTail:
 
     STEP_LINE = re.compile(rb"^step (\d+): ")
 
-    def __init__(self, path: Path, prefix: str):
-        self.path, self.prefix = path, prefix.encode()
+    def __init__(self, path: Path, prefix: str | tuple[str, ...]):
+        self.path = path
+        self.prefix = tuple(p.encode() for p in ((prefix,) if isinstance(prefix, str) else prefix))
         self.offset = path.stat().st_size if path.exists() else 0
         self.last_step = 0
 
