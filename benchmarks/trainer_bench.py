@@ -4,7 +4,7 @@
         [--shape single|rl]
         [--seq-len 16384] [--samples 32 --min-len 256 --max-len 4096 --prompt-len 200]
         [--steps 5] [--rank 16] [--ac | --no-ac] [--set trainer.key=value ...] [--json out.json]
-        [--variant 'LABEL:trainer.key=value,...' ...] [--no-unpacked] [--no-peer] [--model-dir DIR]
+        [--variant 'LABEL:trainer.key=value,...' ...] [--no-unpacked] [--no-sft] [--no-peer] [--model-dir DIR]
 
 The model is built from its architecture config with random weights (nothing is downloaded), wrapped
 with a LoRA adapter on every linear projection, and trained with the real training step
@@ -17,7 +17,10 @@ loss, clipping, AdamW). Shapes:
 
 In one run it times, on the same batches: ours at the default settings; for `rl`, ours without
 packing (`trainer.pack = false`: micro_batch_size samples padded to the longest, the step before
-packing; --no-unpacked leaves it out); each --variant, ours with those overrides (e.g.
+packing; --no-unpacked leaves it out); ours as an SFT step (`sft`: the cross-entropy of the same loss
+tokens at temperature 1, prime_lora/trainer/sft_loss.py; --no-sft leaves it out), whose gain over the RL
+step is printed as a ratio of the two steps' times (one policy stepped alternately as RL and as SFT, on
+the same batches); each --variant, ours with those overrides (e.g.
 `varlen:trainer.model.attention=varlen`, `eager:trainer.model.compile=false`); and a plain
 transformers + peft step (the full logits in the model's dtype, log_softmax,
 the same loss; HF gradient checkpointing when --ac), the same-run peer. tokens/s counts real tokens
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -125,8 +129,12 @@ def synthetic_sample(seq_len: int, vocab: int, generator: Any, prompt_len: int =
 
     ids = torch.randint(0, vocab, (seq_len,), generator=generator).tolist()
     mask = [0] * prompt_len + [1] * (seq_len - prompt_len)
+    # a random model's log-prob of a random token is near -log(vocab): the importance ratios stay within the
+    # band, so the RL step trains on its tokens (a fixed -11.9, Qwen3's log(151936), masked them all on a
+    # smaller vocabulary and left the RL step with zero gradients)
+    old = -math.log(vocab)
     return {"input_ids": ids, "loss_mask": mask,
-            "inference_logprobs": [0.0 if not m or i == 0 else -11.9 for i, m in enumerate(mask)], "advantage": 1.0}
+            "inference_logprobs": [0.0 if not m or i == 0 else old for i, m in enumerate(mask)], "advantage": 1.0}
 
 
 def make_batches(args: argparse.Namespace, vocab: int) -> list[list[dict]]:
@@ -143,7 +151,11 @@ def make_batches(args: argparse.Namespace, vocab: int) -> list[list[dict]]:
     return batches
 
 
-def bench_config(args: argparse.Namespace, overrides: dict[str, Any]) -> Any:
+SFT_VARIANT = "ours, sft"
+SFT_DATA = {"type": "dataset_sft", "dataset": {"source": [{"dataset": "bench.jsonl"}]}}  # never read: batches are given
+
+
+def bench_config(args: argparse.Namespace, overrides: dict[str, Any], sft: bool = False) -> Any:
     from prime_cli.train.config import RLConfig
     from prime_cli.train.overrides import apply_overrides
 
@@ -151,7 +163,7 @@ def bench_config(args: argparse.Namespace, overrides: dict[str, Any]) -> Any:
             "inference": {"model": {"max_model_len": args.seq_len}},
             "trainer": {"model": {"lora": {"rank": args.rank, "alpha": 2 * args.rank},
                                   "ac": {"freq": 1} if args.ac else None}},
-            "orchestrator": {"batch_size": 8, "env": [{"id": "bench"}]}}
+            "orchestrator": {"batch_size": 8, "env": [{"id": "bench"}], **({"algo": SFT_DATA} if sft else {})}}
     apply_overrides(data, [f"{k}={v}" for k, v in {**args.set, **overrides}.items()])
     return RLConfig.model_validate(data)
 
@@ -175,18 +187,59 @@ def time_steps(step: Any, batches: list[list[dict]], device: Any) -> float:
 
 def ours(args: argparse.Namespace, folder: Path, overrides: dict[str, Any], device: Any) -> Any:
     """The prime-lora training step, as `prime train` runs it."""
+    config = bench_config(args, overrides)
+    model, step = policy_steps(args, folder, config, device)
+    return model, lambda batch: step(batch, config)
+
+
+def policy_steps(args: argparse.Namespace, folder: Path, config: Any, device: Any) -> Any:
+    """(the policy, step(batch, config): one training step of it under `config`)."""
     from prime_lora.trainer.model import build_policy, pick_dtype, trainable_parameters
     from prime_lora.trainer.optim import build_optimizer, build_scheduler
     from prime_lora.trainer.step import train_step
 
-    config = bench_config(args, overrides)
     dtype = pick_dtype(config, device)
     base = random_base(args.model, device, dtype) if is_moe(args.model) else None
     model = build_policy(config, str(folder), device, dtype, base=base)
     params = trainable_parameters(model)
     optimizer = build_optimizer(params, config)
     scheduler = build_scheduler(optimizer, config)
-    return model, lambda batch: train_step(model, optimizer, scheduler, params, batch, config, device, pad_id=0)
+    return model, lambda batch, config: train_step(model, optimizer, scheduler, params, batch, config, device, pad_id=0)
+
+
+def measure_sft(args: argparse.Namespace, folder: Path, batches: list[list[dict]], device: Any) -> tuple[dict, dict]:
+    """The SFT step against the RL step on one policy: each batch runs both, in alternating order, so that a
+    shared machine's load changes weigh on both alike. Returns the SFT row and the pair's figures: the median
+    of each pair's RL time / SFT time (> 1: SFT is faster)."""
+    import gc
+
+    import torch
+
+    rl_config, sft_config = bench_config(args, {}), bench_config(args, {}, sft=True)
+    assert sft_config.is_sft and not rl_config.is_sft
+    model, step = policy_steps(args, folder, rl_config, device)
+    times: dict[str, list[float]] = {"rl": [], "sft": []}
+    for index, batch in enumerate(batches):  # the first pair warms up
+        for kind in ("rl", "sft") if index % 2 else ("sft", "rl"):
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            started = time.perf_counter()
+            step(batch, sft_config if kind == "sft" else rl_config)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            if index:
+                times[kind].append(time.perf_counter() - started)
+    del model, step
+    gc.collect()
+    seconds = statistics.median(times["sft"])
+    real_tokens = statistics.fmean(sum(len(s["input_ids"]) for s in batch) for batch in batches[1:])
+    row = {"variant": SFT_VARIANT, "step_s": seconds, "tokens_per_s": real_tokens / seconds,
+           "tokens_per_step": real_tokens}
+    ratio = statistics.median(r / s for r, s in zip(times["rl"], times["sft"], strict=True))
+    print(f"  {SFT_VARIANT}: {row['tokens_per_s']:,.0f} tokens/s, {seconds:.2f} s/step; RL step / SFT step "
+          f"{ratio:.3f} (median of {len(times['sft'])} pairs)", file=sys.stderr, flush=True)
+    return row, {"sft_speedup_over_rl": ratio, "sft_pairs": len(times["sft"]),
+                 "rl_step_s_paired": statistics.median(times["rl"])}
 
 
 def hf_peft(args: argparse.Namespace, folder: Path, device: Any) -> Any:
@@ -294,6 +347,8 @@ def main() -> None:
                         help="also time ours with these overrides, e.g. varlen:trainer.model.attention=varlen")
     parser.add_argument("--unpacked", action=argparse.BooleanOptionalAction, default=True,
                         help="rl: also time ours without packing")
+    parser.add_argument("--sft", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time ours as an SFT step on the same samples")
     parser.add_argument("--model-dir", type=Path, help="keep the random-weight model here and reuse it")
     parser.add_argument("--peak-tflops", type=float, default=989.0)
     parser.add_argument("--json", type=Path)
@@ -322,11 +377,14 @@ def main() -> None:
         if args.peer:
             variants.append(("transformers + peft", lambda: hf_peft(args, folder, device)))
         results = [measure(name, build, args, batches, device) for name, build in variants]
+        sft_row, sft_figures = measure_sft(args, folder, batches, device) if args.sft else (None, {})
+        if sft_row is not None:
+            results.insert(1, sft_row)
     report = {"model": args.model, "shape": args.shape, "device": torch.cuda.get_device_name() if device.type == "cuda"
               else "cpu", "seq_len": args.seq_len, "lora_rank": args.rank, "ac": args.ac, "overrides": args.set,
               **({"samples": args.samples, "min_len": args.min_len, "max_len": args.max_len,
                   "prompt_len": args.prompt_len} if args.shape == "rl" else {}),
-              **{k: v for k, v in results[0].items() if k != "variant"}, "variants": results}
+              **{k: v for k, v in results[0].items() if k != "variant"}, "variants": results, **sft_figures}
     print(json.dumps(report))
     print_table(report)
     if args.json:
@@ -345,6 +403,12 @@ def print_table(report: dict) -> None:
         extra += f"  peak {row['peak_memory_gib']:.1f} GiB" if "peak_memory_gib" in row else ""
         print(f"  {row['variant']:<22} {row['tokens_per_s']:>10,.0f} tokens/s  {row['step_s']:7.2f} s/step"
               f"  ours / this = {base / row['tokens_per_s']:.2f}x{extra}")
+    if "sft_speedup_over_rl" in report:
+        # our RL step reads the old log-probs vLLM returned (no forward of its own for them), so what SFT saves
+        # is the importance ratio, its band mask and the mismatch KL on the loss tokens (and a sampler transform)
+        print(f"  SFT step vs RL step on one policy, alternating: RL time / SFT time = "
+              f"{report['sft_speedup_over_rl']:.3f} (median of {report['sft_pairs']} pairs; SFT computes no importance "
+              "ratio, band mask or mismatch KL, and neither step runs a forward for old log-probs)")
     print(f"  {REFERENCE.get(report['model'], 'prime-rl: no published figure for this model')}")
 
 
