@@ -99,3 +99,24 @@ def test_a_rank_mismatch_is_refused_in_one_line_before_the_trainer_and_by_it(mod
                     "trainer.model.lora.rank = 4 to match the adapter")
     with pytest.raises(ValueError, match=r"28 weights have another shape than the policy.s .*: \(4, 64\) in the adapter, \(8, 64\) here"):
         build_policy(config, model_path, CPU, torch.float32)
+
+
+def test_a_mixture_of_experts_adapter_loads_its_expert_weights(tmp_path):
+    from lora_tiny import tiny_moe_model
+
+    from prime_lora.trainer.warm_start import load_initial_adapter
+
+    moe = tiny_moe_model(tmp_path / "moe")
+    config = tiny_config(tmp_path / "first", **LORA)
+    first = build_policy(config, moe, CPU, torch.float32)
+    with torch.no_grad():
+        for name, p in first.named_parameters():
+            if "lora_" in name:
+                p.normal_(0, 0.2, generator=torch.Generator().manual_seed(len(name)))
+    folder = save_weights(first, tmp_path / "first", 1)
+    assert (folder / "vllm" / "adapter_model.safetensors").is_file()  # what vLLM serves from step 0
+    second = build_policy(config, moe, CPU, torch.float32)
+    before = logprobs(second)
+    assert load_initial_adapter(second, folder) == len(load_file(str(folder / "adapter_model.safetensors")))
+    assert any("experts" in key for key in load_file(str(folder / "adapter_model.safetensors")))
+    assert torch.equal(logprobs(second), logprobs(first)) and not torch.equal(before, logprobs(first))
