@@ -128,7 +128,8 @@ def print_plan() -> None:
 
 
 def bench_args(model: str, shape: list[str], steps: int, peer: bool) -> list[str]:
-    return ["--model", model, *shape, "--steps", str(steps), *([] if peer else ["--no-peer"])]
+    # the first bench (with the peer) also times the SFT step against the RL step; the others skip both
+    return ["--model", model, *shape, "--steps", str(steps), *([] if peer else ["--no-peer", "--no-sft"])]
 
 
 def project_env(check: Check) -> dict[str, str]:
