@@ -34,7 +34,7 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
   tokenizes them.
 - Teachers (issue 42): `TEACHER_ADAPTER_NAME`, the name the run's vLLM serves a teacher adapter under
   (`read_adapter` gives its rank); `served_model_cards`, a server's /v1/models entries (vLLM's list the
-  context length).
+  context length); `rollout_row` makes a teacher's rollout a `Conversation` (`RowProblem` when it cannot be one).
 - Terminal output: `visible(text)` writes the control characters of a model's or an environment's words
   (an error a part reports, an error kind) as escapes, as every prime command shows them.
 """
@@ -77,6 +77,7 @@ from .models import TrainingWeights, training_weights
 from .resume_check import ResumeConfigError, check_resume
 from .samples import TrainingRunLayout, TrainingSample
 from .sft_data import Conversation, SourceRows, TrainConfigError, describe_bad, read_source
+from .sft_rows import RowProblem, rollout_row
 
 
 async def evaluate_policy(*args, **kwargs):
@@ -97,6 +98,6 @@ __all__ = [
     # SFT data (issue 42)
     "Conversation", "SourceRows", "TrainConfigError", "describe_bad", "read_source",
     # teachers (issue 42)
-    "TEACHER_ADAPTER_NAME", "read_adapter", "served_model_cards",
+    "RowProblem", "TEACHER_ADAPTER_NAME", "read_adapter", "rollout_row", "served_model_cards",
     "VLLM_ADAPTER_SUBDIR", "visible", "vllm_adapter_path", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
 ]
