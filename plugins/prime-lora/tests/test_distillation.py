@@ -136,7 +136,7 @@ def test_token_advantages_join_the_group_advantage_and_the_teachers_log_ratio():
     assert teacher_kl([SAMPLE]) is None
 
 
-def test_teacher_endpoint_is_its_own_server_or_the_runs_vllm():
+def test_teacher_endpoint_is_its_own_server_or_the_runs_vllm(monkeypatch):
     own = config()
     assert teacher_endpoint(own.orchestrator.teacher_model, own, "http://run/v1") == TeacherEndpoint(
         "http://teacher.invalid/v1", "big")
@@ -144,6 +144,14 @@ def test_teacher_endpoint_is_its_own_server_or_the_runs_vllm():
         "env": [{"id": "tiny"}], "teacher_model": {"adapter": "weights/step_20"}}})
     assert teacher_endpoint(adapter.orchestrator.teacher_model, adapter, "http://run/v1") == TeacherEndpoint(
         "http://run/v1", "teacher")
+    # the run's own model, named as the config names it: the name its vLLM serves it under
+    from prime_lora.orchestrator import teacher as teacher_module
+
+    monkeypatch.setattr(teacher_module, "training_weights", lambda name: type("W", (), {"served_name": f"served-{name}"}))
+    base = RLConfig.model_validate({"trainer": {"loss": {"teacher_tau": 1.0}}, "orchestrator": {
+        "env": [{"id": "tiny"}], "teacher_model": {"model": {"name": "local"}}}})
+    assert teacher_endpoint(base.orchestrator.teacher_model, base, "http://run/v1") == TeacherEndpoint(
+        "http://run/v1", "served-local")
 
 
 def draws(env) -> EnvSampler:
