@@ -32,6 +32,9 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 - SFT data: `read_source(source, base)` reads one [[data.source]] into `Conversation`s (`SourceRows`, with its
   bad rows by reason; `describe_bad` says them in one line; `TrainConfigError`, a source that cannot be read); the orchestrator
   tokenizes them.
+- Teachers (issue 42): `TEACHER_ADAPTER_NAME`, the name the run's vLLM serves a teacher adapter under
+  (`read_adapter` gives its rank); `served_model_cards`, a server's /v1/models entries (vLLM's list the
+  context length); `rollout_row` makes a teacher's rollout a `Conversation` (`RowProblem` when it cannot be one).
 - Terminal output: `visible(text)` writes the control characters of a model's or an environment's words
   (an error a part reports, an error kind) as escapes, as every prime command shows them.
 """
@@ -53,12 +56,18 @@ from prime_cli.runs.training_folder import (
 )
 from prime_cli.runs.visible import visible
 from prime_cli.serve.errors import ServeError
-from prime_cli.serve.lora_runtime import AdapterLoadError, load_adapter, server_root
-from prime_cli.serve.model_dir import VLLM_ADAPTER_SUBDIR, vllm_adapter_path
+from prime_cli.serve.lora_runtime import (
+    AdapterLoadError,
+    load_adapter,
+    served_model_cards,
+    server_root,
+)
+from prime_cli.serve.model_dir import VLLM_ADAPTER_SUBDIR, read_adapter, vllm_adapter_path
 from prime_cli.serve.process import ManagedProcess
 from prime_cli.serve.server import ServerOptions, VllmServer, free_port, port_in_use, served_models
 
 from .config import BufferConfig, LossConfig, RLConfig
+from .config_sft import TEACHER_ADAPTER_NAME
 from .contract import API_VERSION, TrainerPlugin
 from .env_file import env_file_values
 from .initial_adapter import adapter_path, check_initial_adapter
@@ -68,6 +77,7 @@ from .models import TrainingWeights, training_weights
 from .resume_check import ResumeConfigError, check_resume
 from .samples import TrainingRunLayout, TrainingSample
 from .sft_data import Conversation, SourceRows, TrainConfigError, describe_bad, read_source
+from .sft_rows import RowProblem, rollout_row
 
 
 async def evaluate_policy(*args, **kwargs):
@@ -87,5 +97,7 @@ __all__ = [
     "model_config", "model_folder", "moe_shape", "port_in_use", "read_evals", "read_manifest", "resolve_lora_targets", "served_models", "server_root", "steps_in", "training_weights",
     # SFT data (issue 42)
     "Conversation", "SourceRows", "TrainConfigError", "describe_bad", "read_source",
+    # teachers (issue 42)
+    "RowProblem", "TEACHER_ADAPTER_NAME", "read_adapter", "rollout_row", "served_model_cards",
     "VLLM_ADAPTER_SUBDIR", "visible", "vllm_adapter_path", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
 ]

@@ -9,7 +9,9 @@ and /v1/unload_lora_adapter add and remove adapters (`server.adapters`: name -> 
 read), which /v1/models then lists (with `parent`) and chat requests may name; `lora_loads` limits
 how many loads succeed (later ones get vLLM's 404 of a server without runtime loading). Every request is recorded in `server.requests` as
 {"method", "path", "headers" (lower-case names), "json"}. A generation request with `"stream": true`
-gets the same reply as server-sent events (`sse_events`). Standalone, for benchmarks:
+gets the same reply as server-sent events (`sse_events`). A completion request whose prompt is token ids
+with `prompt_logprobs` gets vLLM's `prompt_logprobs` (None, then per position {"<token id>": {"logprob"...}})
+from `prompt_logprob(ids, position)` (default: `scripted_prompt_logprob`). Standalone, for benchmarks:
 
     python -m tests.support.scripted_server --port 8765 [--fault-rate 0.1 --seed 0 --token-ids]
 """
@@ -61,6 +63,11 @@ def default_reply(request: dict[str, Any]) -> str:
     else:
         text = str(request.get("prompt") or "")
     return f"<reversed_text>{text[::-1]}</reversed_text>"
+
+
+def scripted_prompt_logprob(ids: list[int], position: int) -> float:
+    """A deterministic log-prob of ids[position] after ids[:position]."""
+    return -((ids[position] * 31 + position) % 1000 + 1) / 1000.0
 
 
 def usage(prompt: list[str], completion: list[str]) -> dict[str, int]:
@@ -142,8 +149,10 @@ class ScriptedOpenAIServer:
                  api_key: str | None = None, token_ids: bool = False, faults: Iterable[str] | None = None,
                  fault_rate: float = 0.0, fault_kinds: Iterable[str] = RANDOM_FAULT_KINDS, seed: int = 0,
                  retry_after: float | str | None = 0, timeout_delay: float = 2.0, slow_delay: float = 0.2,
-                 delay: float = 0.0, host: str = "127.0.0.1", port: int = 0, lora_loads: int | None = None) -> None:
+                 delay: float = 0.0, host: str = "127.0.0.1", port: int = 0, lora_loads: int | None = None,
+                 prompt_logprob: Callable[[list[int], int], float] = scripted_prompt_logprob) -> None:
         self.reply, self.api_key, self.token_ids = reply or default_reply, api_key, token_ids
+        self.prompt_logprob = prompt_logprob
         self.models = list(models) if models is not None else None
         self.fault_kinds, faults = list(fault_kinds), None if faults is None else list(faults)
         for name in [*(faults or []), *self.fault_kinds]:
@@ -368,6 +377,11 @@ class ScriptedOpenAIServer:
         if self.token_ids:
             choice["prompt_token_ids"] = [token_id(w) for w in prompt]
             choice["token_ids"] = [token_id(w) for w in completion]
+        ids = body.get("prompt")
+        if body.get("prompt_logprobs") is not None and isinstance(ids, list) and all(isinstance(t, int) for t in ids):
+            choice["prompt_logprobs"] = [None] + [
+                {str(ids[i]): {"logprob": self.prompt_logprob(ids, i), "rank": 1, "decoded_token": ""}}
+                for i in range(1, len(ids))]
         return {"id": f"cmpl-{next(self._ids)}", "object": "text_completion", "created": int(time.time()),
                 "model": body.get("model"), "choices": [choice], "usage": usage(prompt, completion)}
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from prime_cli.train.plugin_api import (
+    TEACHER_ADAPTER_NAME,
     RLConfig,
     ServerOptions,
     VllmServer,
     free_port,
     model_config,
     port_in_use,
+    read_adapter,
     resolve_lora_targets,
 )
 
@@ -34,12 +36,24 @@ class InferenceServer(VllmServer):
         return command, {**part_env(self.gpu_ids, env, cpus=cpu_split()[0], part="inference"), **self.extra_env}
 
 
+def teacher_adapter(config: RLConfig) -> Path | None:
+    """The adapter a teacher ([orchestrator.teacher_model] or [orchestrator.teacher_rollout_model]) names, which
+    the run's vLLM serves beside the policy under the name "teacher"."""
+    orch = config.orchestrator
+    teacher = orch.teacher_model or orch.teacher_rollout_model
+    return Path(teacher.adapter).expanduser().resolve() if teacher is not None and teacher.adapter else None
+
+
 def inference_options(config: RLConfig, model_path: str, served_name: str) -> ServerOptions:
     inference = config.inference
     lora = config.trainer.model.lora
     # an MoE model's fused gate_up adapters have rank 2r (prime_cli/train/lora_targets.py)
     targets = resolve_lora_targets(list(lora.target_modules), lora.rank, lora.alpha, model_config(model_path))
     rank = inference.max_lora_rank or targets.max_rank(lora.rank)
+    teacher = teacher_adapter(config)
+    loras = {TEACHER_ADAPTER_NAME: teacher} if teacher is not None else {}
+    if teacher is not None and inference.max_lora_rank is None:  # one --max-lora-rank holds both adapters
+        rank = max(rank, read_adapter(teacher).rank)
     # processed_logprobs: log-probs after penalty, temperature and truncation, as the trainer computes them
     # (trainer/sampling.py). `--generation-config vllm`: no sampling defaults from the model's
     # generation_config.json (the orchestrator also sends every value explicitly, orchestrator/loop.py)
@@ -60,6 +74,8 @@ def inference_options(config: RLConfig, model_path: str, served_name: str) -> Se
     port = inference.port if not port_in_use(inference.host, inference.port) else free_port(inference.host)
     return ServerOptions(
         model_path=Path(model_path), served_names=[served_name], host=inference.host, port=port,
-        enable_lora=True, max_lora_rank=next((r for r in VLLM_LORA_RANKS if r >= rank), rank), max_loras=1,
+        # the teacher adapter and the policy in the same batches: two LoRA slots
+        enable_lora=True, max_lora_rank=next((r for r in VLLM_LORA_RANKS if r >= rank), rank), max_loras=1 + len(loras),
+        loras=loras,
         max_model_len=inference.model.max_model_len, gpu_memory_utilization=inference.gpu_memory_utilization,
         kv_cache_gib=inference.kv_cache_gib, extra_args=extra + list(inference.vllm_args))

@@ -6,7 +6,9 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from prime_cli.train.plugin_api import BufferConfig, TrainingSample
+from prime_cli.train.plugin_api import BufferConfig, LossConfig, TrainingSample
+
+from .teacher import teacher_kl, token_advantages
 
 
 @dataclass
@@ -56,14 +58,18 @@ def difficulty(group: Group, buffer: BufferConfig) -> str:
     return "normal"
 
 
-def group_samples(group: Group) -> list[TrainingSample]:
+def group_samples(group: Group, loss: LossConfig | None = None) -> list[TrainingSample]:
     """The group's samples with advantage = reward - group mean (a rollout the policy errored in counts
-    in the mean and has no samples)."""
+    in the mean and has no samples); with `loss` of a distillation run (teacher_tau > 0), the samples the
+    teacher scored get their token_advantages too."""
     out = []
     for reward, samples in zip(group.rewards, group.samples, strict=True):
         for sample in samples:
-            out.append({**sample, "advantage": reward - group.mean, "reward": reward, "env": group.env,
-                        "example_id": group.example_id, "policy_step": group.policy_step})
+            each = {**sample, "advantage": reward - group.mean, "reward": reward, "env": group.env,
+                    "example_id": group.example_id, "policy_step": group.policy_step}
+            if loss is not None and loss.teacher_tau > 0 and "teacher_logprobs" in each:
+                each["token_advantages"] = token_advantages(each, each["advantage"], loss.adv_tau, loss.teacher_tau)
+            out.append(each)
     return out
 
 
@@ -139,4 +145,5 @@ class BatchStats:
             "dropped_rollouts": sum(g.dropped_rollouts for g in self.all_groups),
             "policy_error_rollouts": sum(g.policy_errors for g in self.all_groups),
             **error_rates(self.all_groups),
+            **({} if (kl := teacher_kl(samples)) is None else {"teacher_kl": kl}),
         }

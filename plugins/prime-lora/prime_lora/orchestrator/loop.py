@@ -28,6 +28,7 @@ from .buffer import SurplusGroups
 from .online_eval import OnlineEval
 from .rollout_errors import (
     ErrorLog,
+    RolloutError,
     empty_batch_fault,
     no_tokens_error,
     rate_fault,
@@ -37,6 +38,7 @@ from .rollout_errors import (
 from .sampler import EnvRows, EnvSampler
 from .samples import NoTokens, policy_error_types, rollout_samples
 from .servers import InferencePool, InferenceServerHandle, ServerDown
+from .teacher import TEACHER_ERROR_KIND, TeacherClient, TeacherError, teacher_endpoint
 from .weights import PolicyWeights
 
 FATAL_ERROR_TYPES = {"FatalEndpointError"}
@@ -89,15 +91,18 @@ def sampling_args(config: RLConfig) -> dict[str, Any]:
 
 
 async def sample_group(entry: EnvRows, row: dict[str, Any], client: Any, config: RLConfig,
-                       policy_step: int = 0, errors: ErrorLog | None = None) -> Group:
+                       policy_step: int = 0, errors: ErrorLog | None = None, teacher: TeacherClient | None = None) -> Group:
     """The example's group of rollouts: rewards and samples of the rollouts that count (see
-    rollout_errors for which leave the group), each error counted by kind and logged once."""
+    rollout_errors for which leave the group), each error counted by kind and logged once. With a
+    teacher (on-policy distillation) the kept rollouts' samples get its log-probs; a rollout the teacher
+    could not score is an errored rollout (TeacherError)."""
     states = await entry.env.run_group(client, config.policy_name, row, n=config.orchestrator.rollouts_per_example,
                                        sampling_args=sampling_args(config))
     group = Group(env=entry.name, example_id=row.get("example_id"), rewards=[], samples=[], policy_step=policy_step,
                   rollouts=len(states))
     policy_errors = policy_error_types(entry.env)
     log = errors if errors is not None else ErrorLog()
+    outcomes: list[tuple[dict[str, Any], RolloutError | None, list[TrainingSample]]] = []
     for state in states:
         error = state.get("error") or {}
         if error.get("type") in FATAL_ERROR_TYPES:
@@ -120,6 +125,10 @@ async def sample_group(entry: EnvRows, row: dict[str, Any], client: Any, config:
             failure = reward_failures[0] if reward_failures else None
         else:
             log.add(failure)
+        outcomes.append((state, failure, samples))
+    if teacher is not None:
+        outcomes = await gather_or_cancel(*(teacher_scored(teacher, outcome, log) for outcome in outcomes))
+    for state, failure, samples in outcomes:
         if failure is not None:
             group.errors[failure.kind] = group.errors.get(failure.kind, 0) + 1
         if failure is not None and failure.policy:  # reward 0 in the baseline, nothing to train
@@ -136,17 +145,32 @@ async def sample_group(entry: EnvRows, row: dict[str, Any], client: Any, config:
     return group
 
 
+async def teacher_scored(teacher: TeacherClient, outcome: tuple[dict[str, Any], RolloutError | None,
+                                                                  list[TrainingSample]],
+                         log: ErrorLog) -> tuple[dict[str, Any], RolloutError | None, list[TrainingSample]]:
+    """A kept rollout's samples with the teacher's log-probs, or the rollout errored by the teacher's failure."""
+    state, failure, samples = outcome
+    if failure is not None or not samples:
+        return outcome
+    try:
+        return state, None, [await teacher.score(sample) for sample in samples]
+    except TeacherError as exc:
+        error = RolloutError(TEACHER_ERROR_KIND, f"{TEACHER_ERROR_KIND}: {exc}")
+        log.add(error)
+        return state, error, []
+
+
 def as_pool(servers: InferencePool | Any) -> InferencePool:
     """A pool as given, or one server around a bare client."""
     return servers if isinstance(servers, InferencePool) else InferencePool.single("", servers)
 
 
 async def sample_group_on(pool: InferencePool, entry: EnvRows, row: dict[str, Any], config: RLConfig,
-                          policy_step: int, errors: ErrorLog) -> Group:
+                          policy_step: int, errors: ErrorLog, teacher: TeacherClient | None = None) -> Group:
     """sample_group on one of the pool's servers, sampled again elsewhere if that server went down."""
     async def on(server: InferenceServerHandle) -> Group:
         try:
-            return await sample_group(entry, row, server.client, config, policy_step, errors)
+            return await sample_group(entry, row, server.client, config, policy_step, errors, teacher)
         except EndpointDown as exc:
             if len(pool.servers) == 1:
                 raise
@@ -158,7 +182,7 @@ async def sample_group_on(pool: InferencePool, entry: EnvRows, row: dict[str, An
 async def collect_batch(sampler: EnvSampler, servers: InferencePool | Any, config: RLConfig,
                         buffer: SurplusGroups | None = None,
                         policy_step: int = 0, min_policy_step: int = 0, errors: ErrorLog | None = None,
-                        step: int = 0) -> BatchStats:
+                        step: int = 0, teacher: TeacherClient | None = None) -> BatchStats:
     """Groups from the surplus buffer (none sampled before min_policy_step), then rounds of (oversampled)
     groups until batch_size rollouts in kept groups. Groups with signal beyond that go to the buffer.
     Sampling stops early (stats.fault says why) once more than max_error_rate of the rollouts sampled for
@@ -181,7 +205,7 @@ async def collect_batch(sampler: EnvSampler, servers: InferencePool | Any, confi
             break
         rounds += 1
         draws = [sampler.next() for _ in range(math.ceil(orch.oversampling_factor * missing))]
-        groups = await gather_or_cancel(*(sample_group_on(pool, entry, row, config, policy_step, log)
+        groups = await gather_or_cancel(*(sample_group_on(pool, entry, row, config, policy_step, log, teacher)
                                         for entry, row in draws))
         stats.groups_sampled += len(groups)
         stats.all_groups.extend(groups)
@@ -232,14 +256,22 @@ async def run(config: RLConfig, output_dir: Path, base_urls: str | list[str], re
                        if config.orchestrator.eval is not None else None)
         servers.append(InferenceServerHandle(url, client, eval_client))
     pool = InferencePool(servers)
+    # on-policy distillation: the teacher scores on its own server, or on the first of the run's (where the
+    # launcher serves a teacher adapter beside the policy)
+    teacher = (TeacherClient(teacher_endpoint(config.orchestrator.teacher_model, config, base_urls[0]),
+                             max_concurrent=config.orchestrator.max_concurrent)
+               if config.trainer.loss.teacher_tau > 0 else None)
     try:
-        await run_steps(config, output_dir, pool, resume_step or 0)
+        await run_steps(config, output_dir, pool, resume_step or 0, teacher)
     finally:  # closed here: left to the garbage collector, they log "Event loop is closed" after the last line
         await pool.aclose()
+        if teacher is not None:
+            await teacher.aclose()
     return 0
 
 
-async def run_steps(config: RLConfig, output_dir: Path, pool: InferencePool, start: int) -> None:
+async def run_steps(config: RLConfig, output_dir: Path, pool: InferencePool, start: int,
+                    teacher: TeacherClient | None = None) -> None:
     sampler = EnvSampler(load_env_rows(config), seed=config.orchestrator_seed)
     buffer = SurplusGroups()
     if start:
@@ -261,9 +293,10 @@ async def run_steps(config: RLConfig, output_dir: Path, pool: InferencePool, sta
             online.start_if_due(weights.loaded)
         generation_started = time.perf_counter()
         errors.begin_step(step)
-        stats = await collect_batch(sampler, pool, config, buffer, weights.loaded or 0, oldest_allowed, errors, step)
+        stats = await collect_batch(sampler, pool, config, buffer, weights.loaded or 0, oldest_allowed, errors, step,
+                                    teacher)
         generation_s = time.perf_counter() - generation_started
-        samples = [s for group in stats.kept for s in group_samples(group)]
+        samples = [s for group in stats.kept for s in group_samples(group, config.trainer.loss)]
         if stats.fault:
             raise StepFault(stats.fault)
         if not samples:  # never hand the trainer an empty batch: a run that trains on nothing must not "succeed"
@@ -282,7 +315,8 @@ async def run_steps(config: RLConfig, output_dir: Path, pool: InferencePool, sta
                     {"step": step, "sampler": sampler.state(), "surplus": buffer.state()})
         errored = f", {summary['errored_rollouts']} of {summary['rollouts_sampled']} rollouts errored" \
             if summary["errored_rollouts"] else ""
-        print(f"step {step}: {len(samples)} samples, reward {summary['reward_mean']:.3f}, "
+        distilled = f", teacher KL {summary['teacher_kl']:.4f}" if "teacher_kl" in summary else ""
+        print(f"step {step}: {len(samples)} samples, reward {summary['reward_mean']:.3f}{distilled}, "
               f"{stats.groups_sampled} groups sampled ({stats.reused} reused from the last steps){errored}, "
               f"generation {generation_s:.1f}s, waited {wait_weights_s:.1f}s for weights (policy step {weights.loaded}), "
               f"total {time.perf_counter() - step_started:.1f}s", flush=True)
