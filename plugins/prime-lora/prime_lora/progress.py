@@ -117,6 +117,11 @@ def sft_step_line(row: dict[str, Any], max_steps: int) -> str:
               + (f" ({row['loss_tokens']} loss tokens)" if "loss_tokens" in row else "")]
     if "epoch" in row:
         parts.append(f"epoch {_num(row, 'epoch', '.2f')}")
+    if "teacher_kept" in row:  # a teacher's rollouts: how many passed min_reward
+        parts.append(f"kept {row['teacher_kept']}, filtered {row.get('teacher_filtered', 0)}")
+    errors = errors_part(row)
+    if errors:
+        parts.append(errors)
     parts += [f"grad {_num(row, 'grad_norm', '.3f')}",
              f"{_num(row, 'step_s', '.1f')} s (train {_num(row, 'train_s', '.1f')})",
              f"{_num(row, 'tokens_per_s', '.0f')} tok/s"]
@@ -141,6 +146,8 @@ def step_line(row: dict[str, Any], max_steps: int, orchestrator_log: str = "logs
     metric_rate = row.get("metric_error_rate")
     if isinstance(metric_rate, (int, float)) and metric_rate > 0:
         parts.append(f"metric errors {metric_rate:.0%} (not in the reward)")
+    if "teacher_kl" in row:  # on-policy distillation: mean student - teacher log-prob of the sampled tokens
+        parts.append(f"teacher kl {_num(row, 'teacher_kl', '.4f')}")
     parts.append(f"kl {_num(row, 'mismatch_kl', '.2e')}")
     parts.append(f"masked {_num(row, 'masked_fraction', '.1%')}")
     parts.append(f"grad {_num(row, 'grad_norm', '.3f')}")
@@ -201,6 +208,8 @@ def summarize(console: Any, run: Any, output_dir: Path) -> int:
         return 1
     sft = bool(rows) and all(is_sft_row(row) for row in rows)
     curve = f"loss per step: {reward_curve(rows, 'loss')}" if sft else f"reward per step: {reward_curve(rows)}"
+    if any("teacher_kl" in row for row in rows):
+        curve += f"; teacher kl per step: {reward_curve(rows, 'teacher_kl')}"
     console.print(f"[bold green]training done[/]: {len(rows)} step{'s' if len(rows) != 1 else ''} this run; {curve}")
     orch = run.config.orchestrator
     envs = orch.env or (orch.eval.env if orch.eval is not None else [])

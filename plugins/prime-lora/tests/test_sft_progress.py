@@ -39,3 +39,27 @@ def test_the_closing_lines_of_an_sft_run_show_the_loss_and_evaluate_on_its_eval_
     console = Console(record=True, width=400)
     summarize(console, SimpleNamespace(metrics=run.metrics, config=config, orchestrator=None), tmp_path)
     assert "prime eval run ENV -m trained" in console.export_text()
+
+
+def test_a_distillation_step_shows_the_teacher_kl_and_the_closing_lines_its_curve(tmp_path):
+    row = {"step": 2, "reward_mean": 0.3, "reward_std": 0.1, "effective_batch_size": 16, "teacher_kl": 0.4321,
+           "mismatch_kl": 1e-4, "masked_fraction": 0.0, "grad_norm": 0.5}
+    line = step_line(row, 20)
+    assert "teacher kl 0.4321  kl 1.00e-04" in line
+    assert "teacher kl" not in step_line({k: v for k, v in row.items() if k != "teacher_kl"}, 20)
+    config = RLConfig.model_validate({"max_steps": 2, "output_dir": str(tmp_path),
+                                      "trainer": {"loss": {"teacher_tau": 1.0}},
+                                      "orchestrator": {"env": [{"id": "reverse-text"}],
+                                                       "teacher_model": {"adapter": "sft"}}})
+    (tmp_path / "weights" / "step_2").mkdir(parents=True)
+    run = SimpleNamespace(metrics=SimpleNamespace(rows=[{**row, "teacher_kl": 0.5}, row]), config=config,
+                          orchestrator=None)
+    console = Console(record=True, width=400)
+    summarize(console, run, tmp_path)
+    assert "reward per step: 0.300 0.300; teacher kl per step: 0.500 0.432" in console.export_text()
+
+
+def test_a_teacher_rollouts_step_shows_what_was_kept():
+    row = {**SFT_ROW, "reward_mean": 0.6, "teacher_kept": 8, "teacher_filtered": 24}
+    del row["epoch"]
+    assert "teacher reward 0.600" in step_line(row, 30) and "kept 8, filtered 24" in step_line(row, 30)
