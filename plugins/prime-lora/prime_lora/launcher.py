@@ -28,7 +28,7 @@ from prime_cli.train.plugin_api import (
 )
 
 from . import run_dir
-from .devices import cpu_split, part_env
+from .devices import available_cpus, cpu_split, part_env
 from .inference import InferenceServer, inference_options
 from .liveness import ORCHESTRATOR, TRAINER, Liveness, PartGone
 from .orchestrator.rollout_errors import FAULT_EXIT_CODE
@@ -110,7 +110,7 @@ class Run:
                 training_weights(self.config.model.name)
             # the trainer loads its model while vLLM starts; the orchestrator needs vLLM up
             self.trainer.start_command(trainer_command(self.config, self.config_path, self.resume_step, self.node_rank),
-                                       {**part_env(self.config.trainer_gpu_ids, cpus=cpu_split()[1], part="trainer"),
+                                       {**part_env(self.config.trainer_gpu_ids, cpus=self.trainer_cpus(), part="trainer"),
                                         **self.extra_env},
                                        cwd=Path.cwd())
         if self.inference is not None:
@@ -119,6 +119,13 @@ class Run:
         if self.part != "trainer":
             self.orchestrator.start_command(orchestrator_command(self.config_path, urls or [], self.resume_step),
                                             {**part_env([]), **self.extra_env}, cwd=Path.cwd())
+
+    def trainer_cpus(self) -> list[int]:
+        """Without CUDA, the trainer's cores: every core when the whole run is here and starts no vLLM (SFT on
+        data, a teacher elsewhere), else the half that vLLM leaves (a part alone may share its node with vLLM)."""
+        if self.part is None and self.inference is None and not self.config.needs_inference:
+            return available_cpus()
+        return cpu_split()[1]
 
     def start_inference(self) -> None:
         from prime_cli.train.plugin_api import training_weights

@@ -63,3 +63,18 @@ def test_a_teacher_rollouts_step_shows_what_was_kept():
     row = {**SFT_ROW, "reward_mean": 0.6, "teacher_kept": 8, "teacher_filtered": 24}
     del row["epoch"]
     assert "teacher reward 0.600" in step_line(row, 30) and "kept 8, filtered 24" in step_line(row, 30)
+
+
+def test_without_vllm_the_trainer_gets_every_core(tmp_path, monkeypatch):
+    from prime_lora import devices, launcher
+
+    monkeypatch.setattr(devices, "available_cpus", lambda: [0, 1, 2, 3])
+    monkeypatch.setattr(launcher, "available_cpus", lambda: [0, 1, 2, 3])
+    monkeypatch.setattr(launcher, "cpu_split", lambda: ([0, 1], [2, 3]))
+    sft = RLConfig.model_validate({"output_dir": str(tmp_path / "sft"), "orchestrator": {
+        "algo": {"type": "dataset_sft", "dataset": {"source": [{"dataset": "rows.jsonl"}]}}}})
+    rl = RLConfig.model_validate({"output_dir": str(tmp_path / "rl"), "orchestrator": {"env": [{"id": "reverse-text"}]}})
+    console = Console()
+    assert launcher.Run(sft, tmp_path / "sft", None, console).trainer_cpus() == [0, 1, 2, 3]
+    assert launcher.Run(rl, tmp_path / "rl", None, console).trainer_cpus() == [2, 3]  # vLLM takes the others
+    assert launcher.Run(sft, tmp_path / "sft", None, console, part="trainer").trainer_cpus() == [2, 3]
