@@ -31,11 +31,26 @@ def _per_adapter_matmul(inputs, weights, indices, dtype):
     first, last = int(indices.min()), int(indices.max())  # cheaper than torch.unique for the common case
     if first == last:
         return inputs @ weights[first].to(dtype=dtype).T
+    if indices.numel() != inputs.shape[0]:
+        return _logits_rows_per_request(inputs, weights, indices)
     out = inputs.new_empty((inputs.shape[0], weights.shape[1]))
     for index in torch.unique(indices).tolist():
         rows = indices == index
         out[rows] = inputs[rows] @ weights[index].to(dtype=dtype).T
     return out
+
+
+def _logits_rows_per_request(inputs, weights, indices):
+    """vLLM's LoRA on the logits when prompt log-probs are asked for: it passes one adapter index per request but
+    one row per prompt token, so rows cannot be matched to adapters (vLLM's own CPU path fails on it too). Adapters
+    without an lm_head LoRA (every adapter prime trains) have zero weights in these slots and add exactly 0, so a
+    batch mixing them (a distillation teacher's scoring beside the policy's sampling) is answered with zeros."""
+    import torch
+
+    if all(not bool(weights[index].any()) for index in torch.unique(indices).tolist()):
+        return inputs.new_zeros((inputs.shape[0], weights.shape[1]))
+    raise RuntimeError("prompt log-probs with several LoRA adapters of the lm_head in one batch: vLLM gives one "
+                       "adapter index per request, not per prompt token; score them in separate batches")
 
 
 def bgmv_expand(inputs, lora_b_weights, output_tensor, lora_indices_tensor, add_inputs=True):

@@ -53,3 +53,23 @@ def test_install_replaces_the_ops_vllm_calls(monkeypatch):
     got = torch.zeros(4, 8)
     original.sgmv_shrink(x, a, got, None, torch.tensor([4]), torch.tensor([0]), 1, 4, 4, 1.0)
     assert torch.allclose(got, x @ a[0, 0].T, atol=1e-5)
+
+
+def test_prompt_logprobs_of_requests_on_two_adapters_without_an_lm_head_lora():
+    """vLLM's logits LoRA with prompt_logprobs: one index per request (here 3, two adapters) but one row per prompt
+    token (10). vLLM's own op fails on it; adapters without lm_head weights add exactly 0, so the fast path answers
+    zeros, and refuses (one clear error) when an adapter in the batch does have lm_head weights."""
+    rank, hidden, vocab = 8, 24, 40
+    a, b = torch.zeros(3, 1, rank, hidden), torch.zeros(3, 1, vocab, rank)
+    x, idx = torch.randn(10, hidden), torch.tensor([0, 1, 0])
+    with pytest.raises(Exception):
+        original.bgmv_shrink(x, a, torch.zeros(10, rank), idx, 1.0)
+    buffer = torch.full((10, rank), 7.0)
+    fast.bgmv_shrink(x, a, buffer, idx, 1.0)
+    logits = torch.randn(10, vocab)
+    before = logits.clone()
+    fast.bgmv_expand(buffer, b, logits, idx, True)
+    assert torch.equal(buffer, torch.zeros(10, rank)) and torch.equal(logits, before)
+    a[1] = 1.0
+    with pytest.raises(RuntimeError, match="one adapter index per request"):
+        fast.bgmv_shrink(x, a, buffer, idx, 1.0)
