@@ -140,3 +140,26 @@ def test_online_evals_load_each_due_adapter_into_the_runs_server_as_in_rl(tmp_pa
     assert [line["eval/tiny/reward/mean"] for line in lines] == pytest.approx([0.0, 0.2, 0.3])
     assert loaded == [0, 2, 3]
     assert len((out / "rollouts" / "step_3" / "batch.jsonl").read_text().splitlines()) == 2
+
+
+def test_the_orchestrator_needs_a_base_url_only_when_it_samples_or_evaluates(tmp_path, monkeypatch, capsys):
+    from prime_lora.orchestrator.__main__ import main
+
+    monkeypatch.setattr(sft_loop, "load_tokenizer", lambda config: tiny_tokenizer())
+    monkeypatch.chdir(tmp_path)
+    write_rows(tmp_path / "rows.jsonl", [{"messages": CHAT}] * 2)
+    config = sft_config(tmp_path, "rows.jsonl", max_async_level=5)
+    path = tmp_path / "out" / "config.json"  # the orchestrator's output_dir is its config's folder
+    (tmp_path / "out" / "weights" / "step_0").mkdir(parents=True)  # the trainer's untrained adapter
+    path.write_text(config.model_dump_json())
+    assert main(["--config", str(path)]) == 0
+    assert len(list((tmp_path / "out" / "rollouts").iterdir())) == 3
+    rl = RLConfig.model_validate({"orchestrator": {"batch_size": 4, "rollouts_per_example": 2,
+                                                   "env": [{"id": "reverse-text"}]}})
+    path.write_text(rl.model_dump_json())
+    with pytest.raises(SystemExit) as usage:
+        main(["--config", str(path)])
+    assert usage.value.code == 2 and "--base-url is required" in capsys.readouterr().err
+    path.write_text(sft_config(tmp_path, "gone.jsonl").model_dump_json())
+    assert main(["--config", str(path)]) == 3
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("fatal: data.source dataset 'gone.jsonl'")
