@@ -110,7 +110,8 @@ def test_no_usable_row_stops_in_one_line_naming_the_reasons(tmp_path, monkeypatc
     config.__dict__["seq_len"] = 16  # the one good row is longer
     with pytest.raises(StepFault) as stop:
         asyncio.run(sft_loop.sft_steps(config, Path(config.output_dir), None, 0, tmp_path))
-    assert str(stop.value).startswith("no usable SFT rows in rows.jsonl (3 rows skipped: 1 longer than seq_len")
+    assert str(stop.value).startswith("no usable SFT rows in rows.jsonl (3 rows skipped: 1 longer than seq_len 16 "
+                                      "(up to 24 tokens)")
     assert "1 missing column messages" in str(stop.value) and "1 no assistant turn" in str(stop.value)
 
 

@@ -75,8 +75,9 @@ def test_too_long_no_assistant_and_a_rewriting_template_are_bad_rows(smollm):
     conv = Conversation(MULTI_TURN, None, "x")
     length = len(conversation_sample(smollm, conv, 512)["input_ids"])
     assert len(conversation_sample(smollm, conv, length)["input_ids"]) == length
-    with pytest.raises(BadRow, match=rf"^longer than seq_len \({length} tokens\)$"):
+    with pytest.raises(BadRow, match=rf"^longer than seq_len \({length} tokens\)$") as too_long:
         conversation_sample(smollm, conv, length - 1)
+    assert too_long.value.tokens == length
     with pytest.raises(BadRow, match="^no assistant turn$"):
         conversation_sample(smollm, Conversation(MULTI_TURN[:2], None, "x"), 512)
     with pytest.raises(BadRow, match="^the chat template re-renders earlier turns$"):

@@ -43,12 +43,17 @@ def tokenize_sources(config: RLConfig, tokenizer: Any, base: Path) -> tuple[list
     for source in config.orchestrator.algo.dataset.source:
         rows = read_source(source, base)
         bad = dict(rows.bad)
-        samples = []
+        samples, longest = [], 0
         for conversation in rows.conversations:
             try:
                 samples.append(conversation_sample(tokenizer, conversation, config.seq_len, env=f"sft:{source.dataset}"))
             except BadRow as problem:
-                bad[problem.reason] = bad.get(problem.reason, 0) + 1
+                # rows longer than seq_len are counted together; the longest says how far seq_len would have to go
+                reason = problem.reason if problem.tokens is None else "too long"
+                bad[reason] = bad.get(reason, 0) + 1
+                longest = max(longest, problem.tokens or 0)
+        if "too long" in bad:
+            bad[f"longer than seq_len {config.seq_len} (up to {longest} tokens)"] = bad.pop("too long")
         skipped = describe_bad(bad)
         print(f"data: {len(samples)} rows from {rows.description}" + (f" ({skipped})" if skipped else ""), flush=True)
         for reason, count in bad.items():
@@ -58,7 +63,7 @@ def tokenize_sources(config: RLConfig, tokenizer: Any, base: Path) -> tuple[list
     if empty:
         raise StepFault(f"no usable SFT rows in {', '.join(empty)}"
                         + (f" ({describe_bad(bad_total)})" if bad_total else "")
-                        + f"; fix the data or the config (seq_len is {config.seq_len})")
+                        + "; fix the data or the config")
     return sources, bad_total
 
 

@@ -17,7 +17,12 @@ from prime_cli.train.plugin_api import Conversation, TrainingSample
 
 
 class BadRow(Exception):
-    """A conversation that cannot be trained on: the reason it is counted under."""
+    """A conversation that cannot be trained on: the reason it is counted under; `tokens`, the row's length when
+    it was longer than seq_len (a caller may count those rows together)."""
+
+    def __init__(self, reason: str, tokens: int | None = None):
+        super().__init__(reason)
+        self.tokens = tokens
 
     @property
     def reason(self) -> str:
@@ -51,7 +56,7 @@ def conversation_sample(tokenizer: Any, conv: Conversation, seq_len: int, env: s
     messages = messages[: turns[-1] + 1]  # later messages train nothing
     full = _render(tokenizer, messages, conv.tools, False)
     if len(full) > seq_len:
-        raise BadRow(f"longer than seq_len ({len(full)} tokens)")
+        raise BadRow(f"longer than seq_len ({len(full)} tokens)", len(full))
     ends = {tokenizer.eos_token_id} - {None}  # the end-of-turn token: the last one of a turn is trained
     mask = [0] * len(full)
     for i in turns:
