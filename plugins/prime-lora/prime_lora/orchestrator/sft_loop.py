@@ -85,7 +85,7 @@ def eval_pool(config: RLConfig, base_urls: list[str]) -> InferencePool:
     for index, url in enumerate(base_urls):
         spec = EndpointSpec(f"policy-{index}", config.policy_name, url, None)
         client = OpenAIChatClient(spec, max_concurrent=config.orchestrator.max_concurrent)
-        servers.append(InferenceServerHandle(url, client, client))
+        servers.append(InferenceServerHandle(url, None, client))  # nothing is sampled for training
     return InferencePool(servers)
 
 
