@@ -82,12 +82,16 @@ def check_model(config: RLConfig, dry_run: bool) -> list[str]:
 def check_data_sources(config: RLConfig, dry_run: bool) -> list[str]:
     """Every [[data.source]] names data this machine has, in a format that is read (its rows are read by the
     orchestrator); a dry run returns the problems as notes (the config may be meant for another machine)."""
-    from .sft_data import locate
+    from .sft_data import describe_bad, locate, read_source
 
     notes = []
     for source in config.orchestrator.algo.dataset.source if config.orchestrator.algo.dataset is not None else []:
         try:
             locate(source, Path.cwd())
+            if dry_run:  # what the filters keep (rows are tokenised, and checked against seq_len, by the run)
+                rows = read_source(source, Path.cwd())
+                bad = f"; {describe_bad(rows.bad)}" if rows.bad else ""
+                notes.append(f"data: {len(rows.conversations)} rows from {rows.description}{bad}")
         except TrainConfigError as exc:
             if not dry_run:
                 raise

@@ -126,6 +126,7 @@ def test_an_sft_dry_run_plans_no_vllm_and_the_sft_loss(tmp_path):
     out = result.stdout
     assert "inference     none" in out and "SFT data: " in out and "reverse-text-train.jsonl" in out
     assert "loss: cross-entropy on the assistant tokens (SFT)" in out and "nothing was started" in out
+    assert "note: data: 500 rows from " in out  # the rows the source gives, read (not tokenised) by the dry run
 
 
 def test_a_bad_sft_file_is_one_line_through_the_cli(tmp_path):
