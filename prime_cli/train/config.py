@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 
 from .config_eval import OnlineEvalConfig
 from .config_nodes import ClientConfig, DeploymentConfig, Section, SlurmConfig
-from .config_sft import AlgoConfig, LossConfig, TeacherConfig
+from .config_sft import AlgoConfig, LossConfig, TeacherConfig, check_algorithm
 
 # vLLM's sampling penalties that the trainer does not apply to its logits (a non-zero value is refused)
 UNMATCHED_PENALTIES = ("presence_penalty", "frequency_penalty")
@@ -315,24 +315,7 @@ class RLConfig(Section):
 
     @model_validator(mode="after")
     def _algorithm(self) -> RLConfig:
-        """The loss follows the data: SFT rows train with cross-entropy, rollouts with the policy loss."""
-        loss, orch = self.trainer.loss, self.orchestrator
-        explicit = "type" in loss.model_fields_set
-        if orch.is_sft and loss.type != "sft":
-            if explicit:
-                raise ValueError('trainer.loss.type = "rl" cannot train on SFT data (a data set or a teacher\'s '
-                                 'rollouts have no advantages): set it to "sft" or remove it')
-            loss.__dict__["type"] = "sft"
-        if not orch.is_sft and loss.type == "sft":
-            raise ValueError('trainer.loss.type = "sft" needs something to imitate: [[data.source]] dataset = PATH, or '
-                             "[orchestrator.teacher_rollout_model] (a teacher playing the environments)")
-        if loss.teacher_tau > 0 and orch.teacher_model is None:
-            raise ValueError("trainer.loss.teacher_tau > 0 needs a teacher: [orchestrator.teacher_model] with "
-                             "[orchestrator.teacher_model.client] base_url and [orchestrator.teacher_model.model] name, "
-                             "or adapter = PATH")
-        if orch.teacher_model is not None and loss.teacher_tau == 0:
-            raise ValueError("[orchestrator.teacher_model] is used only with trainer.loss.teacher_tau > 0 (the weight "
-                             "of the teacher's per-token KL); set it (e.g. 1.0) or remove the teacher")
+        check_algorithm(self)
         return self
 
     @model_validator(mode="after")

@@ -123,10 +123,61 @@ class LossConfig(Section):
         if not self.ratio_low < 1.0 < self.ratio_high:
             raise ValueError(f"trainer.loss needs ratio_low < 1 < ratio_high (got {self.ratio_low} and "
                              f"{self.ratio_high}): the band must contain on-policy tokens (ratio 1)")
-        if self.type == "rl" and self.teacher_tau == 0 and self.adv_tau == 0:
-            raise ValueError("trainer.loss.adv_tau = 0 without teacher_tau > 0 leaves nothing to learn from: raise "
-                             "adv_tau, or set teacher_tau with an [orchestrator.teacher_model]")
-        if self.type == "sft" and self.teacher_tau > 0:
-            raise ValueError('trainer.loss.teacher_tau is for RL runs (on-policy distillation); with type = "sft" '
-                             "remove it")
         return self
+
+
+def check_algorithm(config: Any) -> None:
+    """The loss follows the data: SFT rows train with cross-entropy, rollouts with the policy loss."""
+    loss, orch = config.trainer.loss, config.orchestrator
+    explicit = "type" in loss.model_fields_set
+    if orch.is_sft and loss.type != "sft":
+        if explicit:
+            raise ValueError('trainer.loss.type = "rl" cannot train on SFT data (a data set or a teacher\'s '
+                             'rollouts have no advantages): set it to "sft" or remove it')
+        loss.__dict__["type"] = "sft"
+    if not orch.is_sft and loss.type == "sft":
+        raise ValueError('trainer.loss.type = "sft" needs something to imitate: [[data.source]] dataset = PATH, or '
+                         "[orchestrator.teacher_rollout_model] (a teacher playing the environments)")
+    if loss.type == "sft" and loss.teacher_tau > 0:
+        raise ValueError("trainer.loss.teacher_tau is for on-policy distillation, which samples the environments; "
+                         "an SFT run (a data set or a teacher's rollouts) imitates instead: remove teacher_tau")
+    if loss.type == "rl" and loss.teacher_tau == 0 and loss.adv_tau == 0:
+        raise ValueError("trainer.loss.adv_tau = 0 without teacher_tau > 0 leaves nothing to learn from: raise "
+                         "adv_tau, or set teacher_tau with an [orchestrator.teacher_model]")
+    if loss.teacher_tau > 0:
+        _check_distillation(config)
+    if orch.from_data:
+        _check_shares(config)
+    if loss.teacher_tau > 0 and orch.teacher_model is None:
+        raise ValueError("trainer.loss.teacher_tau > 0 needs a teacher: [orchestrator.teacher_model] with "
+                         "[orchestrator.teacher_model.client] base_url and [orchestrator.teacher_model.model] name, "
+                         "or adapter = PATH")
+    if orch.teacher_model is not None and loss.teacher_tau == 0:
+        raise ValueError("[orchestrator.teacher_model] is used only with trainer.loss.teacher_tau > 0 (the weight "
+                         "of the teacher's per-token KL); set it (e.g. 1.0) or remove the teacher")
+
+
+def _check_distillation(config: Any) -> None:
+    """The teacher's prompt log-probs are a plain softmax at temperature 1, and the student's are vLLM's processed
+    ones: they compare only when sampling is plain too. Equal-reward groups still carry the teacher's signal."""
+    sampling, buffer = config.orchestrator.sampling, config.orchestrator.buffer
+    changed = [f"{key} = {getattr(sampling, key)}" for key, plain in (
+        ("temperature", 1.0), ("top_p", 1.0), ("top_k", -1), ("min_p", 0.0), ("repetition_penalty", 1.0))
+        if getattr(sampling, key) != plain]
+    if changed:
+        raise ValueError(f"trainer.loss.teacher_tau (distillation) needs plain sampling, but orchestrator.sampling "
+                         f"sets {', '.join(changed)}: the teacher scores tokens at temperature 1 over the full "
+                         "softmax, so the per-token KL would compare two different distributions; remove them")
+    if config.trainer.loss.adv_tau == 0 and (buffer.online_difficulty_filtering or buffer.min_reward_variance):
+        raise ValueError("orchestrator.buffer drops groups whose rewards are equal, but with adv_tau = 0 every "
+                         "token carries the teacher's signal whatever the rewards: turn the filtering off")
+
+def _check_shares(config: Any) -> None:
+    """Each data source gets at least one row of every batch (a smaller share would never be trained)."""
+    sources = config.orchestrator.algo.dataset.source
+    total = sum(s.ratio for s in sources)
+    for index, source in enumerate(sources):
+        if config.orchestrator.batch_size * source.ratio / total < 1:
+            raise ValueError(f"data source {index} ({source.dataset}) has ratio {source.ratio:g} of {total:g}, under "
+                             f"one row of a batch of {config.orchestrator.batch_size}: it would never be trained; "
+                             "raise its ratio or data.batch_size")

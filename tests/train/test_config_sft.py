@@ -36,6 +36,10 @@ def load_error(tmp_path, text: str) -> str:
     return message
 
 
+def test_an_sft_run_ignores_adv_tau(tmp_path):
+    assert load_train_config(write(tmp_path, SFT_FILE + "[trainer.loss]\nadv_tau = 0\n")).is_sft
+
+
 def test_prime_rls_sft_file_lands_on_the_orchestrators_dataset_and_the_sft_loss(tmp_path):
     config = load_train_config(write(tmp_path, SFT_FILE))
     assert config.seq_len == 384 and config.orchestrator.batch_size == 8 and config.trainer.micro_batch_size == 4
@@ -115,6 +119,12 @@ def test_distillation_needs_a_teacher_and_a_teacher_needs_teacher_tau(tmp_path):
     (MINIMAL + '[trainer.loss]\nteacher_tau = 1\n[orchestrator.teacher_model]\nadapter = "a"\n'
                '[orchestrator.teacher_model.model]\nname = "x"\n', "keep one"),
     (MINIMAL + '[trainer.loss]\nteacher_tau = 1\n[orchestrator.teacher_model]\nmin_reward = 1\n', "a teacher needs a model"),
+    (MINIMAL + '[trainer.loss]\nteacher_tau = 1\n[orchestrator.teacher_model]\nadapter = "a"\n'
+               '[orchestrator.sampling]\ntemperature = 0.6\ntop_p = 0.9\n', "sets temperature = 0.6, top_p = 0.9"),
+    (MINIMAL + '[trainer.loss]\nteacher_tau = 1\nadv_tau = 0\n[orchestrator.teacher_model]\nadapter = "a"\n'
+               '[orchestrator.buffer]\nonline_difficulty_filtering = true\n', "turn the filtering off"),
+    (SFT_FILE + "[trainer.loss]\nteacher_tau = 1\n", "an SFT run (a data set or a teacher's rollouts) imitates"),
+    (SFT_FILE.replace("ratio = 0.5", "ratio = 0.05"), "under one row of a batch of 8"),
 ])
 def test_contradictions_are_one_line(tmp_path, text, fragment):
     assert fragment in load_error(tmp_path, text)
