@@ -54,10 +54,23 @@ def _tool_calls(calls: Any) -> list[dict[str, Any]]:
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             raise RowProblem("a tool call without a function name")
-        arguments = function.get("arguments")
         out.append({**{k: v for k, v in call.items() if v is not None},
-                    "function": {"name": function["name"], "arguments": {} if arguments is None else arguments}})
+                    "function": {"name": function["name"], "arguments": _arguments(function.get("arguments"))}})
     return out
+
+
+def _arguments(arguments: Any) -> Any:
+    """A tool call's arguments as a dict when the OpenAI format's JSON string holds an object, as vLLM hands them to
+    the chat template: a template writing `arguments | tojson` would otherwise encode the string a second time."""
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            return arguments
+        return parsed if isinstance(parsed, dict) else arguments
+    return arguments
 
 
 def message(raw: Any) -> dict[str, Any]:
@@ -66,7 +79,9 @@ def message(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, dict) or not isinstance(raw.get("role"), str) or not raw["role"]:
         raise RowProblem("a message without role or content")
     out = {key: raw[key] for key in MESSAGE_KEYS if raw.get(key) is not None}
-    if "weight" in out and (out["role"] != "assistant" or out["weight"] not in (0, 1) or isinstance(out["weight"], bool)):
+    if "weight" in out and out["role"] != "assistant":
+        del out["weight"]  # OpenAI's key trains or skips an assistant turn; other turns are never trained
+    elif "weight" in out and (out["weight"] not in (0, 1) or isinstance(out["weight"], bool)):
         raise RowProblem("a weight other than 0 or 1 on an assistant message")
     if out.get("tool_calls") == []:
         del out["tool_calls"]
@@ -149,7 +164,10 @@ def data_row(row: dict[str, Any], origin: str) -> Conversation:
 
 
 def rollout_row(row: dict[str, Any], tools: list[dict[str, Any]] | None, origin: str) -> Conversation:
-    """A saved eval run's rollout: its prompt (with the environment's system prompt) and its completion."""
+    """A saved eval run's rollout: its prompt (with the environment's system prompt) and its completion. A truncated
+    rollout (cut at max_tokens or the context) is not an answer: trained, it would teach stopping mid-way."""
+    if row.get("is_truncated"):
+        raise RowProblem("truncated rollout")
     if row.get("prompt") is None:
         raise RowProblem("missing column prompt")
     if row.get("completion") is None:

@@ -45,7 +45,9 @@ def test_jsonl_messages_with_tools_and_prompt_completion_rows(tmp_path):
     assert [c.messages for c in rows.conversations][0] == CHAT
     tool = rows.conversations[1]
     assert tool.tools == TOOLS and tool.messages[1]["content"] == ""
-    assert tool.messages[1]["tool_calls"][0]["function"] == {"name": "weather", "arguments": '{"city": "Paris"}'}
+    # arguments as vLLM hands them to a chat template: the JSON string's object (a `tojson` template would
+    # otherwise encode the string a second time)
+    assert tool.messages[1]["tool_calls"][0]["function"] == {"name": "weather", "arguments": {"city": "Paris"}}
     assert tool.messages[2] == {"role": "tool", "tool_call_id": "call_0", "content": "sunny"}
     assert rows.conversations[2].messages == [{"role": "user", "content": "Say hi"},
                                               {"role": "assistant", "content": "hi"}]
@@ -292,3 +294,30 @@ def test_assistant_turns_of_weight_0_are_kept_as_context_and_a_row_needs_one_of_
     rows = read(path)
     assert rows.conversations[0].messages[1] == {"role": "assistant", "content": "ba", "weight": 0}
     assert rows.bad == {"no assistant turn of weight 1": 1, "a weight other than 0 or 1 on an assistant message": 1}
+
+
+def test_a_truncated_rollout_is_counted_not_trained(eval_run, tmp_path):
+    """A rollout cut at max_tokens is no answer: trained (with the end-of-turn token the template adds) it would
+    teach the student to stop mid-way."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(eval_run, run)
+    rows = saved_rows(run)
+    good = [r for r in rows if not r.get("error")]
+    cut = good[0]
+    cut["is_truncated"] = True
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    read_rows = read(run)
+    assert read_rows.bad["truncated rollout"] == 1
+    assert key(cut) not in kept_keys(read_rows) and len(read_rows.conversations) == len(good) - 1
+
+
+def test_a_weight_on_a_user_turn_is_ignored_and_a_string_argument_that_is_not_json_kept(tmp_path):
+    write_jsonl(tmp_path / "rows.jsonl", [{"messages": [
+        {"role": "user", "content": "Q", "weight": 1},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "not json"}}]}]}])
+    rows = read("rows.jsonl", tmp_path)
+    assert rows.bad == {} and rows.conversations[0].messages[0] == {"role": "user", "content": "Q"}
+    assert rows.conversations[0].messages[1]["tool_calls"][0]["function"]["arguments"] == "not json"

@@ -97,8 +97,8 @@ async def play_example(entry: EnvRows, row: dict[str, Any], client: Any, model: 
         state, reward = scored[index]
         origin = f"{entry.name} example {row.get('example_id')} teacher rollout {index}"
         try:
-            conversation = rollout_row({"prompt": state.get("prompt"), "completion": state.get("completion")},
-                                       tools, origin)
+            conversation = rollout_row({"prompt": state.get("prompt"), "completion": state.get("completion"),
+                                        "is_truncated": state.get("is_truncated")}, tools, origin)
             sample = conversation_sample(tokenizer, conversation, config.seq_len, env=entry.name)
         except (BadRow, RowProblem) as problem:
             played.bad[problem.reason] = played.bad.get(problem.reason, 0) + 1
