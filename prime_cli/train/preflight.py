@@ -82,14 +82,16 @@ def check_model(config: RLConfig, dry_run: bool) -> list[str]:
 def check_data_sources(config: RLConfig, dry_run: bool) -> list[str]:
     """Every [[data.source]] names data this machine has, in a format that is read (its rows are read by the
     orchestrator); a dry run returns the problems as notes (the config may be meant for another machine)."""
-    from .sft_data import describe_bad, locate, read_source
+    from .sft_data import describe_bad, read_source
 
     notes = []
     for source in config.orchestrator.algo.dataset.source if config.orchestrator.algo.dataset is not None else []:
-        try:
-            locate(source, Path.cwd())
-            if dry_run:  # what the filters keep (rows are tokenised, and checked against seq_len, by the run)
-                rows = read_source(source, Path.cwd())
+        try:  # read whole (not tokenised: the run checks seq_len), so a bad file stops here, before the folder is touched
+            rows = read_source(source, Path.cwd())
+            if not rows.conversations:
+                raise TrainConfigError(f"data.source dataset {source.dataset}: no usable row"
+                                       f"{f' ({describe_bad(rows.bad)})' if rows.bad else ''}; fix the data or remove it")
+            if dry_run:
                 bad = f"; {describe_bad(rows.bad)}" if rows.bad else ""
                 notes.append(f"data: {len(rows.conversations)} rows from {rows.description}{bad}")
         except TrainConfigError as exc:

@@ -112,6 +112,14 @@ class Located:
 def locate(source: SftSource, base: Path) -> Located:
     """The files (or eval runs) of a source, without reading its rows: `prime train` checks every source with it
     before anything starts. A missing path or a format that is not read raises TrainConfigError (one line)."""
+    found = _locate(source, base)
+    if not found.runs and (source.min_reward is not None or source.best_per_example):
+        raise TrainConfigError(f"data.source dataset {found.name}: min_reward and best_per_example filter the rollouts "
+                               "of saved eval runs by their reward, and this is not an eval run: remove them")
+    return found
+
+
+def _locate(source: SftSource, base: Path) -> Located:
     path, name = _resolve(source, base)
     if path.is_file():
         if not is_data_file(path):

@@ -33,3 +33,19 @@ def test_a_file_in_a_format_that_is_not_read_is_refused(tmp_path):
     result = run_train([str(write(tmp_path, CONFIG.format(dataset="rows.csv"))), "-o", str(tmp_path / "out")],
                        cwd=tmp_path)
     assert_one_error_line(result, "a .csv file is not read; give a .jsonl")
+
+
+def test_a_file_without_one_usable_row_is_refused_before_the_folder_is_touched(tmp_path):
+    (tmp_path / "rows.jsonl").write_text('{"messages": [{"role": "user", "content": "no answer"}]}\n{"text": "x"}\n')
+    result = run_train([str(write(tmp_path, CONFIG.format(dataset="rows.jsonl"))), "-o", str(tmp_path / "out")],
+                       cwd=tmp_path)
+    assert_one_error_line(result, "no usable row", "1 no assistant turn", "1 missing column messages")
+    assert not (tmp_path / "out").exists()
+
+
+def test_reward_filters_on_a_data_file_are_refused(tmp_path):
+    (tmp_path / "rows.jsonl").write_text('{"prompt": "Q", "completion": "A"}\n')
+    text = CONFIG.format(dataset="rows.jsonl") + "min_reward = 0.5\n"
+    result = run_train([str(write(tmp_path, text)), "-o", str(tmp_path / "out")], cwd=tmp_path)
+    assert_one_error_line(result, "min_reward and best_per_example filter the rollouts of saved eval runs",
+                          "remove them")
