@@ -54,7 +54,10 @@ def _mismatch(where: str, saved: dict[str, Any], config: Any) -> str | None:
     lora = config.trainer.model.lora
     if saved.get("peft_type", "LORA") != "LORA":
         return f"{where} is a {saved.get('peft_type')} adapter, not LoRA: start from a LoRA adapter or remove model.adapter"
-    for key, plain in (("use_dora", False), ("modules_to_save", None), ("bias", "none")):
+    # each of these changes what the adapter computes (rslora scales by alpha/sqrt(r); a layer subset leaves the
+    # other layers without weights; fan_in_fan_out transposes them), and this trainer's LoRA has none of them
+    for key, plain in (("use_dora", False), ("modules_to_save", None), ("bias", "none"), ("use_rslora", False),
+                       ("layers_to_transform", None), ("layers_pattern", None), ("fan_in_fan_out", False)):
         if saved.get(key, plain) not in (plain, [], False):
             return (f"{where} has {key} = {saved[key]!r}, which this trainer's LoRA does not have: start from a "
                     f"plain LoRA adapter (as `prime train` writes) or remove model.adapter")

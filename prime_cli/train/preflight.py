@@ -111,6 +111,14 @@ def check_adapters(config: RLConfig, dry_run: bool) -> list[str]:
 
     problems = [problem] if (problem := check_initial_adapter(config)) else []
     orch = config.orchestrator
+    for key, path in (("model.adapter", config.model.adapter),
+                      *((f"orchestrator.{name}.adapter", teacher.adapter) for name, teacher in
+                        (("teacher_model", orch.teacher_model), ("teacher_rollout_model", orch.teacher_rollout_model))
+                        if teacher is not None)):
+        if path and (inside := _inside_run_entries(Path(path), Path(config.output_dir))):
+            raise TrainConfigError(f"{key} {path} is inside {inside} of this run's output_dir, which the run rewrites "
+                                   "(a fresh start clears it): copy the adapter elsewhere, or train into another "
+                                   "folder with -o DIR")
     for key, teacher in (("orchestrator.teacher_model", orch.teacher_model),
                          ("orchestrator.teacher_rollout_model", orch.teacher_rollout_model)):
         if teacher is None or teacher.adapter is None:
@@ -122,6 +130,18 @@ def check_adapters(config: RLConfig, dry_run: bool) -> list[str]:
     if problems and not dry_run:
         raise TrainConfigError(problems[0])
     return [f"a real run on this machine would refuse the adapter: {problem}" for problem in problems]
+
+
+def _inside_run_entries(path: Path, output_dir: Path) -> str | None:
+    """The entry of output_dir a training run owns (weights/, checkpoints/, ...) that holds `path`, if any."""
+    from prime_cli.runs.layouts import TrainingRunLayout
+
+    try:
+        relative = path.expanduser().resolve().relative_to(output_dir.expanduser().resolve())
+    except ValueError:
+        return None
+    first = relative.parts[0] if relative.parts else ""
+    return f"{first}/" if first in TrainingRunLayout.OWNED else None
 
 
 def check_lora_targets(config: RLConfig) -> None:

@@ -44,6 +44,9 @@ def test_a_matching_adapter_passes_and_none_is_fine(tmp_path):
     ({"target_modules": "all-linear"}, {}, "names its target modules as the pattern 'all-linear', not a list"),
     ({"use_dora": True}, {}, "has use_dora = True, which this trainer's LoRA does not have"),
     ({"modules_to_save": ["lm_head"]}, {}, "has modules_to_save = ['lm_head']"),
+    ({"use_rslora": True}, {}, "has use_rslora = True"),
+    ({"layers_to_transform": [0]}, {}, "has layers_to_transform = [0]"),
+    ({"fan_in_fan_out": True}, {}, "has fan_in_fan_out = True"),
     ({"peft_type": "IA3"}, {}, "is a IA3 adapter, not LoRA"),
     ({"rank_pattern": {"q_proj": 4}}, {}, "has rank_pattern {'q_proj': 4.0} but this run's LoRA has rank_pattern {}"),
 ])

@@ -49,3 +49,14 @@ def test_reward_filters_on_a_data_file_are_refused(tmp_path):
     result = run_train([str(write(tmp_path, text)), "-o", str(tmp_path / "out")], cwd=tmp_path)
     assert_one_error_line(result, "min_reward and best_per_example filter the rollouts of saved eval runs",
                           "remove them")
+
+
+def test_an_adapter_inside_the_runs_own_weights_is_refused(tmp_path):
+    """A fresh start (or --force) clears OUT/weights/: an adapter there would be gone before the trainer loads it."""
+    adapter = tmp_path / "out" / "weights" / "step_4"
+    adapter.mkdir(parents=True)
+    (tmp_path / "rows.jsonl").write_text('{"prompt": "Q", "completion": "A"}\n')
+    text = CONFIG.format(dataset="rows.jsonl").replace("max_steps = 2", f'max_steps = 2\n[model]\nadapter = "{adapter}"')
+    result = run_train([str(write(tmp_path, text)), "-o", str(tmp_path / "out"), "--force"], cwd=tmp_path)
+    assert_one_error_line(result, "is inside weights/ of this run's output_dir", "-o DIR")
+    assert adapter.is_dir()
