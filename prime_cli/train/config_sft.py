@@ -80,6 +80,9 @@ class TeacherConfig(Section):
     client: ClientConfig = Field(default_factory=ClientConfig)
     model: TeacherModelName | None = None
     adapter: str | None = None
+    # the environment variable holding the teacher server's API key (never the key itself: it is read when the run
+    # starts, from the environment or an env_file, and never written)
+    api_key_var: str | None = None
     min_reward: float | None = None  # teacher rollouts: keep those whose reward is at least this
     best_per_example: bool = False  # teacher rollouts: only each example's best kept rollout
 
@@ -91,6 +94,8 @@ class TeacherConfig(Section):
         if self.adapter is None and self.model is None:
             raise ValueError("a teacher needs a model: [...model] name (with [...client] base_url for a server of its "
                              "own) or adapter = PATH (served by the run's vLLM)")
+        if self.api_key_var is not None and not self.client.base_url:
+            raise ValueError("a teacher's api_key_var is for a server of its own: set [...client] base_url, or remove it")
         if len(self.client.base_url or []) > 1:
             raise ValueError("a teacher's client.base_url names one server")
         return self

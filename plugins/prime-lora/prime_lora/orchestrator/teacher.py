@@ -17,6 +17,7 @@ last token, whose teacher log-prob is then taken equal to the policy's (no disti
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -43,13 +44,23 @@ class TeacherError(Exception):
 class TeacherEndpoint:
     base_url: str  # ends in /v1
     model: str  # the name the server serves the teacher under
+    key_var: str | None = None  # the environment variable holding its API key
+
+    def headers(self) -> dict[str, str]:
+        if self.key_var is None:
+            return {}
+        key = os.environ.get(self.key_var)
+        if not key:
+            raise TeacherError(f"the teacher's API key variable {self.key_var} is not set (set it in the environment "
+                               "or an env_file)")
+        return {"Authorization": f"Bearer {key}"}
 
 
 def teacher_endpoint(teacher: Any, config: RLConfig, run_url: str) -> TeacherEndpoint:
     """A server of its own; else the run's vLLM (the base model when the teacher names the run's model, or
     the adapter it serves as "teacher")."""
     if teacher.client.base_url:
-        return TeacherEndpoint(teacher.client.base_url[0], teacher.served_name)
+        return TeacherEndpoint(teacher.client.base_url[0], teacher.served_name, teacher.api_key_var)
     if teacher.adapter is None and teacher.served_name == config.model.name:
         return TeacherEndpoint(run_url, training_weights(config.model.name).served_name)
     return TeacherEndpoint(run_url, teacher.served_name)
@@ -82,7 +93,7 @@ class TeacherClient:
     def __init__(self, endpoint: TeacherEndpoint, max_concurrent: int = 32, timeout_s: float = TIMEOUT_S,
                  retries: int = RETRIES, backoff_s: float = 0.5):
         self.endpoint, self.retries, self.backoff_s = endpoint, retries, backoff_s
-        self.http = httpx.AsyncClient(timeout=timeout_s)
+        self.http = httpx.AsyncClient(timeout=timeout_s, headers=endpoint.headers())
         self.limit = asyncio.Semaphore(max_concurrent)
         self._max_model_len: int | None | bool = False  # False: not asked yet
 
@@ -93,6 +104,8 @@ class TeacherClient:
             cards = await asyncio.to_thread(served_model_cards, self.endpoint.base_url) or []
             own = [c for c in cards if c.get("id") == self.endpoint.model]
             lengths = [c.get("max_model_len") for c in own + cards if isinstance(c.get("max_model_len"), int)]
+            if not cards:  # the listing failed (or needs a key): asked again next time, not remembered as unknown
+                return None
             self._max_model_len = lengths[0] if lengths else None
         return self._max_model_len  # type: ignore[return-value]
 

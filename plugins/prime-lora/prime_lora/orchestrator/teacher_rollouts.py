@@ -202,7 +202,7 @@ def teacher_client(config: RLConfig, base_urls: list[str] | None) -> tuple[Any, 
     if not teacher.client.base_url and not base_urls:
         raise StepFault("the teacher is served by the run's vLLM: start the orchestrator with --base-url")
     endpoint = teacher_endpoint(teacher, config, base_urls[0] if base_urls else "")
-    spec = EndpointSpec("teacher", endpoint.model, endpoint.base_url, None)
+    spec = EndpointSpec("teacher", endpoint.model, endpoint.base_url, endpoint.key_var)
     return OpenAIChatClient(spec, max_concurrent=config.orchestrator.max_concurrent), endpoint.model
 
 
