@@ -137,6 +137,14 @@ def check_environments(config: RLConfig) -> None:
 def config_notes(config: RLConfig) -> list[str]:
     """Settings that are valid but may not do what their author expects (shown by --dry-run and at start)."""
     notes = []
+    orch = config.orchestrator
+    if orch.from_data:
+        unused = [f"orchestrator.{key}" for key in ("env", "rollouts_per_example", "sampling", "buffer",
+                                                    "oversampling_factor", "trajectory_strategy")
+                  if key in orch.model_fields_set]
+        if unused:
+            notes.append(f"warning: SFT on a data set samples no environment, so {', '.join(unused)} "
+                         f"{'is' if len(unused) == 1 else 'are'} not used (online evals use [eval]'s environments)")
     buffer = config.orchestrator.buffer
     if (buffer.easy_threshold is not None or buffer.hard_threshold is not None) and not buffer.online_difficulty_filtering:
         notes.append("warning: easy_threshold/hard_threshold are set without orchestrator.buffer."

@@ -142,3 +142,13 @@ def test_an_sft_dry_run_plans_no_vllm_and_the_sft_loss(tmp_path):
 def test_a_bad_sft_file_is_one_line_through_the_cli(tmp_path):
     path = write(tmp_path, SFT_FILE + '[trainer.loss]\ntype = "rl"\n')
     assert_one_error_line(run_train([str(path), "--dry-run"]), "cannot train on SFT data")
+
+
+def test_rl_keys_in_an_sft_file_are_named_as_unused(tmp_path):
+    from prime_cli.train.loading import config_notes
+
+    config = load_train_config(write(tmp_path, SFT_FILE + '[orchestrator]\nrollouts_per_example = 4\n'
+                                                          '[[orchestrator.env]]\nid = "reverse-text"\n'))
+    (note,) = config_notes(config)
+    assert "orchestrator.env, orchestrator.rollouts_per_example are not used" in note
+    assert config_notes(load_train_config(write(tmp_path, SFT_FILE))) == []
