@@ -62,7 +62,7 @@ def test_prompt_logprobs_of_requests_on_two_adapters_without_an_lm_head_lora():
     rank, hidden, vocab = 8, 24, 40
     a, b = torch.zeros(3, 1, rank, hidden), torch.zeros(3, 1, vocab, rank)
     x, idx = torch.randn(10, hidden), torch.tensor([0, 1, 0])
-    with pytest.raises(Exception):
+    with pytest.raises(RuntimeError, match="einsum"):
         original.bgmv_shrink(x, a, torch.zeros(10, rank), idx, 1.0)
     buffer = torch.full((10, rank), 7.0)
     fast.bgmv_shrink(x, a, buffer, idx, 1.0)
