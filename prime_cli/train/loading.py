@@ -139,9 +139,10 @@ def config_notes(config: RLConfig) -> list[str]:
     notes = []
     orch = config.orchestrator
     if orch.from_data:
+        # values, not model_fields_set: the config reaches here re-validated from a full dump, every key "set"
         unused = [f"orchestrator.{key}" for key in ("env", "rollouts_per_example", "sampling", "buffer",
                                                     "oversampling_factor", "trajectory_strategy")
-                  if key in orch.model_fields_set]
+                  if getattr(orch, key) != type(orch).model_fields[key].get_default(call_default_factory=True)]
         if unused:
             notes.append(f"warning: SFT on a data set samples no environment, so {', '.join(unused)} "
                          f"{'is' if len(unused) == 1 else 'are'} not used (online evals use [eval]'s environments)")

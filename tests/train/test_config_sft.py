@@ -134,6 +134,7 @@ def test_an_sft_dry_run_plans_no_vllm_and_the_sft_loss(tmp_path):
     result = run_train(["configs/sft/reverse-text-cpu.toml", "--dry-run"])
     assert result.returncode == 0, result.stderr
     out = result.stdout
+    assert "are not used" not in out and "is not used" not in out
     assert "inference     none" in out and "SFT data: " in out and "reverse-text-train.jsonl" in out
     assert "loss: cross-entropy on the assistant tokens (SFT)" in out and "nothing was started" in out
     assert "note: data: 500 rows from " in out  # the rows the source gives, read (not tokenised) by the dry run
@@ -151,4 +152,7 @@ def test_rl_keys_in_an_sft_file_are_named_as_unused(tmp_path):
                                                           '[[orchestrator.env]]\nid = "reverse-text"\n'))
     (note,) = config_notes(config)
     assert "orchestrator.env, orchestrator.rollouts_per_example are not used" in note
-    assert config_notes(load_train_config(write(tmp_path, SFT_FILE))) == []
+    plain = load_train_config(write(tmp_path, SFT_FILE))
+    assert config_notes(plain) == []
+    # as `prime train` checks it: re-validated from a full dump (every key in model_fields_set)
+    assert config_notes(type(plain).model_validate(plain.model_dump())) == []
