@@ -35,7 +35,7 @@ KEYS = {"OPENAI_API_KEY": "sk-test-not-a-secret", "OPENROUTER_API_KEY": "or-test
 
 # README placeholders -> what a user would type in their place here
 # model ids the registry (configs/endpoints.toml) and the README name, all served by the scripted server
-SERVED_MODELS = ["gpt-4.1-mini", "qwen/qwen3-8b", "HuggingFaceTB/SmolLM2-135M-Instruct", "my-model"]
+SERVED_MODELS = ["gpt-4.1-mini", "qwen/qwen3-8b", "HuggingFaceTB/SmolLM2-135M-Instruct", "my-model", "sft"]
 PLACEHOLDERS = {"MODEL": "gpt-4.1-mini", "REFLECTOR": "qwen3-8b-openrouter"}
 
 # README lines run here through a stand-in, and where the line itself runs for real
@@ -50,6 +50,15 @@ STAND_INS = {
     "prime serve local-moe --lora trained=outputs/rl/reverse-text-moe-cpu/weights/step_20 --port 8001":
         ("prime serve --help", "tests/integration/test_moe_lora_serve.py, tests/serve/test_local.py"),
     "prime train configs/rl/gsm8k.toml": ("prime train configs/rl/gsm8k.toml --dry-run", "needs a CUDA GPU"),
+    "prime train configs/sft/reverse-text-cpu.toml":
+        ("prime train configs/sft/reverse-text-cpu.toml --dry-run", "tests/integration/test_train_sft.py"),
+    "prime serve --lora sft=outputs/sft/reverse-text-cpu/weights/step_40 --port 8000":
+        ("prime serve --help", "tests/integration/test_train_local.py (prime serve --lora)"),
+    "prime train configs/rl/reverse-text-cpu-from-sft.toml":
+        ("prime train configs/rl/reverse-text-cpu-from-sft.toml --dry-run",
+         "tests/integration/test_train_sft.py, plugins/prime-lora/tests/test_trainer_warm_start.py"),
+    "prime train configs/rl/reverse-text-cpu-distill.toml":
+        ("prime train configs/rl/reverse-text-cpu-distill.toml --dry-run", "tests/integration/test_train_teacher.py"),
     "prime env install my-env": (None, "test_env_install_then_eval below (installs, then uninstalls)"),
     # no network here: the same LiteLLM route with provider openai, whose base URL litellm reads from
     # OPENAI_BASE_URL (set to the scripted server for this line); a missing key is tested in test_model_names
