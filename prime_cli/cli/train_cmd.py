@@ -11,9 +11,8 @@ from .errors import fail
 PARTS = ("inference", "trainer", "orchestrator")
 
 EPILOG = ("Example: prime train configs/rl/reverse-text-cpu.toml   (check first with --dry-run; "
-          "override a key with --set trainer.optim.lr=3e-4; resume with --resume-step 10). SFT warm-up: "
-          "prime train configs/sft/reverse-text-cpu.toml, then RL from its adapter: "
-          "configs/rl/reverse-text-cpu-from-sft.toml (docs/training.md, Beyond RL)")
+          "override a key with --set trainer.optim.lr=3e-4; resume with --resume-step 10). SFT and distillation "
+          "configs: configs/sft/ and configs/rl/ (docs/training.md, Beyond RL)")
 
 
 def train(
