@@ -78,6 +78,17 @@ async def wait_for_weights(output_dir: Path, min_step: int, poll_s: float = 0.2)
         await asyncio.sleep(poll_s)
 
 
+async def pace(output_dir: Path, oldest_allowed: int, weights: PolicyWeights | None,
+               online: OnlineEval | None) -> tuple[float, int]:
+    """An SFT step's wait for the trainer: (seconds waited, the policy step). Without online evals only the
+    weights' files; with them, as the RL loop: the due eval's weights loaded, and the eval run beside the step."""
+    if online is None:
+        return await wait_for_weights(output_dir, oldest_allowed)
+    waited = await weights.ensure(oldest_allowed, cap=online.next_step, before_load=online.wait)
+    online.start_if_due(weights.loaded)
+    return waited, weights.loaded
+
+
 def eval_pool(config: RLConfig, base_urls: list[str]) -> InferencePool:
     from prime_cli.train.plugin_api import EndpointSpec, OpenAIChatClient
 
@@ -120,12 +131,7 @@ async def sft_steps(config: RLConfig, output_dir: Path, pool: InferencePool | No
     for step in range(start + 1, config.max_steps + 1):
         step_started = time.perf_counter()
         oldest_allowed = max(0, step - 1 - orch.max_async_level)
-        if online is None:
-            waited, policy_step = await wait_for_weights(output_dir, oldest_allowed)
-        else:  # as the RL loop: the due eval's weights are loaded, and the eval runs beside this step
-            waited = await weights.ensure(oldest_allowed, cap=online.next_step, before_load=online.wait)
-            online.start_if_due(weights.loaded)
-            policy_step = weights.loaded
+        waited, policy_step = await pace(output_dir, oldest_allowed, weights, online)
         samples = batches.next_batch()
         loss_tokens = sum(sum(s["loss_mask"]) for s in samples)
         stats = {"step": step, "policy_step": policy_step, "samples": len(samples), "effective_batch_size": len(samples),

@@ -20,6 +20,7 @@ import json
 import math
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ from .loop import StepFault, checkpoint_path, load_env_rows, sampling_args, writ
 from .online_eval import OnlineEval
 from .rollout_errors import ErrorLog, RolloutError, rate_fault, scoring_errors, state_error
 from .sampler import EnvRows, EnvSampler
-from .sft_loop import eval_pool, load_tokenizer, wait_for_weights
+from .sft_loop import eval_pool, load_tokenizer, pace
 from .sft_tokens import BadRow, conversation_sample
 from .teacher import teacher_endpoint
 from .weights import PolicyWeights
@@ -126,18 +127,11 @@ class TeacherBatch:
     @property
     def bad(self) -> dict[str, int]:
         """Kept rollouts that could not become a sample, by reason."""
-        out: dict[str, int] = {}
-        for played in self.played:
-            for reason, count in played.bad.items():
-                out[reason] = out.get(reason, 0) + count
-        return out
+        return dict(sum((Counter(p.bad) for p in self.played), Counter()))
 
     def stats(self) -> dict[str, Any]:
         rewards = [r for p in self.played for r in p.rewards]
-        errors: dict[str, int] = {}
-        for played in self.played:
-            for kind, count in played.errors.items():
-                errors[kind] = errors.get(kind, 0) + count
+        errors = sum((Counter(p.errors) for p in self.played), Counter())
         sampled = self.rollouts or 1
         return {"reward_mean": sum(rewards) / len(rewards) if rewards else 0.0,
                 "teacher_examples": self.examples, "rollouts_sampled": self.rollouts,
@@ -234,12 +228,7 @@ async def teacher_sft_steps(config: RLConfig, output_dir: Path, client: Any, mod
     for step in range(start + 1, config.max_steps + 1):
         step_started = time.perf_counter()
         oldest_allowed = max(0, step - 1 - orch.max_async_level)
-        if online is None:
-            waited, policy_step = await wait_for_weights(output_dir, oldest_allowed)
-        else:
-            waited = await weights.ensure(oldest_allowed, cap=online.next_step, before_load=online.wait)
-            online.start_if_due(weights.loaded)
-            policy_step = weights.loaded
+        waited, policy_step = await pace(output_dir, oldest_allowed, weights, online)
         errors.begin_step(step)
         generation_started = time.perf_counter()
         batch = await collect_teacher_batch(sampler, client, model, config, tokenizer, surplus, errors, step)
