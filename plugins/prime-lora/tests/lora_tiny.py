@@ -24,14 +24,14 @@ def tiny_model(folder: Path) -> str:
     return str(folder)
 
 
-def tiny_moe_model(folder: Path, kind: str = "mixtral", experts: int = 4) -> str:
+def tiny_moe_model(folder: Path, kind: str = "mixtral", experts: int = 4, layers: int = 2) -> str:
     """A tiny Mixture-of-Experts model (transformers 5's fused 3D experts): Mixtral (Llama attention) or
     Qwen3-MoE, 2 of `experts` active per token."""
     import torch
     from transformers import MixtralConfig, MixtralForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM
 
     torch.manual_seed(0)
-    common = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+    common = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=layers, num_attention_heads=4,
                   num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=True, pad_token_id=0,
                   num_experts_per_tok=2)
     if kind == "mixtral":

@@ -68,3 +68,32 @@ def test_compile_is_on_by_default_on_cuda_only(tmp_path):
 def test_a_model_without_known_layers_runs_uncompiled_with_one_line(capsys):
     assert compile_layers(torch.nn.Sequential(torch.nn.Linear(2, 2))) == 0
     assert capsys.readouterr().out.count("\n") == 1
+
+
+def test_a_deep_moe_with_activation_checkpointing_compiles_and_matches_eager(tmp_path):
+    """peft re-wraps the fused experts on every call; compiled, that recompiled each layer until dynamo's
+    recompile limit (8), past which a layer's checkpoint recomputation ran another graph than its forward:
+    Qwen3-30B-A3B (48 layers) died on its first backward on the GPU machine. 10 layers pass that limit."""
+    from lora_tiny import tiny_moe_model
+
+    from prime_lora.trainer.model import adapted_fused_experts
+
+    torch._dynamo.reset()
+    path = tiny_moe_model(tmp_path / "moe", "qwen3_moe", layers=10)
+    config = tiny_config(tmp_path, **{"trainer.model.lora": {"rank": 4, "alpha": 8, "dropout": 0.0},
+                                      "trainer.model.compile": False, "trainer.model.ac": {"freq": 1}})
+    eager = build_policy(config, path, CPU, torch.float32)
+    compiled = build_policy(config, path, CPU, torch.float32)
+    compiled.load_state_dict(eager.state_dict())
+    assert compile_layers(compiled, backend="aot_eager") == 10
+    try:
+        for step in range(3):
+            samples = make_samples(50 + step, count=3 + step) + multi_turn_samples(60 + step, count=2)
+            eager_logp, eager_grad = grads_and_logps(eager, config, samples)
+            fast_logp, fast_grad = grads_and_logps(compiled, config, samples)
+            assert torch.allclose(eager_logp, fast_logp, atol=1e-5)
+            assert torch.allclose(eager_grad, fast_grad, atol=1e-5)
+    finally:
+        torch._dynamo.reset()
+    layer = compiled.get_base_model().model.layers[0]
+    assert [type(m).__name__ for m in adapted_fused_experts(layer)] == ["ParamWrapper"]

@@ -160,8 +160,26 @@ def compile_layers(model: Any, backend: str = "inductor") -> int:
 
     torch._dynamo.config.suppress_errors = True  # a layer that fails to compile runs eagerly (with a warning)
     for layer in layers:
+        for experts in adapted_fused_experts(layer):
+            experts.forward = torch.compiler.disable(experts.forward)
         layer.compile(backend=backend)
     return len(layers)
+
+
+def adapted_fused_experts(layer: Any) -> list[Any]:
+    """The outermost peft wrapper of each adapted fused-expert weight in `layer`. Their forward stays eager
+    (dynamo breaks the layer's graph around it): peft adds a parametrization to the experts module on each
+    call, a new class each time, so dynamo recompiles every layer on each step until its recompile limit;
+    a layer then ran one graph in forward and another in activation checkpointing's recomputation, which
+    torch refuses (a 48-layer Qwen3-30B-A3B died on its first backward). The grouped GEMMs inside are
+    kernels either way; only the small elementwise work around them is left unfused."""
+    wrappers: list[Any] = []
+    for name, module in layer.named_modules():
+        if getattr(module, "parameter_name", None) is None or not hasattr(module, "lora_A"):
+            continue
+        if not any(name.startswith(f"{outer}.") for outer, _ in wrappers):
+            wrappers.append((name, module))
+    return [module for _, module in wrappers]
 
 
 OPTIMIZATION_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
