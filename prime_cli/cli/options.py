@@ -11,7 +11,8 @@ from typer.core import TyperCommand
 ModelOpt = Annotated[str | None, typer.Option(
     "-m", "--model",
     help="The model that answers the environment's prompts: an endpoint id from the registry, a model id used "
-    "with -b, a LiteLLM provider name (anthropic/claude-sonnet-4), or a built-in model served here: local "
+    "with -b, a LiteLLM provider name (anthropic/claude-sonnet-4) or a model LiteLLM lists (gpt-4.1-mini: "
+    "OpenAI), or a built-in model served here: local "
     "(the embedded SmolLM2) or local-moe (a small MoE upcycled from it). Default: local.")]
 # `prime env check`: its -m names the judge model of JudgeRubric rewards (the policy model is never called)
 JudgeModelOpt = Annotated[str | None, typer.Option(

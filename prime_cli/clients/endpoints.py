@@ -60,19 +60,29 @@ def secrets_of(specs: list[EndpointSpec]) -> list[str]:
 
 def check_endpoints(model: str, base_url: str | None = None, key_var: str | None = None,
                     endpoints_path: str | None = None, headers: Mapping[str, str] | None = None,
-                    role: str = "") -> None:
+                    role: str = "") -> list[str]:
     """Resolve the model flags and check that every key variable is set, sending no request. The `local`
     model is checked against a placeholder loopback URL (its server is not started yet). `role`
-    (e.g. "reflection model -M") prefixes the message when a run has several models."""
+    (e.g. "reflection model -M") prefixes the message when a run has several models. Returns the lines
+    the run shows about where a name goes (a bare name LiteLLM routes: `gpt-4.1-mini: OpenAI via
+    LiteLLM, key OPENAI_API_KEY`)."""
     if is_local_model(model) and not base_url:
         base_url = PLACEHOLDER_LOCAL_URL
+    lines: list[str] = []
     try:
         for spec in endpoint_specs(model, base_url, key_var, endpoints_path, headers):
             if spec.key_var:
                 api_key_for(spec)
+            if spec.kind == "litellm":
+                from .litellm_client import check_provider_key, route_line
+
+                check_provider_key(spec)
+                if (line := route_line(spec)) and line not in lines:
+                    lines.append(line)
     except ClientConfigError as exc:
         prefix = f"{role} {model}: " if role else ""
         raise ClientConfigError(f"{prefix}{exc}{_endpoint_id_hint(model, base_url, endpoints_path)}") from None
+    return lines
 
 
 def _endpoint_id_hint(model: str, base_url: str | None, endpoints_path: str | None) -> str:

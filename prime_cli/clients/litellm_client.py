@@ -13,6 +13,7 @@ from prime_cli.envs.types import ChatResponse, Message, SamplingArgs
 
 from .base import EndpointClient
 from .errors import ClientConfigError
+from .model_names import bare_model_route
 from .openai_client import NEVER_SENT, chat_response_from
 from .providers import import_litellm, missing_provider_keys
 from .registry import LITELLM_PREFIX, EndpointSpec, api_key_for, secret_header_values
@@ -24,10 +25,25 @@ def check_provider_key(spec: EndpointSpec) -> None:
         return
     missing = missing_provider_keys(spec.model)
     if missing:
-        provider = spec.model.split("/", 1)[0]
+        provider = provider_name(spec.model)
         raise ClientConfigError(
             f"{spec.endpoint_id} goes through LiteLLM to provider '{provider}', which reads its key from "
             f"{' or '.join(missing)}: not set; export it, or pass -k NAME of the variable holding the key")
+
+
+def provider_name(model: str) -> str:
+    """The LiteLLM provider of `anthropic/claude-...` or of a bare listed name (`gpt-4.1-mini`: openai)."""
+    if "/" in model:
+        return model.split("/", 1)[0]
+    route = bare_model_route(model)
+    return route.provider if route else model
+
+
+def route_line(spec: EndpointSpec) -> str | None:
+    """The one line a run shows for a bare name LiteLLM routes (`gpt-4.1-mini: OpenAI via LiteLLM, key
+    OPENAI_API_KEY`); None for every other endpoint."""
+    route = bare_model_route(spec.model) if spec.kind == "litellm" and not spec.url else None
+    return route.line(spec.key_var) if route else None
 
 
 class LiteLLMChatClient(EndpointClient):

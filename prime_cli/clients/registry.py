@@ -11,8 +11,9 @@
 
 Several blocks with one `endpoint_id` are replicas of one model; the eval spreads example groups
 over them round-robin. A name that is not in the registry is a literal model id for the `-b URL`
-server, a LiteLLM name (`litellm/<provider>/<model>`, or `<provider>/<model>` for a provider LiteLLM
-knows), or else an error: no name is ever sent to a server the user did not name.
+server, a LiteLLM name (`litellm/<provider>/<model>`, `<provider>/<model>` for a provider LiteLLM
+knows, or a bare name LiteLLM's model list gives a provider: `gpt-4.1-mini` is OpenAI's), or else an
+error: no name is ever sent to a server the user did not name.
 """
 
 from __future__ import annotations
@@ -192,6 +193,11 @@ def resolve_model(
 
         if provider_of(name):
             return [EndpointSpec(name, name, "", key_var, extra, "litellm")]
+    else:
+        from .model_names import bare_model_route
+
+        if bare_model_route(name):  # gpt-4.1-mini: LiteLLM's model list names its provider (OpenAI)
+            return [EndpointSpec(name, name, "", key_var, extra, "litellm")]
     raise ClientConfigError(unknown_model_message(name, where, registry))
 
 
@@ -204,7 +210,8 @@ def unknown_model_message(name: str, registry_path: Path, registry: dict[str, li
         known = f"{registry_path} has no endpoints"
     return (f"unknown model '{name}': {known}; for any OpenAI-compatible server pass -b URL "
             f"(e.g. -m {name} -b https://api.openai.com/v1 -k OPENAI_API_KEY), for another provider "
-            "a LiteLLM name such as anthropic/claude-sonnet-4, or -m local for the embedded model")
+            "a LiteLLM name such as anthropic/claude-sonnet-4 or a model LiteLLM lists (gpt-4.1-mini), "
+            "or -m local for the embedded model")
 
 
 def secret_header_values(headers: dict[str, str]) -> list[str]:

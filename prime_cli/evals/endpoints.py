@@ -23,7 +23,8 @@ def open_pool(config: EvalConfig, specs: list[Any]) -> Any:
 secrets_of = endpoints.secrets_of
 
 
-def check_endpoints(config: EvalConfig, role: str = "") -> None:
-    """Resolve -m/-b/-k/-e/--header and check that every key variable is set, sending no request."""
-    endpoints.check_endpoints(config.model, config.base_url, config.api_key_var, config.endpoints_path,
+def check_endpoints(config: EvalConfig, role: str = "") -> list[str]:
+    """Resolve -m/-b/-k/-e/--header and check that every key variable is set, sending no request; returns
+    the lines to show about where the model goes."""
+    return endpoints.check_endpoints(config.model, config.base_url, config.api_key_var, config.endpoints_path,
                               config.headers, role=role)

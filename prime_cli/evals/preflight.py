@@ -43,8 +43,22 @@ def preflight(config: EvalConfig) -> tuple[EvalConfig, vf.Environment]:
     Raises EnvConfigError (one line for the CLI) on any bad input; writes nothing."""
     config = with_saved_run(config)
     env = load_env(config)
-    check_endpoints(config)
+    show_routes(check_endpoints(config))
     return config, env
+
+
+_SHOWN_ROUTES: set[str] = set()
+
+
+def show_routes(lines: list[str]) -> None:
+    """Where a bare model name goes (`gpt-4.1-mini: OpenAI via LiteLLM, key OPENAI_API_KEY`), once per
+    process (a sweep checks the same model for each environment)."""
+    import sys
+
+    for line in lines:
+        if line not in _SHOWN_ROUTES:
+            _SHOWN_ROUTES.add(line)
+            print(line, file=sys.stderr, flush=True)
 
 
 def _saved_model_dir_name(config: EvalConfig) -> str:

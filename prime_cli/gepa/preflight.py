@@ -68,9 +68,11 @@ def check_endpoints(config: GepaConfig) -> None:
     from prime_cli.clients.registry import check_base_url
 
     check_base_url(config.reflection_base_url, "--reflection-base-url")
-    check(config.model, config.base_url, config.api_key_var, config.endpoints_path)
-    check(config.reflector, reflection_url(config), config.api_key_var, config.endpoints_path,
-          role="reflection model -M")
+    lines = check(config.model, config.base_url, config.api_key_var, config.endpoints_path)
+    lines += check(config.reflector, reflection_url(config), config.api_key_var, config.endpoints_path,
+                   role="reflection model -M")
+    for line in dict.fromkeys(lines):
+        print(line, file=sys.stderr, flush=True)
 
 
 def preflight(config: GepaConfig) -> SearchInputs:

@@ -1,5 +1,6 @@
-"""`-m NAME` as a user types it: registry ids, `-b` literals, provider names through litellm, and
-one clear error for anything else (never a silent fallback to api.openai.com)."""
+"""`-m NAME` as a user types it: registry ids, `-b` literals, provider names and the bare names LiteLLM
+lists (gpt-4.1-mini) through litellm, and one clear error for anything else (never a silent fallback to
+api.openai.com)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,10 @@ def one_error_line(result) -> str:
 
 
 def test_unknown_name_without_registry_is_one_clear_error(tmp_path):
-    result = run_prime(["eval", "run", "reverse-text", "-m", "gpt-4.1-mini", *SMALL, "-s", "--max-retries", "0"],
+    result = run_prime(["eval", "run", "reverse-text", "-m", "my-finetune-7b", *SMALL, "-s", "--max-retries", "0"],
                        tmp_path, NO_PROVIDER_KEYS)
     line = one_error_line(result)
-    assert "'gpt-4.1-mini'" in line and "no endpoint registry" in line and "configs/endpoints.toml" in line
+    assert "'my-finetune-7b'" in line and "no endpoint registry" in line and "configs/endpoints.toml" in line
     assert "-b URL" in line and "-m local" in line
     assert not list(tmp_path.rglob("metadata.json"))  # nothing was started
 
@@ -46,9 +47,9 @@ def test_unknown_name_lists_the_registry_endpoint_ids(tmp_path):
 
 
 def test_gepa_gives_the_same_error(tmp_path):
-    line = one_error_line(run_prime(["gepa", "run", "reverse-text", "-m", "gpt-4.1", "-B", "20", "-n", "3", "-N", "2"],
-                                    tmp_path, NO_PROVIDER_KEYS))
-    assert "'gpt-4.1'" in line and "no endpoint registry" in line and "-b URL" in line
+    line = one_error_line(run_prime(["gepa", "run", "reverse-text", "-m", "gpt-4.1-typo", "-B", "20", "-n", "3",
+                                     "-N", "2"], tmp_path, NO_PROVIDER_KEYS))
+    assert "'gpt-4.1-typo'" in line and "no endpoint registry" in line and "-b URL" in line
     assert not list(tmp_path.rglob("metadata.json"))
 
 
@@ -91,3 +92,47 @@ def test_litellm_prefix_with_b_keeps_working(tmp_path):
         models = {r["json"]["model"] for r in server.requests_to(CHAT)}
     assert result.returncode == 0, result.stderr
     assert models == {"scripted-model"}
+
+
+def test_a_bare_name_litellm_lists_goes_to_its_provider_with_one_line_saying_so(tmp_path):
+    """`-m gpt-4.1-mini` as the guides type it: LiteLLM's model list says OpenAI; litellm reads
+    OPENAI_BASE_URL, pointed here at the loopback server, and the name goes as it is."""
+    with ScriptedOpenAIServer() as server:
+        result = run_prime(["eval", "run", "reverse-text", "-m", "gpt-4.1-mini", *SMALL, "-s"], tmp_path,
+                           {**NO_PROVIDER_KEYS, "OPENAI_API_KEY": "sk-bare-name-test", "OPENAI_BASE_URL": server.url})
+        sent = server.requests_to(CHAT)
+    assert result.returncode == 0, result.stderr
+    assert "gpt-4.1-mini: OpenAI via LiteLLM, key OPENAI_API_KEY" in result.stderr.splitlines()
+    assert len(sent) == 2 and {r["json"]["model"] for r in sent} == {"gpt-4.1-mini"}
+    assert {r["headers"]["authorization"] for r in sent} == {"Bearer sk-bare-name-test"}
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and b"sk-bare-name-test" in p.read_bytes()]
+
+
+def test_a_bare_name_without_its_key_is_one_line_naming_the_variable(tmp_path):
+    result = run_prime(["eval", "run", "reverse-text", "-m", "gpt-4.1-mini", *SMALL, "-s"], tmp_path,
+                       {**NO_PROVIDER_KEYS, "OPENAI_API_KEY": ""})
+    line = one_error_line(result)
+    assert "gpt-4.1-mini" in line and "OPENAI_API_KEY" in line and "not set" in line
+    assert not list(tmp_path.rglob("metadata.json"))
+    gepa = run_prime(["gepa", "run", "reverse-text", "-m", "local", "-M", "claude-sonnet-4-20250514", "-B", "20",
+                      "-n", "3", "-N", "2"], tmp_path, NO_PROVIDER_KEYS)
+    line = one_error_line(gepa)
+    assert "reflection model -M" in line and "ANTHROPIC_API_KEY" in line
+
+
+def test_the_registry_keeps_precedence_over_a_bare_name(tmp_path):
+    with ScriptedOpenAIServer() as server:
+        (tmp_path / "configs").mkdir()
+        (tmp_path / "configs" / "endpoints.toml").write_text(
+            f'[[endpoint]]\nendpoint_id = "gpt-4.1-mini"\nmodel = "served-under-my-name"\nurl = "{server.url}"\n')
+        result = run_prime(["eval", "run", "reverse-text", "-m", "gpt-4.1-mini", *SMALL], tmp_path,
+                           {**NO_PROVIDER_KEYS, "OPENAI_API_KEY": ""})
+        models = {r["json"]["model"] for r in server.requests_to(CHAT)}
+    assert result.returncode == 0, result.stderr
+    assert models == {"served-under-my-name"} and "via LiteLLM" not in result.stderr
+
+
+def test_names_litellm_lists_but_cannot_chat_with_stay_unknown(tmp_path):
+    line = one_error_line(run_prime(["eval", "run", "reverse-text", "-m", "text-embedding-3-small", *SMALL],
+                                    tmp_path, NO_PROVIDER_KEYS))
+    assert "unknown model 'text-embedding-3-small'" in line

@@ -319,6 +319,21 @@ def test_verifiers_prime_rl_example_places_num_gpus_with_tensor_parallel(tmp_pat
     assert MOE_ADAPTERS in out
 
 
+def test_the_guides_judge_model_resolves_through_litellm_without_a_registry(tmp_path):
+    """The verifiers RL guide's `judge_model = "gpt-4.1-mini"`, in a folder without configs/endpoints.toml:
+    LiteLLM's model list names OpenAI, and its key is checked before anything starts."""
+    path = write(tmp_path, VERIFIERS_PRIME_RL)
+    result = run_train([str(path), "--dry-run"], cwd=tmp_path,
+                       extra_env={"OPENAI_API_KEY": "not-a-real-key", "OPENAI_BASE_URL": ""})
+    assert result.returncode == 0, result.stderr
+    assert "judge gpt-4.1-mini: OpenAI via LiteLLM, key OPENAI_API_KEY" in result.stdout + result.stderr
+    missing = run_train([str(path), "--dry-run"], cwd=tmp_path, extra_env={"OPENAI_API_KEY": ""})
+    assert missing.returncode == 2, missing.stdout[-2000:]
+    errors = [line for line in missing.stderr.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and "judge model gpt-4.1-mini" in errors[0] and "OPENAI_API_KEY" in errors[0], errors
+    assert "Traceback" not in missing.stderr
+
+
 @pytest.mark.parametrize(("text", "expected"), [
     # more replicas where they fit: 2 of 3 GPUs, the trainer on the 2 left
     ("num_gpus = 8\ntensor_parallel_size = 3", "vLLM on GPUs 0-5 (2 replicas of 3 GPUs: data_parallel_size 2), "

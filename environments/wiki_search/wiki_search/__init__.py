@@ -79,10 +79,16 @@ def build_tools(index: WikiIndex, max_results: int = 5) -> list:
 
 
 def judge_client_for(judge_model: str, judge_base_url: str | None, judge_api_key_var: str | None) -> Any:
-    """A prime model client for the judge: an endpoint id from configs/endpoints.toml, or a model id."""
+    """A prime model client for the judge: an endpoint id from configs/endpoints.toml, a model id with
+    judge_base_url, or a name LiteLLM knows (gpt-4.1-mini, anthropic/...), its key checked before any rollout."""
+    import sys
+
+    from prime_cli.clients.endpoints import check_endpoints
     from prime_cli.clients.pool import make_client
     from prime_cli.clients.registry import resolve_model
 
+    for line in check_endpoints(judge_model, judge_base_url, judge_api_key_var, role="judge model"):
+        print(f"judge {line}", file=sys.stderr, flush=True)
     spec = resolve_model(judge_model, base_url=judge_base_url, key_var=judge_api_key_var)[0]
     return make_client(spec, max_concurrent=16), spec.model
 

@@ -1,0 +1,75 @@
+"""Bare model names that LiteLLM's model list knows (`gpt-4.1-mini` -> OpenAI), read without importing litellm.
+
+vf-eval and the guides send a bare name such as `gpt-4.1-mini` to OpenAI; LiteLLM's model table (shipped in
+its package, `model_prices_and_context_window_backup.json`) names each model's provider, so a bare chat
+model resolves to LiteLLM with that provider, and the run says so in one line. The table is read as JSON
+(~10 ms): importing litellm takes seconds and is left to the first request.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MODEL_TABLE = "model_prices_and_context_window_backup.json"
+CHAT_MODES = ("chat", "responses")
+# the variable LiteLLM reads for each provider's key (its own docs); a provider missing here is still
+# reached, and the line says LiteLLM reads its credentials
+KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
+            "mistral": "MISTRAL_API_KEY", "deepseek": "DEEPSEEK_API_KEY", "xai": "XAI_API_KEY",
+            "groq": "GROQ_API_KEY", "cohere_chat": "COHERE_API_KEY", "cohere": "COHERE_API_KEY",
+            "openrouter": "OPENROUTER_API_KEY", "together_ai": "TOGETHERAI_API_KEY",
+            "fireworks_ai": "FIREWORKS_AI_API_KEY", "perplexity": "PERPLEXITYAI_API_KEY"}
+SHOWN_AS = {"openai": "OpenAI", "anthropic": "Anthropic", "gemini": "Google Gemini", "vertex_ai": "Google Vertex AI",
+            "mistral": "Mistral", "deepseek": "DeepSeek", "xai": "xAI", "groq": "Groq", "cohere_chat": "Cohere",
+            "cohere": "Cohere", "openrouter": "OpenRouter", "together_ai": "Together AI",
+            "fireworks_ai": "Fireworks AI", "perplexity": "Perplexity", "bedrock": "AWS Bedrock"}
+
+
+@dataclass(frozen=True)
+class BareModelRoute:
+    """Where LiteLLM sends a bare model name: its provider and the variable holding that provider's key."""
+
+    model: str
+    provider: str
+
+    @property
+    def key_var(self) -> str | None:
+        return KEY_VARS.get(self.provider)
+
+    def line(self, key_var: str | None = None) -> str:
+        """`gpt-4.1-mini: OpenAI via LiteLLM, key OPENAI_API_KEY` (`key_var`: a -k that replaces it)."""
+        key = key_var or self.key_var
+        credentials = f"key {key}" if key else "credentials as LiteLLM reads them for this provider"
+        return f"{self.model}: {SHOWN_AS.get(self.provider, self.provider)} via LiteLLM, {credentials}"
+
+
+@functools.lru_cache(maxsize=1)
+def model_table() -> dict[str, Any]:
+    """LiteLLM's model table (provider, mode, prices per token) as shipped in its package; {} without it."""
+    spec = importlib.util.find_spec("litellm")  # locates the package without importing it
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        try:
+            table = json.loads((Path(folder) / MODEL_TABLE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            break
+        return {name: entry for name, entry in table.items() if isinstance(entry, dict)}
+    return {}
+
+
+def bare_model_route(name: str) -> BareModelRoute | None:
+    """The provider LiteLLM's model table gives a bare chat model name (no `/`), or None."""
+    from .providers import litellm_providers
+
+    entry = model_table().get(name) if name and "/" not in name else None
+    if entry is None or entry.get("mode") not in CHAT_MODES:
+        return None
+    provider = str(entry.get("litellm_provider") or "")
+    providers = litellm_providers()
+    if provider not in providers:  # the table's "vertex_ai-language-models" is the provider "vertex_ai"
+        provider = provider.split("-", 1)[0]
+    return BareModelRoute(name, provider) if provider in providers else None
