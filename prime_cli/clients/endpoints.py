@@ -60,10 +60,11 @@ def secrets_of(specs: list[EndpointSpec]) -> list[str]:
 
 def check_endpoints(model: str, base_url: str | None = None, key_var: str | None = None,
                     endpoints_path: str | None = None, headers: Mapping[str, str] | None = None,
-                    role: str = "") -> list[str]:
+                    role: str = "", key_flag: str = "-k NAME") -> list[str]:
     """Resolve the model flags and check that every key variable is set, sending no request. The `local`
     model is checked against a placeholder loopback URL (its server is not started yet). `role`
-    (e.g. "reflection model -M") prefixes the message when a run has several models. Returns the lines
+    (e.g. "reflection model -M") prefixes the message when a run has several models; `key_flag` is how
+    the user names another key variable there (-k NAME, or an environment argument). Returns the lines
     the run shows about where a name goes (a bare name LiteLLM routes: `gpt-4.1-mini: OpenAI via
     LiteLLM, key OPENAI_API_KEY`)."""
     if is_local_model(model) and not base_url:
@@ -72,11 +73,11 @@ def check_endpoints(model: str, base_url: str | None = None, key_var: str | None
     try:
         for spec in endpoint_specs(model, base_url, key_var, endpoints_path, headers):
             if spec.key_var:
-                api_key_for(spec)
+                api_key_for(spec, key_flag)
             if spec.kind == "litellm":
                 from .litellm_client import check_provider_key, route_line
 
-                check_provider_key(spec)
+                check_provider_key(spec, key_flag)
                 if (line := route_line(spec)) and line not in lines:
                     lines.append(line)
     except ClientConfigError as exc:

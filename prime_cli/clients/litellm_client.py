@@ -19,7 +19,7 @@ from .providers import import_litellm, missing_provider_keys
 from .registry import LITELLM_PREFIX, EndpointSpec, api_key_for, secret_header_values
 
 
-def check_provider_key(spec: EndpointSpec) -> None:
+def check_provider_key(spec: EndpointSpec, key_flag: str = "-k NAME") -> None:
     """Fail before any request when the provider's key variable is unset (and no -k or URL replaces it)."""
     if spec.key_var or spec.url:
         return
@@ -28,7 +28,7 @@ def check_provider_key(spec: EndpointSpec) -> None:
         provider = provider_name(spec.model)
         raise ClientConfigError(
             f"{spec.endpoint_id} goes through LiteLLM to provider '{provider}', which reads its key from "
-            f"{' or '.join(missing)}: not set; export it, or pass -k NAME of the variable holding the key")
+            f"{' or '.join(missing)}: not set; export it, or pass {key_flag} of the variable holding the key")
 
 
 def provider_name(model: str) -> str:

@@ -220,14 +220,15 @@ def secret_header_values(headers: dict[str, str]) -> list[str]:
     return [v for k, v in headers.items() if any(m in k.lower() for m in markers) and len(v) >= 4]
 
 
-def api_key_for(spec: EndpointSpec) -> str:
-    """The API key of an endpoint, read from the environment variable it names."""
+def api_key_for(spec: EndpointSpec, key_flag: str = "-k NAME") -> str:
+    """The API key of an endpoint, read from the environment variable it names (`key_flag`: how the user
+    names another variable, for the message)."""
     if spec.key_var is None:
         return NO_KEY
     value = os.environ.get(spec.key_var)
     if not value:
         raise ClientConfigError(
-            f"environment variable {spec.key_var} is not set; export it or pass -k NAME of the variable "
+            f"environment variable {spec.key_var} is not set; export it or pass {key_flag} of the variable "
             "holding your key"
         )
     return value

@@ -331,6 +331,7 @@ def test_the_guides_judge_model_resolves_through_litellm_without_a_registry(tmp_
     assert missing.returncode == 2, missing.stdout[-2000:]
     errors = [line for line in missing.stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and "judge model gpt-4.1-mini" in errors[0] and "OPENAI_API_KEY" in errors[0], errors
+    assert "judge_api_key_var" in errors[0] and " -k " not in errors[0]
     assert "Traceback" not in missing.stderr
 
 

@@ -87,7 +87,8 @@ def judge_client_for(judge_model: str, judge_base_url: str | None, judge_api_key
     from prime_cli.clients.pool import make_client
     from prime_cli.clients.registry import resolve_model
 
-    for line in check_endpoints(judge_model, judge_base_url, judge_api_key_var, role="judge model"):
+    for line in check_endpoints(judge_model, judge_base_url, judge_api_key_var, role="judge model",
+                                key_flag="judge_api_key_var = NAME"):
         print(f"judge {line}", file=sys.stderr, flush=True)
     spec = resolve_model(judge_model, base_url=judge_base_url, key_var=judge_api_key_var)[0]
     return make_client(spec, max_concurrent=16), spec.model
