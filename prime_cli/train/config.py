@@ -9,11 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from .config_eval import OnlineEvalConfig
 from .config_nodes import ClientConfig, DeploymentConfig, Section, SlurmConfig
 from .config_sft import AlgoConfig, LossConfig, TeacherConfig, check_algorithm
+from .config_wandb import LogExtrasConfig
 
 # vLLM's sampling penalties that the trainer does not apply to its logits (a non-zero value is refused)
 UNMATCHED_PENALTIES = ("presence_penalty", "frequency_penalty")
@@ -245,6 +246,13 @@ class WandbConfig(Section):
     id: str | None = None  # a W&B run id to continue (resume="allow")
     mode: Literal["online", "offline"] = "offline"
     offline: bool | None = None  # prime-rl's spelling: true = mode "offline", false = mode "online"
+    log_extras: LogExtrasConfig | None = None  # prime-rl's: sampled rollouts and distributions (config_wandb)
+
+    @field_validator("log_extras", mode="before")
+    @classmethod
+    def _switch(cls, value: Any) -> Any:
+        """`log_extras = true` turns the extras on with their defaults, `false` off."""
+        return ({} if value else None) if isinstance(value, bool) else value
 
     @model_validator(mode="after")
     def offline_means_mode(self) -> WandbConfig:

