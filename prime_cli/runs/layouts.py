@@ -108,7 +108,9 @@ class TrainingRunLayout:
     in a hidden folder and renames it into place whole, so a checkpoints/step_N that exists is complete),
     rollouts/step_N/{batch.jsonl, stats.json, orchestrator.json} (the batch step N trained on, and the
     orchestrator's progress after it, which the trainer copies into the checkpoint of step N; the other
-    two are written first and batch.jsonl renamed into place last, so a batch.jsonl that exists is complete),
+    two are written first and batch.jsonl renamed into place last, so a batch.jsonl that exists is complete;
+    with [wandb.log_extras], on the steps it logs, extras.json too, written before batch.jsonl: a few of the
+    step's rollouts and its rewards and advantages, which the trainer logs to W&B),
     online_evals/step_N/<env>/ (an ordinary eval run of the adapter of step N, [orchestrator.eval]; not
     `evals/`, so that a run whose output_dir is `outputs` never shares a folder with `prime eval run -s`) and
     evals.jsonl (one line per online eval: its step and per-environment means).
@@ -143,6 +145,7 @@ class TrainingRunLayout:
     ORCHESTRATOR_CHECKPOINT = "orchestrator.json"
     BATCH = "batch.jsonl"
     BATCH_STATS = "stats.json"
+    BATCH_EXTRAS = "extras.json"
     PART_LOGS = ("inference.log", "orchestrator.log", "trainer.log")
 
     @property
@@ -205,6 +208,9 @@ class TrainingRunLayout:
 
     def batch_stats_path(self, step: int) -> Path:
         return self.rollouts_dir(step) / self.BATCH_STATS
+
+    def batch_extras_path(self, step: int) -> Path:
+        return self.rollouts_dir(step) / self.BATCH_EXTRAS
 
     @property
     def parts_marker_path(self) -> Path:

@@ -26,6 +26,8 @@ class Group:
     metric_errors: int = 0  # rollouts (trained on) where a zero-weight metric raised
     policy_step: int = 0  # the weights that sampled it
     scoring_s: float = 0.0  # the group's reward computation (inside generation_s)
+    # [wandb.log_extras]: each sampled rollout's texts for the step's table (wandb_extras), never saved
+    rollout_log: list[Any] = field(default_factory=list, repr=False)
 
     @property
     def mean(self) -> float:

@@ -29,7 +29,8 @@ class SurplusGroups:
         return taken, stale
 
     def state(self) -> list[dict[str, Any]]:
-        return [dataclasses.asdict(g) for g in self.groups]
+        return [{k: v for k, v in dataclasses.asdict(dataclasses.replace(g, rollout_log=[])).items()
+                 if k != "rollout_log"} for g in self.groups]
 
     def restore(self, state: list[dict[str, Any]]) -> None:
         self.groups = [Group(**saved) for saved in state]

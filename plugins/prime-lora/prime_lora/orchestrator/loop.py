@@ -39,6 +39,7 @@ from .sampler import EnvRows, EnvSampler
 from .samples import NoTokens, policy_error_types, rollout_samples
 from .servers import InferencePool, InferenceServerHandle, ServerDown
 from .teacher import TEACHER_ERROR_KIND, TeacherClient, TeacherError, teacher_endpoint
+from .wandb_extras import RolloutRecord, due, extras_config, rl_extras, write_extras
 from .weights import PolicyWeights
 
 FATAL_ERROR_TYPES = {"FatalEndpointError"}
@@ -128,6 +129,7 @@ async def sample_group(entry: EnvRows, row: dict[str, Any], client: Any, config:
         outcomes.append((state, failure, samples))
     if teacher is not None:
         outcomes = await gather_or_cancel(*(teacher_scored(teacher, outcome, log) for outcome in outcomes))
+    logs_rollouts = extras_config(config) is not None  # [wandb.log_extras]: the texts a table may show
     for state, failure, samples in outcomes:
         if failure is not None:
             group.errors[failure.kind] = group.errors.get(failure.kind, 0) + 1
@@ -140,6 +142,11 @@ async def sample_group(entry: EnvRows, row: dict[str, Any], client: Any, config:
         else:
             group.rewards.append(float(state.get("reward") or 0.0))
             group.samples.append(samples)
+        if logs_rollouts:
+            counted = failure is None or failure.policy
+            group.rollout_log.append(RolloutRecord(
+                state.get("prompt"), state.get("completion"), group.rewards[-1] if counted else None,
+                len(group.rewards) - 1 if counted else None, None if failure is None else failure.one_line()))
     if len(group.rewards) < 2:  # a lone rollout has no baseline to compare with
         group.rewards, group.samples = [], []
     return group
@@ -309,6 +316,10 @@ async def run_steps(config: RLConfig, output_dir: Path, pool: InferencePool, sta
                                 weights.last_load_s)
         if online is not None:
             summary["wait_eval_s"] = weights.last_before_load_s  # part of wait_weights_s
+        if due(config, step):
+            write_extras(output_dir, step, rl_extras(step, stats.all_groups, stats.kept, config))
+        for group in stats.all_groups:  # texts kept for the table only: buffered groups do not carry them on
+            group.rollout_log.clear()
         # the progress goes into checkpoints/step_N only with the trainer's checkpoint of step N (it copies it):
         # a checkpoint folder holding the orchestrator's half alone would look resumable and not be
         write_batch(TrainingRunLayout(output_dir).rollouts_dir(step), samples, summary,

@@ -28,6 +28,7 @@ from .online_eval import OnlineEval
 from .servers import InferencePool, InferenceServerHandle
 from .sft_batches import SftBatches, SourceSamples
 from .sft_tokens import BadRow, conversation_sample
+from .wandb_extras import due, sft_extras, write_extras
 from .weights import PolicyWeights
 
 
@@ -116,7 +117,8 @@ async def run_sft(config: RLConfig, output_dir: Path, base_urls: list[str] | Non
 
 async def sft_steps(config: RLConfig, output_dir: Path, pool: InferencePool | None, start: int, base: Path) -> None:
     orch = config.orchestrator
-    sources, bad = tokenize_sources(config, load_tokenizer(config), base)
+    tokenizer = load_tokenizer(config)
+    sources, bad = tokenize_sources(config, tokenizer, base)
     batches = SftBatches(sources, orch.batch_size, config.orchestrator_seed, orch.algo.dataset.shuffle)
     rows = sum(len(s.samples) for s in sources)
     print(f"data: {rows} rows in all; {orch.batch_size} samples a step, so an epoch of {sources[0].name} is "
@@ -138,6 +140,8 @@ async def sft_steps(config: RLConfig, output_dir: Path, pool: InferencePool | No
                  "loss_tokens": loss_tokens, "tokens": sum(len(s["input_ids"]) for s in samples),
                  "epoch": round(batches.epoch, 4), "sft_rows": rows, "bad_rows": sum(bad.values()),
                  "wait_weights_s": waited}
+        if due(config, step):
+            write_extras(output_dir, step, sft_extras(step, samples, tokenizer, config))
         write_batch(TrainingRunLayout(output_dir).rollouts_dir(step), samples, stats,
                     {"step": step, "sft": batches.state()})
         print(f"step {step}: {len(samples)} samples, {loss_tokens} loss tokens, epoch {batches.epoch:.2f}, "

@@ -44,6 +44,7 @@ from .sampler import EnvRows, EnvSampler
 from .sft_loop import eval_pool, load_tokenizer, pace
 from .sft_tokens import BadRow, conversation_sample
 from .teacher import teacher_endpoint
+from .wandb_extras import due, sft_extras, write_extras
 from .weights import PolicyWeights
 
 MAX_ROUNDS = 10  # rounds of examples per step before a short batch is written
@@ -247,6 +248,8 @@ async def teacher_sft_steps(config: RLConfig, output_dir: Path, client: Any, mod
                  "effective_batch_size": len(samples), "loss_tokens": sum(sum(s["loss_mask"]) for s in samples),
                  "tokens": sum(len(s["input_ids"]) for s in samples), **batch.stats(),
                  "generation_s": generation_s, "wait_weights_s": waited}
+        if due(config, step):
+            write_extras(output_dir, step, sft_extras(step, samples, tokenizer, config))
         write_batch(TrainingRunLayout(output_dir).rollouts_dir(step), samples, stats,
                     {"step": step, "sampler": sampler.state(), "teacher_surplus": surplus})
         errored = f", {stats['errored_rollouts']} errored" if stats["errored_rollouts"] else ""

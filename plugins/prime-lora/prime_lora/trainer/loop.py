@@ -20,6 +20,7 @@ from .logprobs import LossPositionLogprobs
 from .model import build_policy, describe_adapters, pick_device, pick_dtype, trainable_parameters
 from .optim import apply_optim_config, build_optimizer, build_scheduler
 from .step import StepResult, train_step
+from .wandb_extras import extras_payload
 
 POLL_S = 0.1
 
@@ -64,6 +65,8 @@ class MetricsLog:
         self.evals_path = TrainingRunLayout(output_dir).evals_path
         self.evals_seen = len(read_evals(self.evals_path))  # a resumed run's earlier evals were logged then
         self.wandb = wandb_run.start(config, output_dir)
+        self.output_dir = output_dir
+        self.logs_extras = config.wandb is not None and config.wandb.log_extras is not None
         if self.wandb is not None and config.orchestrator.eval is not None:  # eval curves against the step evaluated
             self.wandb.define_metric("eval/step")
             self.wandb.define_metric("eval/*", step_metric="eval/step")
@@ -85,7 +88,8 @@ class MetricsLog:
         with self.path.open("a") as handle:
             handle.write(json.dumps(row) + "\n")
         if self.wandb is not None:
-            self.wandb.log(wandb_metrics(row, batch_keys), step=row["step"])
+            extras = extras_payload(self.output_dir, row["step"]) if self.logs_extras else {}
+            self.wandb.log({**wandb_metrics(row, batch_keys), **extras}, step=row["step"])
 
     def close(self) -> None:
         wandb_run.finish(self.wandb)
