@@ -56,7 +56,10 @@ def cut(text: str, max_chars: int) -> str:
     """`text` within max_chars: its head and tail around a marker that says how much was cut."""
     if len(text) <= max_chars:
         return text
-    marker = f"\n[... {len(text) - max_chars} characters cut ...]\n"
+    marker = ""
+    for _ in range(2):  # the marker's length depends on the count it names
+        keep = max(max_chars - len(marker), 0)
+        marker = f"\n[... {len(text) - keep} characters cut ...]\n"
     keep = max(max_chars - len(marker), 0)
     head = keep - keep // 2
     return text[:head] + marker + text[len(text) - keep // 2:]
