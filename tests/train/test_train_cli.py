@@ -92,6 +92,11 @@ BAD = {
     "trainer.toml": (MINIMAL, ["--trainer", "nope"], "no trainer named 'nope'"),
     "wandb.toml": (MINIMAL + '[wandb]\nmode = "online"\noffline = true\n', [],
                    'wandb.offline = true contradicts wandb.mode = "online"'),
+    "extras.toml": (MINIMAL + "[wandb]\n[wandb.log_extras]\ninterval = 0\n", [],
+                    "wandb.log_extras.interval must be at least 1 (got 0)"),
+    "ratio.toml": (MINIMAL + "[wandb.log_extras]\nsample_ratio = 1.5\n", [],
+                   "wandb.log_extras.sample_ratio must be at most 1 (got 1.5)"),
+    "rows.toml": (MINIMAL + "[wandb.log_extras]\nrows = 4\n", [], "did you mean wandb.log_extras.max_rows?"),
     "group.toml": (MINIMAL, ["--set", "orchestrator.rollouts_per_example=1"],
                    "orchestrator.rollouts_per_example must be at least 2 (got 1)"),
     "force.toml": (MINIMAL, ["--force", "--resume-step", "2"], "--force is for a fresh start"),
@@ -99,6 +104,18 @@ BAD = {
                   ["--set", "inference.tensor_parallel_size=2"],
                   "inference_gpu_ids lists 3 GPUs, which inference.tensor_parallel_size = 2 does not divide"),
 }
+
+
+def test_wandb_log_extras_as_prime_rl_writes_it_shows_in_the_plan(tmp_path):
+    path = write(tmp_path, "max_steps = 30\n" + MINIMAL + "[wandb]\nproject = \"demo\"\n[wandb.log_extras]\n"
+                 "interval = 5\nsample_ratio = 0.5\nmax_chars = 500\n")
+    result = run_train([str(path), "--dry-run"])
+    assert result.returncode == 0, result.stderr
+    assert "[wandb.log_extras]" in result.stdout and "interval = 5" in result.stdout
+    assert ("W&B extras: table `samples` of 0.5 of the step's rollouts, at most 8 rollouts, texts cut at 500 "
+            "characters; reward and advantage histograms; every 5 steps") in result.stdout
+    short = run_train([str(path), "--dry-run", "--set", "max_steps=3", "--set", "wandb.log_extras=true"])
+    assert "every 10 steps: none in this run (max_steps 3 < interval 10)" in short.stdout, short.stderr
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
