@@ -38,19 +38,19 @@ class LogExtrasConfig(Section):
         wanted = rollouts if self.sample_ratio is None else round(rollouts * self.sample_ratio)
         return min(wanted, self.max_rows, rollouts)
 
-    def describe(self, max_steps: int, sft: bool = False) -> str:
-        """The plan's line: what is logged, and at which steps."""
+    def describe(self, max_steps: int, rows_are: str = "rollouts") -> str:
+        """The plan's line: what is logged, and at which steps. `rows_are`: what a row is ("rollouts", or an SFT
+        run's samples, which have no histograms)."""
         what = []
         if self.samples:
-            share = f"{self.sample_ratio:g} of the step's {'samples' if sft else 'rollouts'}, at most " \
-                if self.sample_ratio is not None else "up to "
-            kind = "data-set samples (no reward or advantage)" if sft else "rollouts"
-            what.append(f"table `samples` of {share}{self.max_rows} {kind}, texts cut at {self.max_chars} characters")
-        if self.distributions and not sft:
+            share = f" ({self.sample_ratio:g} of the step's)" if self.sample_ratio is not None else ""
+            what.append(f"table `samples` of up to {self.max_rows} {rows_are}{share}, texts cut at {self.max_chars} "
+                        "characters")
+        if self.distributions and rows_are == "rollouts":
             what.append("reward and advantage histograms")
         if not what:
             return "none (samples and distributions are both false)"
-        steps = (f"every {self.interval} steps" if self.interval > 1 else "every step")
+        steps = f"every {self.interval} steps" if self.interval > 1 else "every step"
         if max_steps < self.interval:
             steps += f": none in this run (max_steps {max_steps} < interval {self.interval})"
         return f"{'; '.join(what)}; {steps}"

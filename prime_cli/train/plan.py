@@ -197,6 +197,15 @@ def _wandb(config: Any) -> str:
             "command)")
 
 
+def _extras_rows(config: Any) -> str:
+    """What a row of the W&B samples table is in this run."""
+    if not config.is_sft:
+        return "rollouts"
+    if config.orchestrator.teacher_rollout_model is not None:
+        return "samples of the teacher's rollouts (with their reward; no advantage)"
+    return "data-set samples (no reward or advantage)"
+
+
 def build_plan(config: Any, cuda: bool) -> list[PlanPart]:
     """The three processes; on a machine without CUDA a multi-GPU config is shown as configured."""
     gpu = cuda or is_multi_gpu(config)
@@ -222,7 +231,7 @@ def render_plan(config: Any, parts: list[PlanPart], cuda: bool, notes: list[str]
     lines.extend(f"  {note}" if note.startswith(("note:", "warning:")) else f"  note: {note}" for note in notes)
     lines.append(f"  W&B: {_wandb(config)}")
     if config.wandb is not None and config.wandb.log_extras is not None:
-        lines.append(f"  W&B extras: {config.wandb.log_extras.describe(config.max_steps, config.is_sft)}")
+        lines.append(f"  W&B extras: {config.wandb.log_extras.describe(config.max_steps, _extras_rows(config))}")
     lines.append(f"Outputs in {config.output_dir}/:")
     layout = OUTPUT_LAYOUT + (EVAL_LAYOUT if config.orchestrator.eval is not None else ())
     width = max(len(name) for name, _ in layout)

@@ -112,7 +112,7 @@ def test_wandb_log_extras_as_prime_rl_writes_it_shows_in_the_plan(tmp_path):
     result = run_train([str(path), "--dry-run"])
     assert result.returncode == 0, result.stderr
     assert "[wandb.log_extras]" in result.stdout and "interval = 5" in result.stdout
-    assert ("W&B extras: table `samples` of 0.5 of the step's rollouts, at most 8 rollouts, texts cut at 500 "
+    assert ("W&B extras: table `samples` of up to 8 rollouts (0.5 of the step's), texts cut at 500 "
             "characters; reward and advantage histograms; every 5 steps") in result.stdout
     short = run_train([str(path), "--dry-run", "--set", "max_steps=3", "--set", "wandb.log_extras=true"])
     assert "every 10 steps: none in this run (max_steps 3 < interval 10)" in short.stdout, short.stderr

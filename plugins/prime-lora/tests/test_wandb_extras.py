@@ -182,3 +182,27 @@ def test_cut_keeps_head_and_tail_within_the_bound():
     short = cut(text, 200)
     assert len(short) == 200 and short.startswith("A") and short.endswith("Z") and "characters cut" in short
     assert cut("small", 200) == "small"
+
+
+def test_an_sft_run_writes_decoded_rows_on_its_interval_steps(tmp_path, monkeypatch):
+    from sft_tiny import tiny_tokenizer
+    from test_sft_loop import CHAT, sft_config, write_rows
+
+    from prime_lora.orchestrator import sft_loop
+
+    monkeypatch.setattr(sft_loop, "load_tokenizer", lambda config: tiny_tokenizer())
+    write_rows(tmp_path / "rows.jsonl", [{"messages": CHAT}] * 3)
+    cfg = sft_config(tmp_path, "rows.jsonl").model_copy(update={"max_steps": 2})
+    cfg.wandb = RLConfig.model_validate({**cfg.model_dump(), "wandb": {"log_extras": {"interval": 2}}}).wandb
+    out = Path(cfg.output_dir)
+    for step in (0, 1):  # the trainer's weights the batches wait for
+        (out / "weights" / f"step_{step}").mkdir(parents=True)
+    asyncio.run(sft_loop.sft_steps(cfg, out, None, 0, tmp_path))
+    assert [p.parent.name for p in sorted((out / "rollouts").glob("step_*/extras.json"))] == ["step_2"]
+    extras = extras_of(out, 2)
+    assert len(extras["rows"]) == 2 and "distributions" not in extras  # the batch's 2 samples
+    for row in extras["rows"]:
+        record = dict(zip(COLUMNS, row, strict=True))
+        assert "2+3?" in record["prompt"] and record["completion"].startswith("5")
+        assert (record["env"], record["reward"], record["advantage"], record["error"]) == \
+            ("sft:rows.jsonl", None, None, None)

@@ -125,6 +125,7 @@ def sft_extras(step: int, samples: list[TrainingSample], tokenizer: Any, config:
     a few rows here costs the trainer nothing)."""
     extras = extras_config(config)
     rng = random.Random(f"wandb-extras/{config.orchestrator_seed}/{step}")
+    scored = config.orchestrator.teacher_rollout_model is not None  # a data set's rows hold a placeholder 0.0
     rows = []
     for index in pick(extras.rows(len(samples)), [], list(range(len(samples))), rng):
         sample = samples[index]
@@ -132,7 +133,8 @@ def sft_extras(step: int, samples: list[TrainingSample], tokenizer: Any, config:
         start = mask.index(1) if 1 in mask else len(mask)
         ids = sample["input_ids"]
         rows.append(row(step, sample.get("env", ""), sample.get("example_id"), tokenizer.decode(ids[:start]),
-                        tokenizer.decode(ids[start:]), sample.get("reward"), None, None, extras.max_chars))
+                        tokenizer.decode(ids[start:]), sample.get("reward") if scored else None, None, None,
+                        extras.max_chars))
     return {"step": step, "columns": COLUMNS, "rows": rows}
 
 
