@@ -206,3 +206,34 @@ def test_an_sft_run_writes_decoded_rows_on_its_interval_steps(tmp_path, monkeypa
         assert "2+3?" in record["prompt"] and record["completion"].startswith("5")
         assert (record["env"], record["reward"], record["advantage"], record["error"]) == \
             ("sft:rows.jsonl", None, None, None)
+
+
+def test_an_sft_table_with_empty_columns_and_a_bad_file_never_stop_the_log(tmp_path, capfd):
+    out = tmp_path / "out"
+    layout = TrainingRunLayout(out)
+    for step, extras in ((1, {"step": 1, "columns": COLUMNS, "rows": [[1, "sft:d", "", "p", "c", None, None, None]]}),
+                         (2, {"step": 2, "columns": ["a"], "rows": [[1, 2]]})):  # a row wider than its columns
+        layout.rollouts_dir(step).mkdir(parents=True)
+        layout.batch_extras_path(step).write_text(json.dumps(extras))
+    log = MetricsLog(out, tiny_config(out, wandb={"project": "p", "log_extras": {"interval": 1}}))
+    log.write({"step": 1, "loss": 1.0})
+    log.write({"step": 2, "loss": 0.5})
+    log.close()
+    (run_dir,) = offline_runs(out)
+    logged = dict(history(run_dir))
+    assert under(logged[1], "samples")["nrows"] == 1 and logged[2]["trainer/loss"] == 0.5
+    assert "step 2: the W&B extras could not be built" in capfd.readouterr().err
+
+
+def test_the_surplus_buffer_saves_no_texts():
+    from prime_lora.orchestrator.buffer import SurplusGroups
+    from prime_lora.orchestrator.wandb_extras import RolloutRecord
+
+    buffer = SurplusGroups()
+    buffer.add(loop.Group(env="e", example_id=1, rewards=[0.0, 1.0], samples=[[], []],
+                          rollout_log=[RolloutRecord("p", "c", 0.0, 0, None)]))
+    state = json.loads(json.dumps(buffer.state()))
+    assert "rollout_log" not in state[0] and state[0]["rewards"] == [0.0, 1.0]
+    again = SurplusGroups()
+    again.restore(state)
+    assert again.groups[0].rollout_log == [] and again.groups[0].example_id == 1

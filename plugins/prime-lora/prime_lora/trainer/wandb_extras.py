@@ -13,7 +13,7 @@ from typing import Any
 
 from prime_cli.train.plugin_api import TrainingRunLayout
 
-from .wandb_run import say
+from .wandb_run import first_line, say
 
 
 def read_extras(output_dir: Path, step: int) -> dict[str, Any] | None:
@@ -35,9 +35,14 @@ def extras_payload(output_dir: Path, step: int) -> dict[str, Any]:
     import wandb
 
     payload: dict[str, Any] = {}
-    if extras.get("rows"):
-        payload["samples"] = wandb.Table(columns=extras["columns"], data=extras["rows"])
-    for name, values in (extras.get("distributions") or {}).items():
-        if values:
-            payload[f"distributions/{name}"] = wandb.Histogram(values)
+    try:
+        if extras.get("rows"):
+            payload["samples"] = wandb.Table(columns=extras["columns"], data=extras["rows"])
+        for name, values in (extras.get("distributions") or {}).items():
+            if values:
+                payload[f"distributions/{name}"] = wandb.Histogram(values)
+    except Exception as exc:  # noqa: BLE001 - W&B never stops a training run
+        say(f"step {step}: the W&B extras could not be built ({type(exc).__name__}: {first_line(exc)}); "
+            "none logged for it")
+        return {}
     return payload
