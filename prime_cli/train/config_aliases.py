@@ -47,6 +47,9 @@ ALIASES: list[tuple[str, str]] = [
     ("data.shuffle", "orchestrator.algo.dataset.shuffle"),
     ("eval", "orchestrator.eval"),
     ("difficulty_threshold", "orchestrator.buffer.min_reward_variance"),
+    # prime-rl's orchestrator has a W&B config of its own ([orchestrator.wandb.log_extras] in its examples):
+    # one run logs here, so it is [wandb]
+    ("orchestrator.wandb", "wandb"),
 ]
 
 # keys that are accepted only with one value (the only one that applies here); anything else is refused

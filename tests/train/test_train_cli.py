@@ -118,6 +118,17 @@ def test_wandb_log_extras_as_prime_rl_writes_it_shows_in_the_plan(tmp_path):
     assert "every 10 steps: none in this run (max_steps 3 < interval 10)" in short.stdout, short.stderr
 
 
+def test_prime_rls_orchestrator_wandb_table_is_our_wandb(tmp_path, monkeypatch):
+    extras = "[orchestrator.wandb.log_extras]\nsamples = true\ndistributions = false\ninterval = 10\n"
+    result = in_process([str(write(tmp_path, "max_steps = 10\n" + MINIMAL + extras)), "--dry-run"], monkeypatch)
+    assert result.exit_code == 0, result.stderr
+    assert "W&B extras: table `samples` of up to 8 rollouts, texts cut at 2000 characters; every 10 steps" \
+        in result.stdout
+    both = write(tmp_path, MINIMAL + extras + "[wandb.log_extras]\ninterval = 5\n", "both.toml")
+    assert_one_error_line(in_process([str(both), "--dry-run"], monkeypatch),
+                          "orchestrator.wandb.log_extras.interval and wandb.log_extras.interval both set")
+
+
 @pytest.mark.parametrize("name", sorted(BAD))
 def test_bad_configs_exit_2_with_one_line(name, tmp_path, monkeypatch):
     text, extra, expected = BAD[name]
