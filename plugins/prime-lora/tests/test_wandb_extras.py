@@ -237,3 +237,42 @@ def test_the_surplus_buffer_saves_no_texts():
     again = SurplusGroups()
     again.restore(state)
     assert again.groups[0].rollout_log == [] and again.groups[0].example_id == 1
+
+
+def test_the_real_orchestrator_against_the_scripted_server_writes_the_chats_texts(tmp_path, monkeypatch):
+    """States as an environment really makes them: prompt and completion are the chat's messages."""
+    import prime_cli.envs as vf
+    from prime_lora.orchestrator.__main__ import main
+    from tests.support.scripted_server import ScriptedOpenAIServer
+
+    def graded(completion) -> float:
+        return 1.0 if completion and completion[-1]["content"] == "good" else 0.0
+
+    env = vf.SingleTurnEnv(dataset=[{"question": f"question {i}", "answer": ""} for i in range(4)],
+                           rubric=vf.Rubric(funcs=[graded]), system_prompt="answer in one word")
+    monkeypatch.setattr(loop, "load_env_rows", lambda cfg: [EnvRows("tiny", env, env.get_dataset(), 1.0)])
+
+    class LoadedWeights:
+        loaded, last_load_s, last_before_load_s = 0, 0.0, 0.0
+
+        async def ensure(self, min_step, **kwargs):
+            return 0.0
+
+    monkeypatch.setattr(loop, "PolicyWeights", lambda *args: LoadedWeights())
+    replies = iter(["good", "bad"] * 8)
+    cfg = RLConfig.model_validate({"max_steps": 2, "orchestrator": {
+        "batch_size": 4, "rollouts_per_example": 4, "env": [{"id": "tiny"}]},
+        "wandb": {"log_extras": {"interval": 1, "max_rows": 2}}})
+    path = tmp_path / "config.json"
+    path.write_text(cfg.model_dump_json())
+    with ScriptedOpenAIServer(lambda body: next(replies), token_ids=True) as policy:
+        assert main(["--config", str(path), "--base-url", policy.url]) == 0
+    for step in (1, 2):
+        rows = [dict(zip(COLUMNS, r, strict=True)) for r in extras_of(tmp_path, step)["rows"]]
+        assert len(rows) == 2
+        for row in rows:
+            assert row["prompt"] == f"system: answer in one word\n\nuser: question {row['example_id']}"
+            assert row["completion"] in ("assistant: good", "assistant: bad")
+            assert row["reward"] == (1.0 if row["completion"] == "assistant: good" else 0.0)
+            assert row["advantage"] == pytest.approx(row["reward"] - 0.5) and row["error"] is None
+        assert sorted(extras_of(tmp_path, step)["distributions"]["reward"]) == [0.0, 0.0, 1.0, 1.0]
