@@ -35,7 +35,7 @@ from .rescore_states import RebuiltState, rescored_row, state_from_row
 from .store import RunStore
 
 # metadata of the source that describes its results, not the run that produced them: recomputed
-RESULT_KEYS = {"avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage", "summary", "status", "date",
+RESULT_KEYS = {"avg_reward", "avg_metrics", "pass_at_k", "pass_hat_k", "avg_error", "usage", "summary", "status", "date",
                "time_ms", "retries", "error_budget", "rescored_from", "reward_functions", "env_args",
                "source"}  # `source`: the converted copy of another tool's run names its folder; ours is not one
 

@@ -79,6 +79,18 @@ def _errored(s: dict) -> int:
     return total - scored if isinstance(total, int) and isinstance(scored, int) else 0
 
 
+def _pass_rows(s: dict, intervals: dict) -> list[tuple[str, str, str]]:
+    """pass@k (at least one of k rollouts passes) and pass^k (all k pass), each k with its interval."""
+    rows = []
+    for key, label, sign in (("pass_at_k", "pass@k", "@"), ("pass_hat_k", "pass^k", "^")):
+        if values := _d(s, key):
+            order = sorted(values, key=lambda k: (not str(k).isdigit(), int(k) if str(k).isdigit() else 0, str(k)))
+            cis = _d(intervals, key)
+            rows.append((label, "  ".join(f"pass{sign}{k}={_num(values[k])}{_bracket(cis.get(str(k)))}"
+                                          for k in order), ""))
+    return rows
+
+
 def _overview(s: dict) -> list[tuple[str, str, str]]:
     """(label, value, style) lines of the summary that are present in ``s``."""
     rows: list[tuple[str, str, str]] = []
@@ -99,11 +111,7 @@ def _overview(s: dict) -> list[tuple[str, str, str]]:
         rows.append(("Reward", f"none: no rollout was scored ({_num(errored)} errored)", "bold red"))
     if power := _d(s, "power"):
         rows.append(("Power", _power_text(power), ""))
-    if pass_at_k := _d(s, "pass_at_k"):
-        order = sorted(pass_at_k, key=lambda k: (not str(k).isdigit(), int(k) if str(k).isdigit() else 0, str(k)))
-        pass_ci = _d(intervals, "pass_at_k")
-        rows.append(("pass@k", "  ".join(f"pass@{k}={_num(pass_at_k[k])}{_bracket(pass_ci.get(str(k)))}"
-                                         for k in order), ""))
+    rows += _pass_rows(s, intervals)
     if stops := _d(s, "stop_conditions"):
         rows.append(("Stop conditions", _counts(stops), ""))
     kinds = _d(s, "error_kinds")

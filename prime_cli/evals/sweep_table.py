@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from prime_cli.results.pass_k import pass_at_k, pass_hat_k
 from prime_cli.results.row_values import example_key, reward_value
-from prime_cli.results.summary import pass_at_k
 from prime_cli.runs.intervals import (
     examples_needed,
     format_p,
@@ -35,6 +35,7 @@ class SweepRow:
     std_reward: float | None
     k: int  # rollouts per example
     pass_at_k: float | None  # an example passes when one of its k rollouts reaches the pass threshold
+    pass_hat_k: float | None  # ... when all k of them do (pass^k)
     ci95: list[float] | None = None  # the mean reward's 95% interval, clustered by example
     vs_base: dict[str, Any] | None = None  # paired B - base on shared examples: difference, ci95, p_value
     scores: dict[Any, list[float]] = field(default_factory=dict, repr=False)  # per example (not in the JSON)
@@ -48,13 +49,15 @@ def sweep_row(label: str, step: int | None, model: str, outcome: Any, rollouts_p
         if not row.get("error"):  # an errored rollout is counted in the summary, never scored as a fail
             per_example[example_key(row.get("example_id"))].append(reward_value(row.get("reward")))
     k = rollouts_per_example
-    scores = [pass_at_k(len(rewards), sum(r >= pass_threshold for r in rewards), k)
-              for rewards in per_example.values() if len(rewards) >= k]
+    counts = [(len(rewards), sum(r >= pass_threshold for r in rewards)) for rewards in per_example.values()
+              if len(rewards) >= k]
+    at_k = [pass_at_k(n, c, k) for n, c in counts]
+    hat_k = [pass_hat_k(n, c, k) for n, c in counts]
     summary = outcome.summary
     interval = ((summary.get("ci95") or {}).get("reward")) or None
     return SweepRow(label, step, model, outcome.status, str(outcome.run_dir) if outcome.run_dir else None,
                     int(summary.get("num_rollouts") or 0), summary.get("avg_reward"), summary.get("std_reward"),
-                    k, statistics.fmean(scores) if scores else None,
+                    k, statistics.fmean(at_k) if at_k else None, statistics.fmean(hat_k) if hat_k else None,
                     list(bounds) if (bounds := shown_bounds(interval)) else None, None,
                     dict(per_example))
 
@@ -127,13 +130,13 @@ def print_table(rows: list[SweepRow], weights_dir: Path, stream: IO[str] | None 
     k = rows[0].k if rows else 1
     table = Table(title=f"Checkpoint sweep of {weights_dir}", title_justify="left")
     for name, justify in (("step", "left"), ("mean reward", "right"), ("95% CI", "right"), ("vs base", "right"),
-                          ("std", "right"), (f"pass@{k}", "right"), ("rollouts", "right"), ("status", "left"),
+                          ("std", "right"), (f"pass@{k}", "right"), (f"pass^{k}", "right"), ("rollouts", "right"), ("status", "left"),
                           ("", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for i, row in enumerate(rows):
         mark = ("<- best" if marked else "<- highest mean") if i == best else ""
         table.add_row(row.label, _number(row.avg_reward), _interval(row.ci95), _vs_base(row), _number(row.std_reward),
-                      _number(row.pass_at_k), str(row.num_rollouts), row.status, mark,
+                      _number(row.pass_at_k), _number(row.pass_hat_k), str(row.num_rollouts), row.status, mark,
                       style="bold green" if i == best and marked else None)
     console = Console(file=stream) if stream is not None else Console()
     if not console.is_terminal:  # a pipe or a file: the table at its natural width, not folded into 80 columns

@@ -2,7 +2,8 @@
 
 Each side's score of an example is the mean over its rollouts that did not error (an errored rollout is
 left out and counted, never scored as 0); the comparison is a paired t-test on the per-example
-differences B - A (prime_cli.runs.intervals), for the reward and for every metric both runs have.
+differences B - A (prime_cli.runs.intervals), for the reward, every metric both runs have, and pass@k and
+pass^k for every k both runs have (compare_pass.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from prime_cli.runs.intervals import (
     signed,
 )
 
+from .compare_pass import compare_pass, pass_json, pass_lines
 from .eval_run import EvalRun, load_run
 from .row_values import example_key
 
@@ -42,6 +44,7 @@ class RunComparison:
     errored_b: int
     warnings: list[str] = field(default_factory=list)
     power_delta: float | None = None
+    pass_k: dict[str, dict[str, PairedComparison]] = field(default_factory=dict)  # pass_at_k / pass_hat_k -> k -> B - A
 
     @property
     def needed(self) -> int | None:
@@ -97,9 +100,11 @@ def compare_runs(path_a: str, path_b: str, power_delta: float | None = None) -> 
         result = paired_comparison(_scores(a, name)[0], _scores(b, name)[0])
         if result is not None:
             metrics[name] = result
+    pass_k, pass_warnings = compare_pass(a, b)
     return RunComparison(a, b, reward, metrics, only_a=sum(k not in scores_b for k in scores_a),
                          only_b=sum(k not in scores_a for k in scores_b), errored_a=errored_a, errored_b=errored_b,
-                         warnings=setting_differences(_settings(a), _settings(b)), power_delta=power_delta)
+                         warnings=setting_differences(_settings(a), _settings(b)) + pass_warnings,
+                         power_delta=power_delta, pass_k=pass_k)
 
 
 def _paired_json(result: PairedComparison) -> dict[str, Any]:
@@ -116,6 +121,7 @@ def comparison_json(c: RunComparison) -> dict[str, Any]:
     return {"a": str(c.a.source_path), "b": str(c.b.source_path), "env_id": c.a.metadata.env_id,
             "models": [c.a.metadata.model, c.b.metadata.model], "reward": _paired_json(c.reward),
             "metrics": {name: _paired_json(m) for name, m in c.metrics.items()},
+            **pass_json(c.pass_k, _paired_json),  # pass_at_k, pass_hat_k: {k: paired difference}
             "only_in_a": c.only_a, "only_in_b": c.only_b, "errored_rollouts_left_out": [c.errored_a, c.errored_b],
             "warnings": c.warnings, "power": None if c.power_delta is None else
             {"delta": c.power_delta, "examples_needed": c.needed, "at_power": 0.8}}
@@ -133,6 +139,7 @@ def comparison_lines(c: RunComparison) -> list[str]:
     for name, result in c.metrics.items():
         lines.append(f"{name}: {signed(result.difference)} [{signed(result.low)}, {signed(result.high)}], "
                      f"{format_p(result.p_value)}")
+    lines += pass_lines(c.pass_k)
     if c.power_delta is not None:
         needed = c.needed
         lines.append(f"to detect a difference of {c.power_delta:g} at 80% power: "

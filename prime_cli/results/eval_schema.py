@@ -83,9 +83,10 @@ class Summary(TypedDict, total=False):
     std_reward: float | None
     avg_metrics: dict[str, float | None]
     std_metrics: dict[str, float | None]
-    ci95: dict[str, Any]  # 95% intervals clustered by example: reward, metrics, pass_at_k (summary._intervals)
+    ci95: dict[str, Any]  # 95% intervals clustered by example: reward, metrics, pass_at_k, pass_hat_k (summary._intervals)
     pass_threshold: float
-    pass_at_k: dict[str, float]
+    pass_at_k: dict[str, float]  # k -> at least one of k rollouts passes (pass_k.py)
+    pass_hat_k: dict[str, float]  # k -> all k rollouts pass (pass^k)
     stop_conditions: dict[str, int]
     avg_error: float
     error_kinds: dict[str, int]
@@ -127,6 +128,7 @@ class MetadataRecord(TypedDict, total=False):
     avg_reward: float | None
     avg_metrics: dict[str, float | None]
     pass_at_k: dict[str, float]
+    pass_hat_k: dict[str, float]
     avg_error: float | None
     usage: dict[str, Any]
     version_info: dict[str, str]
@@ -165,6 +167,7 @@ class RunMetadata(BaseModel):
     avg_reward: float | None = None
     avg_metrics: dict[str, float | None] = Field(default_factory=dict)
     pass_at_k: dict[str, float] = Field(default_factory=dict)
+    pass_hat_k: dict[str, float] = Field(default_factory=dict)
     avg_error: float | None = None
     usage: dict[str, Any] = Field(default_factory=dict)
     version_info: dict[str, Any] = Field(default_factory=dict)

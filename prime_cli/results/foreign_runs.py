@@ -133,7 +133,7 @@ def _metadata(folder: Path, fmt: str, rows: list[dict[str, Any]]) -> dict[str, A
     if not isinstance(meta.get("rollouts_per_example"), int):
         meta["rollouts_per_example"] = max((row["rollout_idx"] + 1 for row in rows), default=1)
     summary = summarize(rows)  # type: ignore[arg-type]
-    theirs = {key: meta[key] for key in ("avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage") if key in meta}
+    theirs = {key: meta[key] for key in ("avg_reward", "avg_metrics", "pass_at_k", "pass_hat_k", "avg_error", "usage") if key in meta}
     meta.update(metadata_fields(summary))
     if theirs:
         meta["source_summary"] = theirs  # the averages their tool wrote, kept next to ours

@@ -2,8 +2,9 @@
 
 Plain Python (no pandas) so that summarising a run stays fast to import and to compute. A row is a
 results.jsonl row (`prime_cli.results.eval_schema.Rollout`). A rollout that errored is counted
-(`avg_error`, `error_kinds`) and left out of every score (reward, metrics, pass@k and their intervals),
-never scored as 0.0; `avg_reward_errors_as_zero` keeps the mean with errors as 0 (verifiers' raw mean).
+(`avg_error`, `error_kinds`) and left out of every score (reward, metrics, pass@k, pass^k and their
+intervals), never scored as 0.0; `avg_reward_errors_as_zero` keeps the mean with errors as 0 (verifiers'
+raw mean).
 A reward of None on a rollout without an error counts as 0.0.
 """
 
@@ -19,28 +20,12 @@ from typing import Any
 from prime_cli.runs.intervals import Interval, clustered_interval, examples_needed
 
 from .eval_schema import MetadataRecord, Rollout, Summary
+from .pass_k import ESTIMATORS, pass_intervals, pass_values, passes_by_example
 from .reward_signal import reward_signal
 from .row_values import example_key, reward_value
 
-METADATA_SUMMARY_KEYS = ("avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage")
+METADATA_SUMMARY_KEYS = ("avg_reward", "avg_metrics", "pass_at_k", "pass_hat_k", "avg_error", "usage")
 _ERROR_NAME = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:(]")
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k from `n` samples of which `c` passed: 1 - C(n-c, k) / C(n, k).
-
-    Computed as 1 - prod_{i=n-c+1..n} (1 - k/i), which never forms the large binomials.
-    """
-    if not 0 <= c <= n or not 1 <= k <= n:
-        raise ValueError(f"pass_at_k needs 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
-    if n - c < k:
-        return 1.0
-    fail = 1.0
-    for i in range(n - c + 1, n + 1):
-        fail *= 1.0 - k / i
-    return 1.0 - fail
-
-
 
 
 def _metric(value: Any) -> float | None:
@@ -91,20 +76,10 @@ def _failed_funcs(row: Rollout) -> list[str]:
 
 
 
-def _pass_at_ks(rows: list[Rollout], threshold: float) -> dict[str, float]:
-    groups: dict[Any, list[bool]] = defaultdict(list)
-    for row in rows:
-        groups[example_key(row.get("example_id"))].append(reward_value(row.get("reward")) >= threshold)
-    if not groups:
-        return {}
-    smallest = min(len(passed) for passed in groups.values())
-    result: dict[str, float] = {}
-    k = 1
-    while k <= smallest:
-        scores = [pass_at_k(len(passed), sum(passed), k) for passed in groups.values()]
-        result[str(k)] = statistics.fmean(scores)
-        k *= 2
-    return result
+def _pass_ks(rows: list[Rollout], threshold: float) -> dict[str, dict[str, float]]:
+    """{"pass_at_k": {...}, "pass_hat_k": {...}} of the scored rows (pass_k.py)."""
+    groups = passes_by_example(rows, threshold)
+    return {key: pass_values(groups, estimator) for key, estimator in ESTIMATORS.items()}
 
 
 def interval_record(interval: Interval | None) -> dict[str, Any] | None:
@@ -115,7 +90,7 @@ def interval_record(interval: Interval | None) -> dict[str, Any] | None:
 
 
 def _intervals(rows: list[Rollout], threshold: float) -> dict[str, Any]:
-    """95% intervals of the mean reward, each metric and pass@k, clustered by example (intervals.py)."""
+    """95% intervals of the mean reward, each metric, pass@k and pass^k, clustered by example (intervals.py)."""
     rewards: dict[Any, list[float]] = defaultdict(list)
     metrics: dict[str, dict[Any, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
@@ -125,18 +100,13 @@ def _intervals(rows: list[Rollout], threshold: float) -> dict[str, Any]:
             number = _metric(value)
             if number is not None:
                 metrics[name][key].append(number)
-    passes = {key: [value >= threshold for value in values] for key, values in rewards.items()}
-    smallest = min((len(v) for v in passes.values()), default=0)
-    pass_at = {}
-    k = 1
-    while k <= smallest:
-        pass_at[str(k)] = interval_record(clustered_interval(
-            {key: [pass_at_k(len(v), sum(v), k)] for key, v in passes.items()}))
-        k *= 2
+    passes = passes_by_example(rows, threshold)
+    pass_ks = {key: {k: interval_record(interval) for k, interval in pass_intervals(passes, estimator).items()}
+               for key, estimator in ESTIMATORS.items()}
     return {"level": 0.95, "method": "standard error clustered by example, Student t on examples - 1 df",
             "reward": interval_record(clustered_interval(rewards)),
             "metrics": {name: interval_record(clustered_interval(by)) for name, by in metrics.items()},
-            "pass_at_k": pass_at}
+            **pass_ks}
 
 
 def power_record(summary: Summary, delta: float) -> dict[str, Any]:
@@ -198,7 +168,7 @@ def _summarize_one(rows: list[Rollout], pass_threshold: float) -> Summary:
         "std_metrics": {name: _std(values) for name, values in metrics.items()},
         "ci95": _intervals(scored, pass_threshold),
         "pass_threshold": pass_threshold,
-        "pass_at_k": _pass_at_ks(scored, pass_threshold),
+        **_pass_ks(scored, pass_threshold),  # pass_at_k, pass_hat_k
         "stop_conditions": dict(stops),
         "avg_error": sum(kinds.values()) / n if n else 0.0,
         "error_kinds": dict(kinds),
@@ -248,7 +218,8 @@ def summarize(rows: Iterable[Rollout], pass_threshold: float = 1.0) -> Summary:
 
 def metadata_fields(summary: Summary) -> MetadataRecord:
     """The metadata.json fields of a summary: the verifiers-compatible top-level keys
-    (avg_reward, avg_metrics, pass_at_k, avg_error, usage), everything else under "summary"."""
+    (avg_reward, avg_metrics, pass_at_k, avg_error, usage) and pass_hat_k beside pass_at_k, everything else
+    under "summary"."""
     fields: dict[str, Any] = {key: summary.get(key) for key in METADATA_SUMMARY_KEYS}
     fields["summary"] = {key: value for key, value in summary.items() if key not in METADATA_SUMMARY_KEYS}
     return fields  # type: ignore[return-value]

@@ -25,7 +25,7 @@ from prime_cli.results.eval_schema import MetadataRecord, Rollout, Summary
 from prime_cli.results.foreign_runs import resolve_run_dir
 from prime_cli.results.row_columns import RowColumns, SmallRow
 from prime_cli.results.row_index import load_index, results_stamp, save_index
-from prime_cli.results.summary import summarize
+from prime_cli.results.summary import METADATA_SUMMARY_KEYS, summarize
 from prime_cli.runs.metadata import RunDirError, read_metadata
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import visible
@@ -191,7 +191,7 @@ class RunModel:
                 return summary
         meta = self.metadata
         if self.status != RunStatus.RUNNING and isinstance(meta.get("summary"), dict):
-            return {**meta["summary"], **{k: meta.get(k) for k in ("avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage")}}
+            return {**meta["summary"], **{k: meta.get(k) for k in METADATA_SUMMARY_KEYS}}
         return None
 
     @property

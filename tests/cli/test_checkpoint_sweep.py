@@ -76,12 +76,13 @@ def test_sweep_saves_one_run_per_step_and_prints_the_table_with_the_best_marked(
     assert list(rows) == ["base", "step_0", "step_5", "step_10"]
     for label, model in (("base", BASE), ("step_0", "step_0"), ("step_5", "step_5"), ("step_10", "step_10")):
         assert rows[label][1] == f"{runs[model]['avg_reward']:.3f}"  # mean reward
-        assert rows[label][6] == "6"  # rollouts
+        assert rows[label][7] == "6"  # rollouts
     assert runs["step_10"]["avg_reward"] > runs["step_5"]["avg_reward"] > runs["step_0"]["avg_reward"]
     assert [label for label, cells in rows.items() if "<- best" in cells] == ["step_10"]
     assert rows["step_10"][5] == "1.000" and rows["step_0"][5] == "0.000"  # pass@2
+    assert rows["step_10"][6] == "1.000" and rows["step_0"][6] == "0.000"  # pass^2
     assert rows["base"][3] == "-" and rows["step_10"][3].startswith("+") and "p < 0.001" in rows["step_10"][3]
-    assert "pass@2" in result.stdout and "Best: step_10" in result.stdout and "better than the base" in result.stdout
+    assert "pass@2" in result.stdout and "pass^2" in result.stdout and "Best: step_10" in result.stdout and "better than the base" in result.stdout
     # piped, the table keeps its natural width: every cell on one line, none cut to "step_…"
     assert "…" not in result.stdout and re.search(r"step_10 .*p < 0\.001 .*<- best", result.stdout)
     assert rows["step_10"][2] == "-"  # every example scored the same: no zero-width interval

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from prime_cli.results.summary import RunningStats, metadata_fields, pass_at_k, summarize
+from prime_cli.results.pass_k import pass_at_k
+from prime_cli.results.summary import RunningStats, metadata_fields, summarize
 
 
 def brute_pass_at_k(n, c, k):
@@ -171,7 +172,7 @@ def test_running_stats_agree_with_summarize():
 def test_metadata_fields_split():
     s = summarize(make_rows())
     fields = metadata_fields(s)
-    assert set(fields) == {"avg_reward", "avg_metrics", "pass_at_k", "avg_error", "usage", "summary"}
+    assert set(fields) == {"avg_reward", "avg_metrics", "pass_at_k", "pass_hat_k", "avg_error", "usage", "summary"}
     assert fields["avg_reward"] == s["avg_reward"] and fields["pass_at_k"] == s["pass_at_k"]
     assert fields["summary"]["num_rollouts"] == 8 and fields["summary"]["per_task"] == s["per_task"]
     assert not {"avg_reward", "pass_at_k", "usage"} & set(fields["summary"])

@@ -1,6 +1,7 @@
 """Pilot tests of one eval run: overview, rollouts table (sort, filter, group), rollout view."""
 
 import json
+import re
 
 from prime_cli.runs.intervals import clustered_interval
 from prime_cli.tui.app import make_app
@@ -31,7 +32,7 @@ async def test_path_to_a_run_opens_its_overview_with_every_section(runs_root):
         await settle(pilot)
         assert isinstance(app.screen, OverviewScreen)
         text = screen_text(app)
-        for title in ("metrics", "pass@k", "reward histogram", "errors", "tokens and timing", "configuration"):
+        for title in ("metrics", "pass@k / pass^k", "reward histogram", "errors", "tokens and timing", "configuration"):
             assert f"─ {title} ─" in text
         rows = list(map(json.loads, (runs_root / RUN / "results.jsonl").read_text().splitlines()))
         scored = [r for r in rows if not r["error"]]  # errored rollouts are counted, never scored as 0
@@ -172,3 +173,20 @@ async def test_results_jsonl_path_opens_the_rows_and_q_goes_back_to_the_overview
         assert app.screen.query_one(VirtualTable).count == 18
         await pilot.press("q")
         assert isinstance(app.screen, OverviewScreen)
+
+
+async def test_the_pass_card_shows_pass_hat_k_beside_pass_at_k(tmp_path):
+    from tests.tui.fixtures import eval_row, write_eval_run
+
+    # example e passes on its first (4, 2, 0)[e] of 4 rollouts: pass^2 = (1 + 1/6 + 0) / 3, pass@2 = (1 + 5/6 + 0) / 3
+    rows = [eval_row(e, k, 1.0 if k < (4, 2, 0)[e] else 0.0) for e in range(3) for k in range(4)]
+    run_dir = write_eval_run(tmp_path, rows)
+    app = make_app(run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert "─ pass@k / pass^k ─" in text
+        # the card's rows: k, pass@k, its CI, pass^k, its CI
+        assert re.search(r"│ k +pass@k +95% CI +pass\^k +95% CI", text)
+        assert re.search(r"│ 2 +0\.611 +\[[-0-9.]+, [-0-9.]+\] +0\.389 +\[", text)
+        assert re.search(r"│ 4 +0\.667 +\[[-0-9.]+, [-0-9.]+\] +0\.333 +\[", text)

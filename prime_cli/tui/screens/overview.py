@@ -1,4 +1,4 @@
-"""Run overview: metrics (mean, 95% interval, std), pass@k, reward histogram, error kinds, tokens, timing, config."""
+"""Run overview: metrics (mean, 95% interval, std), pass@k and pass^k, reward histogram, error kinds, tokens, timing, config."""
 
 from __future__ import annotations
 
@@ -64,10 +64,14 @@ def metric_table(summary: Summary) -> Group:
 
 
 def pass_table(summary: Summary) -> Table:
-    pass_cis = (summary.get("ci95") or {}).get("pass_at_k") or {}
-    table = _table("k", "pass@k", "95% CI")
+    """pass@k (one of k rollouts passes) and pass^k (all k pass) side by side, each with its 95% CI."""
+    cis = summary.get("ci95") or {}
+    at_cis, hat_cis = cis.get("pass_at_k") or {}, cis.get("pass_hat_k") or {}
+    hat = summary.get("pass_hat_k") or {}
+    table = _table("k", "pass@k", "95% CI", "pass^k", "95% CI")
     for k, value in (summary.get("pass_at_k") or {}).items():
-        table.add_row(str(k), fmt(value), _interval(pass_cis.get(str(k))))
+        table.add_row(str(k), fmt(value), _interval(at_cis.get(str(k))), fmt(hat.get(str(k))),
+                      _interval(hat_cis.get(str(k))))
     return table
 
 
@@ -160,7 +164,7 @@ class OverviewScreen(Screen):
         )
 
     def on_mount(self) -> None:
-        for card, title in (("metrics", "metrics"), ("passk", "pass@k"), ("histogram", "reward histogram"),
+        for card, title in (("metrics", "metrics"), ("passk", "pass@k / pass^k"), ("histogram", "reward histogram"),
                             ("errors", "errors"), ("usage", "tokens and timing"), ("config", "configuration")):
             self.query_one(f"#{card}").border_title = title
         self.render_cards()
