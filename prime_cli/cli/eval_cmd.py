@@ -58,7 +58,7 @@ def run(
     max_retries: options.MaxRetriesOpt = None,
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds per model call. Default 600."),
     seed: int | None = typer.Option(None, "--seed", help="Shuffle the examples with this seed before taking -n."),
-    pass_threshold: float | None = typer.Option(None, "--pass-threshold", help="Reward at or above which a rollout passes (pass@k). Default 1.0."),
+    pass_threshold: float | None = typer.Option(None, "--pass-threshold", help="Reward at or above which a rollout passes (pass@k: one of k passes; pass^k: all k pass). Default 1.0."),
     max_error_rate: float | None = typer.Option(None, "--max-error-rate", help="Error budget, a fraction (default 0.1). A run over it at the end ends 'completed with errors' (exit 1). A run clearly over it early stops (exit 1, status failed; finish it with --retry-errors DIR): once 20 rollouts have finished and the lower end of the error rate's 95% interval is above the budget, so a broken endpoint costs about 20 rollouts. 1 never stops."),
     power_delta: float | None = typer.Option(None, "--power", metavar="DELTA", help="The summary also says how many examples a run needs to detect a reward difference of DELTA against another run at 80% power (two-sided, 5%), from this run's spread across examples."),
     json_output: bool = typer.Option(False, "--json", help="Print NDJSON events (start, progress, rollout with -v, done; with --weights-dir a final `sweep` event) instead of the live panel."),
@@ -154,7 +154,8 @@ def compare(
 ) -> None:
     """Is B better than A? Pairs the runs on example id and prints B - A with its 95% interval, a p-value
     (paired t-test on per-example mean rewards, two-sided), how many examples got better, worse or stayed
-    the same, and the same for each metric both runs have. Errored rollouts are left out and counted."""
+    the same, and the same for each metric both runs have and for pass@k and pass^k (every k both have).
+    Errored rollouts are left out and counted."""
     import math
 
     from prime_cli.envs.errors import EnvConfigError
