@@ -32,6 +32,7 @@ from .preflight import (
     preflight,
 )
 from .run_dir import STATE_FILE, GepaRunDir, RunDirError, default_base
+from .scored import format_score
 from .state import SearchState
 from .stopping import ReflectionsExhausted, SearchPoint
 from .uncertainty import bounds, bracket, paired_record, test_difference, verdict
@@ -163,14 +164,17 @@ def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, str
     out = [f"GEPA {outcome.status}: {len(outcome.state.candidates)} candidate(s), "
            f"{outcome.total_metric_calls}/{config.max_calls} rollouts of budget used"
            + (f" (+{outcome.test_metric_calls} for the test set)" if outcome.test_metric_calls else ""),
-           f"validation score: seed {seed.val_mean:.4f}{seed_ci} -> best {best.val_mean:.4f}{best_ci} (candidate "
-           f"{best.idx}; {'95% intervals over ' if seed_ci or best_ci else ''}{len(best.val_scores)} validation rows, "
+           f"validation score: seed {format_score(seed.val_mean)}{seed_ci} -> best {format_score(best.val_mean)}{best_ci} "
+           f"(candidate {best.idx}; {'95% intervals over ' if seed_ci or best_ci else ''}"
+           f"{sum(s is not None for s in best.val_scores)} validation rows, "
            "on which the best was chosen: its score there is optimistic)"]
+    if line := errored_line(outcome.errored_rollouts):
+        out.append(line)
     if outcome.stop_reason:
         out.append(f"stopped before the budget: {outcome.stop_reason}")
     if outcome.best_test_score is not None:
-        out.append(f"held-out test score ({config.num_test} rows): seed {outcome.seed_test_score:.4f} -> "
-                   f"best {outcome.best_test_score:.4f}")
+        out.append(f"held-out test score ({config.num_test} rows): seed {format_score(outcome.seed_test_score)} -> "
+                   f"best {format_score(outcome.best_test_score)}")
         if (paired := test_difference(outcome.seed_test_scores, outcome.best_test_scores)) is not None:
             out.append("  best vs seed on the test rows: " + verdict(paired))
     out += ["", "Best system prompt:", "-" * 40, best.prompt, "-" * 40]
@@ -201,6 +205,16 @@ def print_unscored(outcome: Outcome, config: GepaConfig, run_dir: Path | None, s
     stream.flush()
 
 
+def errored_line(record: dict[str, int]) -> str | None:
+    """`errored rollouts left out (never scored 0): 12 of 84 (train 6, val 4, test 2)`; None without any."""
+    if not record.get("left_out"):
+        return None
+    splits = ", ".join(f"{split} {record[split]}" for split in ("train", "val", "test") if record.get(split))
+    return (f"errored rollouts left out (counted, never scored 0): {record['left_out']} of {record['rollouts']} "
+            f"({splits}); a candidate that errored on more than half of its minibatch or validation rollouts "
+            "was not accepted")
+
+
 def print_json_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, stream: IO[str]) -> None:
     """--json: the `done` event, last on stdout."""
     best = outcome.best if outcome.state.candidates else None
@@ -213,7 +227,7 @@ def print_json_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None
              "seed_test_score": outcome.seed_test_score, "best_test_score": outcome.best_test_score,
              "seed_ci95": bounds(seed.val_scores) if seed else None, "best_ci95": bounds(best.val_scores) if best else None,
              "test_difference": paired_record(test_difference(outcome.seed_test_scores, outcome.best_test_scores)),
-             "stop_reason": outcome.stop_reason,
+             "stop_reason": outcome.stop_reason, "errored_rollouts": outcome.errored_rollouts,
              "resume_command": resume_command(config, run_dir) if run_dir and outcome.status != RunStatus.COMPLETED else None}
     stream.write(json_visible(json.dumps(event, ensure_ascii=False)) + "\n")
     stream.flush()

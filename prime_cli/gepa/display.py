@@ -7,6 +7,8 @@ from typing import IO, TYPE_CHECKING, Any
 from prime_cli.runs import display as base
 from prime_cli.runs.visible import visible
 
+from .scored import format_score
+
 if TYPE_CHECKING:  # rich is imported only when the live panel is used (--plain starts faster)
     from rich.panel import Panel
 
@@ -35,13 +37,16 @@ class GepaDisplay(base.Display):
         self.snapshot: dict[str, Any] = {}
         self.rollouts = 0  # run this session
         self.seed_done = 0
+        self.seed_scored = 0  # the seed's rollouts without an error: its mean so far is over these
         self.seed_reward = 0.0
 
     def rollout_done(self, entry: dict[str, Any] | None = None) -> None:
         self.rollouts += 1
         if entry is not None and not self.snapshot and entry.get("split") == "val" and self.seed_done < self.seed_total:
             self.seed_done += 1
-            self.seed_reward += float(entry.get("reward") or 0.0)
+            if entry.get("reward") is not None:  # an errored rollout is counted, never scored 0
+                self.seed_scored += 1
+                self.seed_reward += float(entry["reward"])
             self._seed_progress()
 
     def _seed_progress(self) -> None:
@@ -65,13 +70,16 @@ class GepaDisplay(base.Display):
         return {"used": used, "max_calls": max_calls, "rollouts": self.rollouts, "elapsed_s": round(elapsed, 1),
                 "rate": round(rate, 3) if rate else None,
                 "seed_done": self.seed_done, "seed_total": self.seed_total,
-                "seed_mean": round(self.seed_reward / self.seed_done, 4) if self.seed_done else None,
+                "seed_mean": round(self.seed_reward / self.seed_scored, 4) if self.seed_scored else None,
+                "seed_errored": self.seed_done - self.seed_scored,
                 "seed_eta_s": round(seed_left / rate, 1) if rate and seed_left else None,
                 "eta_s": round(max(max_calls - used, 0) / rate, 1) if rate else None}
 
     def seed_line(self) -> str:
         p = self.progress()
-        mean = f"{p['seed_mean']:.4f}" if p["seed_mean"] is not None else "-"
+        mean = format_score(p["seed_mean"])
+        if p["seed_errored"]:
+            mean += f" ({p['seed_errored']} errored, left out)"
         rate = f"{p['rate']:.2f}" if p["rate"] else "-"
         return (f"validating the seed prompt: {p['seed_done']}/{p['seed_total']} rollouts | best so far "
                 f"(seed) {mean} | budget {p['used']}/{p['max_calls']} | {rate} rollouts/s | "
@@ -102,8 +110,8 @@ class PlainDisplay(GepaDisplay, base.PlainLines):
         line = s["line"]
         eta = self.progress()["eta_s"]
         self._out(f"iteration {line['iteration']}: parent {line['parent_idx']} {_verdict(line)} | "
-                  f"budget {s['used']}/{s['max_calls']} | best {s['best_score']:.4f} (candidate {s['best_idx']}, "
-                  f"seed {s['seed_score']:.4f}) | {s['candidates']} candidate(s) | ETA {_duration(eta)}")
+                  f"budget {s['used']}/{s['max_calls']} | best {format_score(s['best_score'])} (candidate {s['best_idx']}, "
+                  f"seed {format_score(s['seed_score'])}) | {s['candidates']} candidate(s) | ETA {_duration(eta)}")
 
 
 class JsonDisplay(GepaDisplay, base.JsonLines):
@@ -149,8 +157,8 @@ class RichDisplay(GepaDisplay, base.LivePanel):
             parts.append(Text.assemble(("iteration ", "dim"), (str(line["iteration"]), "bold"),
                                        ("   candidates ", "dim"), (str(s["candidates"]), "bold"),
                                        ("   in flight ", "dim"), (str(s["in_flight"]), "bold")))
-            parts.append(Text.assemble(("best ", "dim"), (f"{s['best_score']:.4f}", "bold green"),
-                                       (f" (candidate {s['best_idx']})   seed ", "dim"), f"{s['seed_score']:.4f}"))
+            parts.append(Text.assemble(("best ", "dim"), (format_score(s["best_score"]), "bold green"),
+                                       (f" (candidate {s['best_idx']})   seed ", "dim"), format_score(s["seed_score"])))
             style = "green" if line["accepted"] else "yellow"
             parts.append(Text.assemble(("last proposal ", "dim"), (f"#{line['iteration']} from {line['parent_idx']}: ", ""),
                                        (_verdict(line), style)))

@@ -43,6 +43,16 @@ from .evaluator import BACKGROUND, VALIDATION, EndpointAborted, Evaluator, Ledge
 from .pareto import best_candidate, select_parent
 from .reflection import Proposal, parse_reply, reflection_prompt
 from .run_dir import GepaRunDir, now_iso
+from .scored import (
+    RowScore,
+    both_scored,
+    errored,
+    errored_note,
+    errored_record,
+    mean_scored,
+    mostly_errored,
+    row_score,
+)
 from .speculation import Speculation
 from .state import Candidate, Plan, SearchState
 from .stopping import SearchPoint, StopConditions
@@ -58,11 +68,13 @@ class ReflectionAborted(Exception):
 @dataclass
 class ProposalResult:
     plan: Plan
-    parent_scores: list[float]
+    parent_scores: list[RowScore]
     keys: list[str]
     reason: str = ""
     child_prompt: str | None = None
-    child_scores: list[float] | None = None
+    child_scores: list[RowScore] | None = None
+    parent_errored: int = 0  # minibatch rollouts that errored: counted, left out of the scores
+    child_errored: int = 0
     reflected: bool = False
     reflection_failed: bool = False
     reflection_reply: str | None = None
@@ -78,11 +90,13 @@ class Outcome:
     error: str | None = None
     seed_test_score: float | None = None
     best_test_score: float | None = None
-    seed_test_scores: list[float] | None = None  # per test row, for the paired comparison
-    best_test_scores: list[float] | None = None
+    seed_test_scores: list[RowScore] | None = None  # per test row, for the paired comparison
+    best_test_scores: list[RowScore] | None = None
     test_metric_calls: int = 0
     stop_reason: str | None = None
     """Why a completed search stopped before its budget (None when the budget ran out)."""
+    errored_rollouts: dict[str, int] = field(default_factory=dict)
+    """scored.errored_record of the rollouts the run used: errored ones are counted and left out."""
 
     @property
     def best(self) -> Candidate:
@@ -117,6 +131,7 @@ class GepaEngine(Speculation):
         self._dropped: list[asyncio.Task] = []
         self.spec_stats = {"proposals": 0, "used": 0, "dropped": 0, "reflections_unused": 0}
         self._last_fruitless: str | None = None  # why the last fruitless reflection gave nothing
+        self._test_keys: list[str] = []  # the test passes' rollouts, once scored
 
     # -- public ------------------------------------------------------------------------------------
 
@@ -185,7 +200,8 @@ class GepaEngine(Speculation):
 
         async def score() -> None:
             scores = await self.evaluator.scores(self.seed_prompt, "val", rows, priority=VALIDATION)
-            self.state.candidates.append(Candidate(0, self.seed_prompt, None, scores, 0, discovered))
+            self.state.candidates.append(Candidate(0, self.seed_prompt, None, scores, 0, discovered,
+                                                   self.evaluator.errored(self.seed_prompt, "val", rows)))
             if self.run_dir is not None:
                 self.run_dir.save_candidate(self.state.candidates[0])
 
@@ -204,7 +220,7 @@ class GepaEngine(Speculation):
     def _prompt(self, idx: int) -> str:
         return self.state.candidates[idx].prompt if idx < len(self.state.candidates) else self.seed_prompt
 
-    def _planning_scores(self) -> list[list[float]]:
+    def _planning_scores(self) -> list[list[RowScore]]:
         """The validation scores parents are drawn from. While the seed is still being scored it is the
         only candidate: it is the parent whatever its scores, and the draw uses the RNG the same way."""
         return self.state.val_scores or [[0.0] * self.num_val]
@@ -234,10 +250,11 @@ class GepaEngine(Speculation):
     async def _propose(self, plan: Plan) -> ProposalResult:
         parent_prompt = self._prompt(plan.parent)
         entries = await self.evaluator.row_results(parent_prompt, "train", plan.minibatch)
-        parent_scores = [sum(e["reward"] for e in row) / len(row) for row in entries]
-        result = ProposalResult(plan, parent_scores, self.evaluator.keys(parent_prompt, "train", plan.minibatch))
+        parent_scores = [row_score(row) for row in entries]
+        result = ProposalResult(plan, parent_scores, self.evaluator.keys(parent_prompt, "train", plan.minibatch),
+                                parent_errored=errored(entries))
         perfect = self.config.perfect_score
-        if perfect is not None and all(s >= perfect for s in parent_scores):
+        if perfect is not None and all(s is not None and s >= perfect for s in parent_scores):
             result.reason = "minibatch already perfect"
             return result
         records = [e["record"] for row in entries for e in row]
@@ -253,6 +270,7 @@ class GepaEngine(Speculation):
             result.reason = "reflection returned the parent prompt unchanged"
             return result
         result.child_scores = await self.evaluator.scores(proposal.prompt, "train", plan.minibatch)
+        result.child_errored = self.evaluator.errored(proposal.prompt, "train", plan.minibatch)
         result.keys += self.evaluator.keys(proposal.prompt, "train", plan.minibatch)
         return result
 
@@ -282,8 +300,8 @@ class GepaEngine(Speculation):
             duplicate = next((c.idx for c in state.candidates if c.prompt == result.child_prompt), None)
             if duplicate is not None:
                 reason = f"same prompt as candidate {duplicate}"
-            elif sum(result.child_scores) <= sum(result.parent_scores):
-                reason = "not better on minibatch"
+            elif verdict := self._minibatch_verdict(result):
+                reason = verdict
             elif self.stops.budget.leaves_no_validation(self._point()):
                 reason = "better on minibatch, but the budget ran out before validation"
             else:
@@ -291,12 +309,16 @@ class GepaEngine(Speculation):
                 rows = list(range(self.num_val))
                 scores = await self.evaluator.scores(result.child_prompt, "val", rows, priority=VALIDATION)
                 self.ledger.charge(self.evaluator.keys(result.child_prompt, "val", rows))
-                child_idx = len(state.candidates)
-                state.candidates.append(Candidate(child_idx, result.child_prompt, plan.parent, scores,
-                                                  plan.iteration, self.ledger.used))
-                accepted, reason = True, "accepted"
-                if self.run_dir is not None:
-                    self.run_dir.save_candidate(state.candidates[-1])
+                val_errored = self.evaluator.errored(result.child_prompt, "val", rows)
+                if mostly_errored(val_errored, len(rows) * self.evaluator.r):
+                    reason = f"better on minibatch, but {errored_note(val_errored, len(rows) * self.evaluator.r, 'validation')}"
+                else:
+                    child_idx = len(state.candidates)
+                    state.candidates.append(Candidate(child_idx, result.child_prompt, plan.parent, scores,
+                                                      plan.iteration, self.ledger.used, val_errored))
+                    accepted, reason = True, "accepted"
+                    if self.run_dir is not None:
+                        self.run_dir.save_candidate(state.candidates[-1])
         state.last_committed = plan.iteration
         if spent or accepted:
             state.idle_commits = state.fruitless_reflections = 0
@@ -308,6 +330,7 @@ class GepaEngine(Speculation):
         line = {"iteration": plan.iteration, "parent_idx": plan.parent, "minibatch_rows": plan.minibatch,
                 "parent_minibatch_scores": result.parent_scores,
                 "child_minibatch_scores": result.child_scores or [], "accepted": accepted, "reason": reason,
+                "parent_minibatch_errored": result.parent_errored, "child_minibatch_errored": result.child_errored,
                 "child_idx": child_idx, "child_prompt": result.child_prompt, "metric_calls": self.ledger.used,
                 "time_s": round(time.monotonic() - result.started, 3)}
         if result.reflected:
@@ -322,6 +345,25 @@ class GepaEngine(Speculation):
                                     f"its {len(state.candidates)} candidate(s)")
         return line
 
+    def _minibatch_verdict(self, result: ProposalResult) -> str | None:
+        """Why the child is not better than its parent on the minibatch (None: it is). Errored rollouts are
+        left out: the two are compared on the rows both were scored on, and a child that mostly errored is
+        not judged on the rest."""
+        assert result.child_scores is not None
+        rollouts = len(result.plan.minibatch) * self.evaluator.r
+        if mostly_errored(result.child_errored, rollouts):
+            return errored_note(result.child_errored, rollouts, "minibatch")
+        rows = both_scored(result.parent_scores, result.child_scores)
+        if not rows:
+            return "no minibatch row was scored for both parent and child (their rollouts errored)"
+        child = sum(result.child_scores[i] or 0.0 for i in rows)
+        parent = sum(result.parent_scores[i] or 0.0 for i in rows)
+        if child <= parent:
+            left_out = len(result.plan.minibatch) - len(rows)
+            return "not better on minibatch" + (f" (compared on the {len(rows)} rows both were scored on; "
+                                                 f"{left_out} with errored rollouts left out)" if left_out else "")
+        return None
+
     async def _score_test(self, outcome: Outcome) -> None:
         rows = list(range(len(self.evaluator.splits["test"])))
         seed, best = self.state.candidates[0].prompt, outcome.best.prompt
@@ -331,10 +373,10 @@ class GepaEngine(Speculation):
             self.evaluator.scores(best, "test", rows) if best != seed else asyncio.sleep(0))
         if best == seed:
             best_scores = seed_scores
-        outcome.seed_test_score = sum(seed_scores) / len(seed_scores)
-        outcome.best_test_score = sum(best_scores) / len(best_scores)
+        outcome.seed_test_score, outcome.best_test_score = mean_scored(seed_scores), mean_scored(best_scores)
         outcome.seed_test_scores, outcome.best_test_scores = list(seed_scores), list(best_scores)
-        outcome.test_metric_calls = len(set(self.evaluator.keys(seed, "test", rows) + self.evaluator.keys(best, "test", rows)))
+        self._test_keys = list(dict.fromkeys(self.evaluator.keys(seed, "test", rows) + self.evaluator.keys(best, "test", rows)))
+        outcome.test_metric_calls = len(self._test_keys)
 
     async def _cancel_all(self, background: bool = False) -> None:
         for key in list(self._spec):
@@ -371,6 +413,9 @@ class GepaEngine(Speculation):
                                 seed_score=self.state.candidates[0].val_mean, in_flight=len(self._tasks))
 
     def _finish(self, outcome: Outcome) -> None:
+        cache = self.evaluator.cache
+        outcome.errored_rollouts = errored_record(cache.get(key) for key in [*sorted(self.ledger.charged), *self._test_keys]
+                                                  if key in cache)
         if self.run_dir is None:
             return
         if not self.state.candidates:  # stopped during the seed's pass: the files of save_start stand
@@ -386,6 +431,7 @@ class GepaEngine(Speculation):
             self.run_dir.write_metadata(speculation={**self.spec_stats, "rollouts_uncharged": unused})
         best, seed = self.state.candidates[best_candidate(self.state.val_scores)], self.state.candidates[0]
         self.run_dir.write_metadata(status=outcome.status, completed_at=now_iso(),
+                                    errored_rollouts=outcome.errored_rollouts,
                                     intervals=intervals_record(seed.val_scores, best.val_scores,
                                                                outcome.seed_test_scores, outcome.best_test_scores),
                                     total_metric_calls=outcome.total_metric_calls,

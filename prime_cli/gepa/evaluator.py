@@ -27,6 +27,7 @@ from prime_cli.runs import json_lines
 
 from .reflection import rollout_record
 from .rows import prompt_hash, with_system
+from .scored import RowScore, errored, row_score
 
 logger = logging.getLogger("prime_cli.gepa")
 FATAL_ERROR_TYPES = {"FatalEndpointError"}
@@ -199,10 +200,15 @@ class Evaluator:
         phash = prompt_hash(prompt)
         return [[self.cache.get(rollout_key(phash, split, row, k)) for k in range(self.r)] for row in rows]
 
-    async def scores(self, prompt: str, split: str, rows: list[int], priority: int = SEARCH) -> list[float]:
-        """Mean reward per row."""
+    async def scores(self, prompt: str, split: str, rows: list[int], priority: int = SEARCH) -> list[RowScore]:
+        """Mean reward per row over its rollouts without an error (None for a row whose rollouts all errored)."""
         results = await self.row_results(prompt, split, rows, priority)
-        return [sum(float(e["reward"]) for e in entries) / len(entries) for entries in results]
+        return [row_score(entries) for entries in results]
+
+    def errored(self, prompt: str, split: str, rows: list[int]) -> int:
+        """Errored rollouts of `prompt` on `rows` (run already: in the cache)."""
+        phash = prompt_hash(prompt)
+        return errored([[self.cache.get(rollout_key(phash, split, row, k)) for k in range(self.r)] for row in rows])
 
     async def cancel_queued(self) -> None:
         """Cancel the rollouts still waiting for a slot (nothing of them was sent): for when the run ends
@@ -256,9 +262,10 @@ class Evaluator:
             error = state.get("error") or {}
             if error.get("type") in FATAL_ERROR_TYPES:
                 raise EndpointAborted(error.get("message") or "the model endpoint failed")
+            record = rollout_record(state, self.state_columns)
             entry = {"key": rollout_key(phash, split, row, index), "split": split, "row": row,
-                     "rollout": index, "prompt_hash": phash, "reward": float(state.get("reward") or 0.0),
-                     "record": rollout_record(state, self.state_columns)}
+                     "rollout": index, "prompt_hash": phash, "reward": record["reward"],  # None: errored, left out
+                     "record": record}
             self.cache.put(entry)
             if self.on_rollout is not None:
                 self.on_rollout(entry)

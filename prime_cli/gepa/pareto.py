@@ -3,6 +3,8 @@
 Each validation row has a front: the candidates with the best score on that row. A candidate
 is dominated when another one is on every front it is on (and on at least one more). A parent is
 drawn among the non-dominated candidates, weighted by how many rows' fronts each is on.
+A score of None (every rollout of that row errored: scored.py) takes no part: a row's front is drawn
+from the candidates scored on it, and a row no candidate was scored on has an empty front.
 """
 
 from __future__ import annotations
@@ -10,17 +12,20 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from .scored import RowScore, mean_scored
+
 EPSILON = 1e-9
 
 
-def row_fronts(val_scores: Sequence[Sequence[float]]) -> list[set[int]]:
-    """For each validation row, the candidates (indices) with the best score on it."""
+def row_fronts(val_scores: Sequence[Sequence[RowScore]]) -> list[set[int]]:
+    """For each validation row, the candidates (indices) with the best score on it (among those scored there)."""
     if not val_scores:
         return []
     fronts = []
     for row in range(len(val_scores[0])):
-        best = max(scores[row] for scores in val_scores)
-        fronts.append({i for i, scores in enumerate(val_scores) if scores[row] >= best - EPSILON})
+        scored = {i: scores[row] for i, scores in enumerate(val_scores) if scores[row] is not None}
+        best = max(scored.values(), default=0.0)
+        fronts.append({i for i, score in scored.items() if score >= best - EPSILON})
     return fronts
 
 
@@ -45,7 +50,7 @@ def front_counts(fronts: Sequence[set[int]]) -> dict[int, int]:
     return counts
 
 
-def select_parent(val_scores: Sequence[Sequence[float]], rng: random.Random) -> int:
+def select_parent(val_scores: Sequence[Sequence[RowScore]], rng: random.Random) -> int:
     """A non-dominated candidate, drawn with probability proportional to its front count."""
     counts = front_counts(row_fronts(val_scores))
     if not counts:
@@ -54,7 +59,8 @@ def select_parent(val_scores: Sequence[Sequence[float]], rng: random.Random) -> 
     return rng.choices(candidates, weights=[counts[c] for c in candidates], k=1)[0]
 
 
-def best_candidate(val_scores: Sequence[Sequence[float]]) -> int:
-    """Highest mean validation score; the earliest candidate wins ties."""
-    means = [sum(s) / len(s) if s else 0.0 for s in val_scores]
-    return max(range(len(means)), key=lambda i: (means[i], -i))
+def best_candidate(val_scores: Sequence[Sequence[RowScore]]) -> int:
+    """Highest mean validation score over the rows each was scored on (a candidate scored on none ranks
+    last); the earliest candidate wins ties."""
+    means = [mean_scored(s) for s in val_scores]
+    return max(range(len(means)), key=lambda i: (means[i] is not None, means[i] or 0.0, -i))

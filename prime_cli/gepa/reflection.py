@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prime_cli.envs.messages import content_text
+from prime_cli.results.summary import error_kind
 
 MAX_FIELD_CHARS = 4000
 
@@ -25,7 +26,8 @@ The current system prompt:
 
 Below are {count} task(s) the assistant attempted with that prompt. Each shows the input, the
 assistant's output, the expected answer, the reward (higher is better), every metric the
-environment measured, errors and why the attempt stopped.{metrics_note}
+environment measured, errors and why the attempt stopped. An attempt that ended in an error has no
+reward: read its error as feedback.{metrics_note}
 
 {examples}
 
@@ -65,7 +67,8 @@ def rollout_record(state: dict[str, Any], state_columns: list[str]) -> dict[str,
         "input": _clip(render_messages(state.get("prompt"))),
         "completion": _clip(render_messages(state.get("completion"))),
         "answer": _clip(str(state.get("answer") or "")),
-        "reward": float(state.get("reward") or 0.0),
+        # an errored rollout has no reward (never 0): its error is the feedback
+        "reward": None if error_kind(state.get("error")) else float(state.get("reward") or 0.0),
         "metrics": {k: float(v) for k, v in (state.get("metrics") or {}).items() if isinstance(v, int | float)},
         "error": state.get("error"),
         "metrics_errors": list(state.get("metrics_errors") or []),
@@ -78,9 +81,16 @@ def rollout_record(state: dict[str, Any], state_columns: list[str]) -> dict[str,
     return record
 
 
+def _reward_line(record: dict[str, Any]) -> str:
+    reward = record.get("reward")
+    if reward is None:  # the attempt errored: not a failure of the prompt, so no reward is shown
+        return "### Reward: none (the attempt ended in the error below; it is not scored)"
+    return f"### Reward: {reward:.4g}"
+
+
 def render_record(number: int, record: dict[str, Any]) -> str:
     lines = [f"## Example {number}", "### Input", record["input"], "### Output", record["completion"] or "(empty)",
-             "### Expected answer", record["answer"] or "(none given)", f"### Reward: {record['reward']:.4g}"]
+             "### Expected answer", record["answer"] or "(none given)", _reward_line(record)]
     if record["metrics"]:
         lines.append("### Metrics: " + ", ".join(f"{k}={v:.4g}" for k, v in record["metrics"].items()))
     if record.get("error"):

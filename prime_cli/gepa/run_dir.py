@@ -102,8 +102,8 @@ class GepaRunDir:
         candidates = state.candidates
         fronts = row_fronts(state.val_scores)
         lines: list[FrontierRow] = []
-        for row, front in enumerate(fronts):
-            best = max(c.val_scores[row] for c in candidates)
+        for row, front in enumerate(fronts):  # a row no candidate was scored on (all errored): an empty front
+            best = max((candidates[i].val_scores[row] for i in front), default=None)
             lines.append({"valset_row": row, "best_score": best, "num_best_prompts": len(front),
                           "best_prompts": [{"candidate_idx": i, "system_prompt": candidates[i].prompt,
                                             "score": candidates[i].val_scores[row]} for i in sorted(front)]})

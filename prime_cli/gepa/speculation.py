@@ -22,6 +22,7 @@ from prime_cli.envs.messages import content_text
 
 from .pareto import select_parent
 from .reflection import parse_reply, reflection_prompt
+from .scored import row_score
 from .state import MinibatchSampler, Plan
 from .stopping import SearchPoint, StopConditions
 
@@ -97,7 +98,7 @@ class Speculation:
             return
         rng, sampler = self._copies()
         scores = self._planning_scores()
-        best = [max(row) + 1.0 for row in zip(*scores, strict=True)]
+        best = [max((s for s in row if s is not None), default=0.0) + 1.0 for row in zip(*scores, strict=True)]
         accepted = SearchPoint(self.ledger.used + self.config.validation_pass_cost, len(self._tasks))  # counts reset
         if not self.stops.allow_launch(accepted):
             return
@@ -137,7 +138,7 @@ class Speculation:
         try:
             entries = await self.evaluator.row_results(parent_prompt, "train", plan.minibatch)
             perfect = self.config.perfect_score
-            if perfect is not None and all(sum(e["reward"] for e in row) / len(row) >= perfect for row in entries):
+            if perfect is not None and all((s := row_score(row)) is not None and s >= perfect for row in entries):
                 return
             text = reflection_prompt(parent_prompt, [e["record"] for row in entries for e in row], self.metric_names)
             if text not in self._replies:

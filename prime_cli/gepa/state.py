@@ -12,25 +12,29 @@ from typing import Any
 
 from prime_cli.results.gepa_schema import GepaCandidate
 
+from .scored import RowScore, mean_scored
+
 
 @dataclass
 class Candidate:
     idx: int
     prompt: str
     parent: int | None
-    val_scores: list[float]
+    val_scores: list[RowScore]  # None: every rollout of that row errored (scored.py)
     iteration: int
     discovered_at_calls: int
+    val_errored: int = 0  # its validation rollouts that errored: counted, left out of its scores
 
     @property
-    def val_mean(self) -> float:
-        return sum(self.val_scores) / len(self.val_scores) if self.val_scores else 0.0
+    def val_mean(self) -> float | None:
+        """Mean over the validation rows it was scored on; None when it was scored on none."""
+        return mean_scored(self.val_scores)
 
     def line(self) -> GepaCandidate:
         """The candidates.jsonl line (the shared run-directory format)."""
         return {"candidate_idx": self.idx, "system_prompt": self.prompt, "parent_idx": self.parent,
-                "val_scores": self.val_scores, "val_mean": self.val_mean, "iteration": self.iteration,
-                "discovered_at_calls": self.discovered_at_calls}
+                "val_scores": self.val_scores, "val_mean": self.val_mean, "val_errored": self.val_errored,
+                "iteration": self.iteration, "discovered_at_calls": self.discovered_at_calls}
 
 
 @dataclass
@@ -94,7 +98,7 @@ class SearchState:
             self.sampler = MinibatchSampler(self.num_train)
 
     @property
-    def val_scores(self) -> list[list[float]]:
+    def val_scores(self) -> list[list[RowScore]]:
         return [c.val_scores for c in self.candidates]
 
     def to_json(self, charged: set[str]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """95% intervals of GEPA's scores: a candidate's validation mean over its rows, and the best prompt against
 the seed on the held-out test rows, paired by row (prime_cli.runs.intervals). Each row's score is one
-number (the mean of its rollouts), so a row is one cluster."""
+number (the mean of its rollouts without an error), so a row is one cluster; a row whose rollouts all
+errored (None) is left out, and a paired comparison uses the rows both sides were scored on."""
 
 from __future__ import annotations
 
@@ -16,27 +17,28 @@ from prime_cli.runs.intervals import (
 )
 
 
-def _by_row(scores: Sequence[float]) -> dict[int, list[float]]:
-    return {row: [score] for row, score in enumerate(scores)}
+def _by_row(scores: Sequence[float | None]) -> dict[int, list[float]]:
+    return {row: [score] for row, score in enumerate(scores) if score is not None}
 
 
-def row_interval(scores: Sequence[float]) -> Interval | None:
+def row_interval(scores: Sequence[float | None]) -> Interval | None:
     interval = clustered_interval(_by_row(scores))
     return interval if interval is not None and math.isfinite(interval.se) else None
 
 
-def bracket(scores: Sequence[float]) -> str:
+def bracket(scores: Sequence[float | None]) -> str:
     """` [0.512, 0.688]`; nothing when there are fewer than 2 rows or every row scored the same (no width)."""
     interval = row_interval(scores)
     return "" if interval is None or interval.se == 0.0 else f" [{interval.low:.3f}, {interval.high:.3f}]"
 
 
-def bounds(scores: Sequence[float]) -> list[float] | None:
+def bounds(scores: Sequence[float | None]) -> list[float] | None:
     interval = row_interval(scores)
     return None if interval is None else [interval.low, interval.high]
 
 
-def test_difference(seed_scores: Sequence[float] | None, best_scores: Sequence[float] | None) -> PairedComparison | None:
+def test_difference(seed_scores: Sequence[float | None] | None,
+                    best_scores: Sequence[float | None] | None) -> PairedComparison | None:
     """Best minus seed on the test rows both were scored on."""
     if not seed_scores or not best_scores:
         return None
@@ -56,8 +58,8 @@ def verdict(paired: PairedComparison) -> str:
     return paired.verdict().replace("B is", "the best prompt is")
 
 
-def intervals_record(seed_val: Sequence[float], best_val: Sequence[float], seed_test: Sequence[float] | None,
-                     best_test: Sequence[float] | None) -> dict[str, Any]:
+def intervals_record(seed_val: Sequence[float | None], best_val: Sequence[float | None],
+                     seed_test: Sequence[float | None] | None, best_test: Sequence[float | None] | None) -> dict[str, Any]:
     """metadata.json `intervals`: what the final lines show, as numbers."""
     return {"level": 0.95, "validation_rows": len(best_val), "seed_val_ci95": bounds(seed_val),
             "best_val_ci95": bounds(best_val), "test_difference": paired_record(test_difference(seed_test, best_test))}

@@ -49,17 +49,18 @@ class Candidate:
     idx: int
     system_prompt: str
     parent_idx: int | None
-    val_scores: list[float]
+    val_scores: list[float | None]  # None: every rollout of that row errored
     val_mean: float | None
     iteration: int
     discovered_at_calls: int | None
 
     @classmethod
     def from_row(cls, row: GepaCandidate) -> Candidate:
-        scores = [float(s) if isinstance(s, (int, float)) else 0.0 for s in row.get("val_scores") or []]
+        scores = [float(s) if isinstance(s, (int, float)) else None for s in row.get("val_scores") or []]
         mean = row.get("val_mean")
         if not isinstance(mean, (int, float)):
-            mean = sum(scores) / len(scores) if scores else None
+            scored = [s for s in scores if s is not None]
+            mean = sum(scored) / len(scored) if scored else None
         parent = row.get("parent_idx")
         return cls(
             idx=int(row.get("candidate_idx", 0)),

@@ -24,8 +24,9 @@ class GepaCandidate(TypedDict, total=False):
     candidate_idx: int  # 0 is the seed prompt
     system_prompt: str
     parent_idx: int | None
-    val_scores: list[float]  # one per validation row
-    val_mean: float | None
+    val_scores: list[float | None]  # one per validation row; None when every rollout of the row errored
+    val_mean: float | None  # over the rows with a score
+    val_errored: int  # validation rollouts that errored: counted and left out, never scored 0
     iteration: int  # the iteration that proposed it (0 for the seed)
     discovered_at_calls: int | None  # metric calls spent when it was accepted
 
@@ -40,7 +41,7 @@ class FrontierRow(TypedDict, total=False):
     """One pareto_frontier.jsonl line: the best candidates on one validation row."""
 
     valset_row: int
-    best_score: float
+    best_score: float | None  # None: no candidate was scored on the row (every rollout errored)
     num_best_prompts: int
     best_prompts: list[FrontierPrompt]
 
@@ -51,8 +52,10 @@ class GepaIteration(TypedDict, total=False):
     iteration: int
     parent_idx: int
     minibatch_rows: list[int]
-    parent_minibatch_scores: list[float]
-    child_minibatch_scores: list[float]
+    parent_minibatch_scores: list[float | None]  # None: every rollout of that row errored
+    child_minibatch_scores: list[float | None]
+    parent_minibatch_errored: int  # minibatch rollouts that errored (left out; the two compared on rows both scored)
+    child_minibatch_errored: int
     accepted: bool
     reason: str
     child_idx: int | None
@@ -86,5 +89,8 @@ class GepaMetadata(TypedDict, total=False):
     speculation: dict[str, Any]
     error: str | None
     stop_reason: str | None  # why a completed run stopped before its budget (None: the budget ran out)
+    # rollouts the run used that errored and were left out of every score:
+    # {"left_out", "rollouts", "train", "val", "test"} (prime_cli/gepa/scored.py)
+    errored_rollouts: dict[str, int]
     intervals: dict[str, Any]  # 95% intervals of the seed's and best's validation scores, paired test difference
     config: dict[str, Any]

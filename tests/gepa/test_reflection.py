@@ -15,16 +15,20 @@ STATE = {
 def test_record_carries_everything_the_reflection_needs():
     record = rollout_record(STATE, ["turn"])
     assert "reverse: abc" in record["input"] and "<r>cab</r>" in record["completion"]
-    assert record["answer"] == "cba" and record["reward"] == 0.4
+    # the rollout errored: no reward (never a 0), the error is its feedback
+    assert record["answer"] == "cba" and record["reward"] is None
+    assert rollout_record({**STATE, "error": None}, [])["reward"] == 0.4
     assert record["metrics"] == {"lcs": 0.66, "format": 1.0}
     assert record["error"]["type"] == "ToolCallError" and record["stop_condition"] == "max_turns_reached"
     assert record["state"] == {"turn": 3}
     text = reflection_prompt("Current prompt.", [record], ["lcs", "format"])
     for needle in ("Current prompt.", "reverse: abc", "<r>cab</r>", "cba", "lcs=0.66", "format=1",
                    "ToolCallError: tool exploded", "Metric judge failed", "max_turns_reached", "token limit",
-                   "### turn", "Metrics measured: lcs, format"):
+                   "### turn", "Metrics measured: lcs, format", "### Reward: none (the attempt ended in the error"):
         assert needle in text, needle
-    assert "secret_column" not in text
+    assert "secret_column" not in text and "Reward: 0" not in text
+    scored = reflection_prompt("Current prompt.", [rollout_record({**STATE, "error": None}, [])], [])
+    assert "### Reward: 0.4" in scored and "### Error" not in scored
 
 
 def test_new_prompt_is_the_last_closed_fenced_block():
