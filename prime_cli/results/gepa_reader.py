@@ -53,6 +53,7 @@ class Candidate:
     val_mean: float | None
     iteration: int
     discovered_at_calls: int | None
+    val_errored: int = 0  # validation rollouts that errored: counted, left out of its scores
 
     @classmethod
     def from_row(cls, row: GepaCandidate) -> Candidate:
@@ -70,6 +71,7 @@ class Candidate:
             val_mean=mean,
             iteration=int(row.get("iteration") or 0),
             discovered_at_calls=row.get("discovered_at_calls"),
+            val_errored=int(row.get("val_errored") or 0),
         )
 
 

@@ -143,16 +143,20 @@ class _Handler(BaseHTTPRequestHandler):
 
 class ScriptedOpenAIServer:
     """See the module docstring. Faults: a list consumed one per generation request ("ok" = none),
-    or `fault_rate` with `fault_kinds` and `seed` (deterministic sequence of random choices)."""
+    or `fault_rate` with `fault_kinds` and `seed` (deterministic sequence of random choices), or
+    `fault_for(request body)`, checked first: a fault name for that request (e.g. a 500 on every try of
+    some prompts), or None to fall through."""
 
     def __init__(self, reply: Reply | None = None, *, models: Iterable[str] | None = None,
                  api_key: str | None = None, token_ids: bool = False, faults: Iterable[str] | None = None,
                  fault_rate: float = 0.0, fault_kinds: Iterable[str] = RANDOM_FAULT_KINDS, seed: int = 0,
                  retry_after: float | str | None = 0, timeout_delay: float = 2.0, slow_delay: float = 0.2,
                  delay: float = 0.0, host: str = "127.0.0.1", port: int = 0, lora_loads: int | None = None,
-                 prompt_logprob: Callable[[list[int], int], float] = scripted_prompt_logprob) -> None:
+                 prompt_logprob: Callable[[list[int], int], float] = scripted_prompt_logprob,
+                 fault_for: Callable[[dict[str, Any]], str | None] | None = None) -> None:
         self.reply, self.api_key, self.token_ids = reply or default_reply, api_key, token_ids
         self.prompt_logprob = prompt_logprob
+        self.fault_for = fault_for
         self.models = list(models) if models is not None else None
         self.fault_kinds, faults = list(fault_kinds), None if faults is None else list(faults)
         for name in [*(faults or []), *self.fault_kinds]:
@@ -218,9 +222,14 @@ class ScriptedOpenAIServer:
         with self._lock:
             (self._connections.add if add else self._connections.discard)(conn)
 
-    def _next_fault(self) -> str:
+    def _next_fault(self, body: dict[str, Any]) -> str:
+        chosen = self.fault_for(body) if self.fault_for is not None else None
+        if chosen is not None and chosen not in FAULT_KINDS:
+            raise ValueError(f"unknown fault {chosen!r}; known: {', '.join(FAULT_KINDS)}")
         with self._lock:
-            if self._faults is not None:
+            if chosen is not None:
+                fault = chosen
+            elif self._faults is not None:
                 fault = self._faults.popleft() if self._faults else "ok"
             elif self.fault_rate > 0 and self._rng.random() < self.fault_rate:
                 fault = self._rng.choice(self.fault_kinds)
@@ -276,7 +285,7 @@ class ScriptedOpenAIServer:
         if self.models is not None and model not in self.models and model not in self.adapters:
             return self._send(h, 404, error_body(f"The model `{model}` does not exist or you do not have access to it.",
                                                  "invalid_request_error", "model_not_found", "model"))
-        fault = self._next_fault()
+        fault = self._next_fault(body)
         with self._lock:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)

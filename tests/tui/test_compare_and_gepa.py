@@ -137,3 +137,20 @@ async def test_gepa_run_that_stopped_before_its_budget_says_why(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert "stopped before the budget: the reflection model gave no new prompt" in screen_text(app)
+
+
+async def test_gepa_run_with_errored_rollouts_shows_them_left_out_never_as_zero(tmp_path):
+    run_dir = write_gepa_run(tmp_path)
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    (run_dir / "metadata.json").write_text(json.dumps({**meta, "errored_rollouts": {
+        "left_out": 3, "rollouts": 30, "train": 1, "val": 2, "test": 0}}))
+    candidates = [json.loads(line) for line in (run_dir / "candidates.jsonl").read_text().splitlines()]
+    candidates[0].update(val_scores=[0.5, None, 1.0, None], val_mean=0.75, val_errored=2)  # rows 1 and 3 errored
+    (run_dir / "candidates.jsonl").write_text("".join(json.dumps(c) + "\n" for c in candidates))
+    app = make_app(run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert "errored 3/30 left out" in text
+        assert "per row: 0.50 – 1.00 –  (2 errored rollouts" in text, text
+        assert app.screen.run.candidates[0].val_scores == [0.5, None, 1.0, None]

@@ -101,7 +101,8 @@ class GepaScreen(Screen):
             visible(f"  {short_date(str(meta.get('created_at', '')))}  reflection {meta.get('reflection_model', '?')}")
             + f"  best #{fmt(run.best_idx)} val {fmt(meta.get('best_score'))} (seed {fmt(meta.get('seed_val_score'))})"
             f"  test {fmt(meta.get('seed_test_score'))} → {fmt(meta.get('best_test_score'))}"
-            f"  calls {fmt(meta.get('total_metric_calls'))}/{fmt(meta.get('max_calls'))}", *self._ending()))
+            f"  calls {fmt(meta.get('total_metric_calls'))}/{fmt(meta.get('max_calls'))}" + self._errored(),
+            *self._ending()))
         front = run.frontier_counts()
         table = self.query_one("#cand-table", DataTable)
         table.clear()
@@ -118,6 +119,13 @@ class GepaScreen(Screen):
         self.query_one("#best-text", Static).update(Text(visible(run.best_prompt_text() or "(no best prompt yet)",
                                                                  multiline=True)))
         self.show_candidate(min(self.selected, max(len(run.candidates) - 1, 0)))
+
+    def _errored(self) -> str:
+        """`  errored 41/93 left out`: the rollouts that errored, counted and never scored 0."""
+        record = self.run.metadata.get("errored_rollouts")
+        if not isinstance(record, dict) or not record.get("left_out"):
+            return ""
+        return f"  errored {fmt(record.get('left_out'))}/{fmt(record.get('rollouts'))} left out"
 
     def _ending(self) -> tuple[tuple[str, str], ...]:
         """Why the run ended other than by its budget: an early stop, or the error that failed it."""
@@ -164,7 +172,9 @@ class GepaScreen(Screen):
             Text(visible(cand.system_prompt, multiline=True))
         self.query_one("#cand-text", Static).update(Group(
             Text.assemble(("candidate ", "bold"), f"#{cand.idx}", ("  lineage ", "bold"), lineage),
-            Text.assemble(("validation ", "bold"), f"mean {fmt(cand.val_mean)}  per row: {scores}"),
+            Text.assemble(("validation ", "bold"), f"mean {fmt(cand.val_mean)}  per row: {scores}",
+                          (f"  ({cand.val_errored} errored rollouts left out; – : a row whose rollouts all errored)", "dim")
+                          if cand.val_errored else ""),
             Text(f"diff against parent #{cand.parent_idx}" if parent else "seed prompt", style="bold underline"),
             body,
         ))
