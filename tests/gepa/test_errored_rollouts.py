@@ -95,6 +95,7 @@ def test_planted_errors_are_counted_left_out_and_shown_to_the_reflection(tmp_pat
     assert not any("BREAK" in c["system_prompt"] for c in candidates)
     assert any(it["accepted"] for it in iterations)  # the search went on and found better prompts
     assert "rejected: errored on" in done.stdout
+    assert f"best so far (seed) {candidates[0]['val_mean']:.4f} ({r * sum(rows_planted)} errored, left out)" in done.stdout
 
     # metadata counts what was left out; the summary says it
     errored = meta["errored_rollouts"]

@@ -47,3 +47,12 @@ def test_selection_is_reproducible_from_the_rng_state():
 def test_best_candidate_is_the_highest_mean_earliest_on_ties():
     assert best_candidate(SCORES) == 2
     assert best_candidate([[0.5], [0.5]]) == 0
+
+
+def test_an_errored_row_takes_no_part_in_fronts_or_means():
+    # candidate 1 errored on row 0 (None): it is not on that row's front, and its mean is over rows 1, 2
+    scores = [[0.5, 0.6, 0.5], [None, 1.0, 0.5], [None, None, None]]
+    assert row_fronts(scores) == [{0}, {1}, {0, 1}]
+    assert best_candidate(scores) == 1  # 0.75 over its scored rows; with a 0 for row 0, 0.5 < candidate 0's 0.533
+    assert best_candidate([[None, None], [0.0, 0.0]]) == 1  # scored on no row: ranks last
+    assert row_fronts([[None], [None]]) == [set()]
