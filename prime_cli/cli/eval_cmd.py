@@ -62,11 +62,11 @@ def run(
     max_error_rate: float | None = typer.Option(None, "--max-error-rate", help="Error budget, a fraction (default 0.1). A run over it at the end ends 'completed with errors' (exit 1). A run clearly over it early stops (exit 1, status failed; finish it with --retry-errors DIR): once 20 rollouts have finished and the lower end of the error rate's 95% interval is above the budget, so a broken endpoint costs about 20 rollouts. 1 never stops."),
     power_delta: float | None = typer.Option(None, "--power", metavar="DELTA", help="The summary also says how many examples a run needs to detect a reward difference of DELTA against another run at 80% power (two-sided, 5%), from this run's spread across examples."),
     json_output: bool = typer.Option(False, "--json", help="Print NDJSON events (start, progress, rollout with -v, done; with --weights-dir a final `sweep` event) instead of the live panel."),
-    weights_dir: str | None = typer.Option(None, "--weights-dir", help="Checkpoint sweep: evaluate every PEFT adapter in this training run's weights/ folder (weights/step_N), each loaded at run time into one vLLM as model step_N, plus the base model; one saved run each, then a table (mean reward, std, pass@k, best step marked). Needs -m local or -b URL of a vLLM server with runtime LoRA loading."),
+    weights_dir: str | None = typer.Option(None, "--weights-dir", help="Checkpoint sweep: evaluate every PEFT adapter in this training run's weights/ folder (weights/step_N), each loaded at run time into one vLLM as model step_N, plus the base model; one saved run each, then a table (mean reward, std, pass@k, pass^k, best step marked). Needs -m local or -b URL of a vLLM server with runtime LoRA loading."),
     steps: str | None = typer.Option(None, "--steps", help="With --weights-dir: only these steps, e.g. 10,50,100. Default: all in the folder."),
     no_eval_base: bool = typer.Option(False, "--no-eval-base", help="With --weights-dir: skip the base model."),
 ) -> None:
-    """Evaluate a model on an environment and print a summary (pass@k, metrics, errors).
+    """Evaluate a model on an environment and print a summary (pass@k, pass^k, metrics, errors).
 
     With --weights-dir OUT/weights, evaluate a training run's checkpoints instead (a sweep): the base
     model, then each adapter step_N, one saved run each, and print a table with the best step marked.
