@@ -212,7 +212,7 @@ def errored_line(record: dict[str, int]) -> str | None:
     splits = ", ".join(f"{split} {record[split]}" for split in ("train", "val", "test") if record.get(split))
     return (f"errored rollouts left out (counted, never scored 0): {record['left_out']} of {record['rollouts']} "
             f"({splits}); candidates were compared on the rows they were scored on, and none that errored on "
-            "more than half of its minibatch or validation rollouts was accepted")
+            "more than half of its minibatch or validation rollouts (and more than its parent) was accepted")
 
 
 def print_json_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, stream: IO[str]) -> None:

@@ -310,8 +310,11 @@ class GepaEngine(Speculation):
                 scores = await self.evaluator.scores(result.child_prompt, "val", rows, priority=VALIDATION)
                 self.ledger.charge(self.evaluator.keys(result.child_prompt, "val", rows))
                 val_errored = self.evaluator.errored(result.child_prompt, "val", rows)
-                if mostly_errored(val_errored, len(rows) * self.evaluator.r):
-                    reason = f"better on minibatch, but {errored_note(val_errored, len(rows) * self.evaluator.r, 'validation')}"
+                parent_val_errored = self.evaluator.errored(self._prompt(plan.parent), "val", rows)
+                val_rollouts = len(rows) * self.evaluator.r
+                if mostly_errored(val_errored, val_rollouts, parent_val_errored):
+                    reason = ("better on minibatch, but "
+                              + errored_note(val_errored, val_rollouts, "validation", parent_val_errored))
                 else:
                     child_idx = len(state.candidates)
                     state.candidates.append(Candidate(child_idx, result.child_prompt, plan.parent, scores,
@@ -347,12 +350,12 @@ class GepaEngine(Speculation):
 
     def _minibatch_verdict(self, result: ProposalResult) -> str | None:
         """Why the child is not better than its parent on the minibatch (None: it is). Errored rollouts are
-        left out: the two are compared on the rows both were scored on, and a child that mostly errored is
-        not judged on the rest."""
+        left out: the two are compared on the rows both were scored on, and a child that mostly errored
+        (more than its parent) is not judged on the rest."""
         assert result.child_scores is not None
         rollouts = len(result.plan.minibatch) * self.evaluator.r
-        if mostly_errored(result.child_errored, rollouts):
-            return errored_note(result.child_errored, rollouts, "minibatch")
+        if mostly_errored(result.child_errored, rollouts, result.parent_errored):
+            return errored_note(result.child_errored, rollouts, "minibatch", result.parent_errored)
         rows = both_scored(result.parent_scores, result.child_scores)
         if not rows:
             return "no minibatch row was scored for both parent and child (their rollouts errored)"

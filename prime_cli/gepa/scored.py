@@ -4,8 +4,10 @@ A rollout that ended in an error (a model call that failed after its retries, an
 says nothing about the prompt's quality, so it is not a reward of 0: a row's score is the mean reward of
 its rollouts without an error, and a row none of whose rollouts was scored has no score (None). Parent
 and child are compared on the minibatch rows both have a score on. A candidate more than half of whose
-rollouts errored (on the minibatch, or on the validation set) is not accepted on the strength of the
-rest: what is left is too thin, and too likely picked by the errors, to stand for the prompt.
+rollouts errored (on the minibatch, or on the validation set), and more than its parent's on the same
+rows, is not accepted on the strength of the rest: what is left is too thin, and too likely picked by the
+errors, to stand for the prompt. Errors the parent had as well are the rows' (a row every prompt fails
+on), not the child's: those rows are left out of both and the child is judged on the others.
 """
 
 from __future__ import annotations
@@ -45,8 +47,9 @@ def mean_scored(scores: Iterable[RowScore]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def mostly_errored(errored_rollouts: int, rollouts: int) -> bool:
-    return rollouts > 0 and errored_rollouts > MOSTLY * rollouts
+def mostly_errored(errored_rollouts: int, rollouts: int, parent_errored: int = 0) -> bool:
+    """More than half of the rollouts errored, and more of them than the parent's on the same rows."""
+    return rollouts > 0 and errored_rollouts > MOSTLY * rollouts and errored_rollouts > parent_errored
 
 
 def both_scored(a: Sequence[RowScore], b: Sequence[RowScore]) -> list[int]:
@@ -54,10 +57,10 @@ def both_scored(a: Sequence[RowScore], b: Sequence[RowScore]) -> list[int]:
     return [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x is not None and y is not None]
 
 
-def errored_note(errored_rollouts: int, rollouts: int, where: str) -> str:
-    """`errored on 5 of 8 minibatch rollouts (more than half): not judged on the other 3`."""
-    return (f"errored on {errored_rollouts} of {rollouts} {where} rollouts (more than half): not judged on the "
-            f"other {rollouts - errored_rollouts}")
+def errored_note(errored_rollouts: int, rollouts: int, where: str, parent_errored: int = 0) -> str:
+    """`errored on 5 of 8 minibatch rollouts (more than half; the parent on 1): not judged on the other 3`."""
+    return (f"errored on {errored_rollouts} of {rollouts} {where} rollouts (more than half; the parent on "
+            f"{parent_errored}): not judged on the other {rollouts - errored_rollouts}")
 
 
 def format_score(score: float | None, digits: int = 4) -> str:

@@ -91,7 +91,8 @@ def test_planted_errors_are_counted_left_out_and_shown_to_the_reflection(tmp_pat
     assert len(broken) == 1 and not broken[0]["accepted"]
     assert broken[0]["child_minibatch_scores"] == [None] * len(broken[0]["minibatch_rows"])
     assert broken[0]["reason"].startswith(f"errored on {len(broken[0]['minibatch_rows'])} of "
-                                          f"{len(broken[0]['minibatch_rows'])} minibatch rollouts (more than half)")
+                                          f"{len(broken[0]['minibatch_rows'])} minibatch rollouts (more than half; "
+                                          "the parent on ")
     assert not any("BREAK" in c["system_prompt"] for c in candidates)
     assert any(it["accepted"] for it in iterations)  # the search went on and found better prompts
     assert "rejected: errored on" in done.stdout
@@ -146,8 +147,36 @@ def test_a_child_that_errors_on_most_validation_rows_is_not_accepted(tmp_path, m
     first = lines(run_dir / "iterations.jsonl")[0]
     assert "VALBREAK" in first["child_prompt"] and not first["accepted"] and first["child_idx"] is None
     assert sum(first["child_minibatch_scores"]) > sum(first["parent_minibatch_scores"])  # it won the minibatch
-    assert first["reason"] == "better on minibatch, but errored on 10 of 10 validation rollouts (more than half): " \
-                              "not judged on the other 0"
+    assert first["reason"] == "better on minibatch, but errored on 10 of 10 validation rollouts (more than half; " \
+                              "the parent on 0): not judged on the other 0"
     assert not any("VALBREAK" in c.prompt for c in outcome.state.candidates)
     meta = json.loads((run_dir / "metadata.json").read_text())
     assert meta["errored_rollouts"]["val"] == 10 and meta["errored_rollouts"]["left_out"] == 10
+
+
+def test_rows_that_fail_for_every_prompt_are_left_out_not_held_against_the_child(tmp_path, monkeypatch):
+    """70% of the rows fail for any prompt (the rows' fault, not the prompt's): a child is judged on the rows
+    left, since its parent errored on the same ones, and the search still improves the prompt."""
+    support.write_toy_env(tmp_path)
+    monkeypatch.chdir(tmp_path)
+
+    def student(messages, tools, sampling_args):
+        if item(messages[-1]["content"]) % 10 < 7:
+            return ModelError("student at http://x failed after 2 attempts; last error: HTTP 500")
+        return support.student_reply(messages, tools, sampling_args)
+
+    cfg = build_config("test", env_id="toy-gepa", model="student", reflection_model="reflector", max_calls=150,
+                       num_train=20, num_val=10, minibatch_size=3, run_dir=str(tmp_path / "run"), display="plain")
+    outcome, run_dir = asyncio.run(run_search(cfg, False, io.StringIO(),
+                                              pools=(support.Pool(support.ScriptedClient(student), "student"),
+                                                     support.reflector())))
+    iterations = lines(run_dir / "iterations.jsonl")
+    accepted = [it for it in iterations if it["accepted"]]
+    assert accepted, [it["reason"] for it in iterations]
+    # accepted although most of its validation rollouts errored: the seed errored on the same rows
+    candidates = lines(run_dir / "candidates.jsonl")
+    assert candidates[0]["val_errored"] == 7 and all(c["val_errored"] == 7 for c in candidates[1:])
+    assert len(candidates) == 1 + len(accepted)
+    assert not any(it["reason"].startswith("errored on") or "validation rollouts (more than half" in it["reason"]
+                   for it in iterations)
+    assert outcome.best.idx != 0  # a child beat the seed on the rows that were scored
