@@ -60,6 +60,7 @@ def run(
     seed: int | None = typer.Option(None, "--seed", help="Shuffle the examples with this seed before taking -n."),
     pass_threshold: float | None = typer.Option(None, "--pass-threshold", help="Reward at or above which a rollout passes (pass@k: one of k passes; pass^k: all k pass). Default 1.0."),
     max_error_rate: float | None = typer.Option(None, "--max-error-rate", help="Error budget, a fraction (default 0.1). A run over it at the end ends 'completed with errors' (exit 1). A run clearly over it early stops (exit 1, status failed; finish it with --retry-errors DIR): once 20 rollouts have finished and the lower end of the error rate's 95% interval is above the budget, so a broken endpoint costs about 20 rollouts. 1 never stops."),
+    max_cost: float | None = typer.Option(None, "--max-cost", metavar="USD", help="Stop launching rollouts before the run's dollar spend (student and judge tokens at the model's prices: the registry entry's input_price/output_price, else LiteLLM's table) would pass USD; the run is saved as cancelled (exit 1) with the command to resume it. A resumed run counts what it already spent."),
     power_delta: float | None = typer.Option(None, "--power", metavar="DELTA", help="The summary also says how many examples a run needs to detect a reward difference of DELTA against another run at 80% power (two-sided, 5%), from this run's spread across examples."),
     json_output: bool = typer.Option(False, "--json", help="Print NDJSON events (start, progress, rollout with -v, done; with --weights-dir a final `sweep` event) instead of the live panel."),
     weights_dir: str | None = typer.Option(None, "--weights-dir", help="Checkpoint sweep: evaluate every PEFT adapter in this training run's weights/ folder (weights/step_N), each loaded at run time into one vLLM as model step_N, plus the base model; one saved run each, then a table (mean reward, std, pass@k, pass^k, best step marked). Needs -m local or -b URL of a vLLM server with runtime LoRA loading."),
@@ -82,7 +83,7 @@ def run(
         "save_results": save_results, "resume": NEWEST_RUN if resume == options.BARE else resume, "retry_errors": retry_errors,
         "independent_scoring": independent_scoring, "verbose": verbose, "output_dir": output_dir,
         "headers": _headers(header), "max_retries": max_retries, "timeout": timeout, "seed": seed,
-        "pass_threshold": pass_threshold, "max_error_rate": max_error_rate, "power_delta": power_delta, "display": "json" if json_output else None,
+        "pass_threshold": pass_threshold, "max_error_rate": max_error_rate, "power_delta": power_delta, "max_cost": max_cost, "display": "json" if json_output else None,
     }
     values = {k: v for k, v in values.items() if v is not None}
     if values.get("resume") or values.get("retry_errors"):

@@ -8,6 +8,8 @@
     url = "http://gpu-1:8000/v1"
     key = "VLLM_API_KEY"          # the NAME of an environment variable, never the key itself
     headers = { "X-Team" = "evals" }
+    input_price = 0.15            # optional: dollars per million prompt tokens (overrides LiteLLM's table)
+    output_price = 0.60           # optional: dollars per million completion tokens
 
 Several blocks with one `endpoint_id` are replicas of one model; the eval spreads example groups
 over them round-robin. A name that is not in the registry is a literal model id for the `-b URL`
@@ -19,6 +21,7 @@ error: no name is ever sent to a server the user did not name.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import tomllib
@@ -37,7 +40,8 @@ NO_KEY = "EMPTY"
 """The API key sent to servers that need none (vLLM and friends accept any value)."""
 
 REQUIRED_KEYS = ("endpoint_id", "model", "url")
-OPTIONAL_KEYS = ("key", "headers")
+OPTIONAL_KEYS = ("key", "headers", "input_price", "output_price")
+PRICE_KEYS = ("input_price", "output_price")
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -52,6 +56,9 @@ class EndpointSpec:
     key_var: str | None
     headers: dict[str, str] = field(default_factory=dict, repr=False)  # values may be credentials
     kind: str = "openai"
+    input_price: float | None = None  # dollars per million tokens, from the registry entry
+    output_price: float | None = None
+    registered: bool = False  # the spec is a registry entry (not a -b or LiteLLM name)
 
 
 def _suggest(word: str, choices: tuple[str, ...] | list[str]) -> str:
@@ -96,7 +103,27 @@ def _parse_block(path: Path, index: int, block: Any) -> EndpointSpec:
     model = values["model"]
     if model.startswith(LITELLM_PREFIX):
         kind, model = "litellm", model[len(LITELLM_PREFIX):]
-    return EndpointSpec(values["endpoint_id"], model, values["url"], key_var, dict(headers), kind)
+    prices = _prices(where, block)
+    return EndpointSpec(values["endpoint_id"], model, values["url"], key_var, dict(headers), kind, *prices,
+                        registered=True)
+
+
+def _prices(where: str, block: dict[str, Any]) -> tuple[float | None, float | None]:
+    """`input_price` / `output_price`: dollars per million tokens, both or neither."""
+    given = [name for name in PRICE_KEYS if name in block]
+    if len(given) == 1:
+        missing = next(name for name in PRICE_KEYS if name not in block)
+        raise ClientConfigError(f"{where}: '{given[0]}' is set but '{missing}' is not; give both "
+                                "(dollars per million tokens, e.g. input_price = 0.4, output_price = 1.6)")
+    values: list[float | None] = []
+    for name in PRICE_KEYS:
+        value = block.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value) or value < 0):
+            raise ClientConfigError(f"{where}: key '{name}' must be a non-negative number of dollars per "
+                                    f"million tokens (e.g. {name} = 0.4), got {value!r}")
+        values.append(float(value) if value is not None else None)
+    return values[0], values[1]
 
 
 def _read_toml(path: Path, text: str) -> dict[str, Any]:

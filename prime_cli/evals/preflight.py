@@ -44,6 +44,9 @@ def preflight(config: EvalConfig) -> tuple[EvalConfig, vf.Environment]:
     config = with_saved_run(config)
     env = load_env(config)
     show_routes(check_endpoints(config))
+    from .cost_meter import check_cost_cap
+
+    check_cost_cap(config, env)
     return config, env
 
 

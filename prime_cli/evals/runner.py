@@ -29,6 +29,7 @@ from .config import (
     DEFAULT_ROLLOUTS_PER_EXAMPLE,
     EvalConfig,
 )
+from .cost_meter import CostMeter, student_price
 from .display import EvalDisplay
 from .health import budget_stop_reason, error_budget, final_status, first_errors, run_retries
 from .jobs import EvalJobs, plan_jobs
@@ -104,27 +105,30 @@ async def run_eval(config: EvalConfig, display: EvalDisplay, *, pool: Any = None
     config = with_env_sampling_defaults(config)
     num_examples, rollouts = resolve_counts(config)
     secrets: list[str] = []
+    specs = None
     if pool is None:  # endpoints are checked before any file is written
         from .endpoints import endpoint_specs, open_pool, secrets_of
 
         specs = endpoint_specs(config)
         secrets = secrets_of(specs)
         pool = open_pool(config, specs)
+    meter = CostMeter(config, student_price(config, specs))
     files = prepare_run_files(config, env, num_examples, rollouts, run_dir)
     jobs: EvalJobs = plan_jobs(env, files.num_examples, files.rollouts_per_example, files.done_pairs,
                                files.rerun_pairs if files.mode == "retry" else None, seed=config.seed)
     with run_log(files.log_path, secrets, config.verbose):
         logger.info("eval %s with %s: %d examples x %d rollouts, %d to run", config.env_id, config.model,
                     files.num_examples, files.rollouts_per_example, jobs.total_rollouts)
-        return await _run(config, env, files, jobs, pool, display)
+        return await _run(config, env, files, jobs, pool, display, meter)
 
 
 async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: EvalJobs, pool: Any,
-               display: EvalDisplay) -> EvalOutcome:
+               display: EvalDisplay, meter: CostMeter) -> EvalOutcome:
     stats = RunningStats()
     for row in files.previous_rows:
         if (row["example_id"], row["rollout_idx"]) not in files.rerun_pairs:
             stats.add(row)
+    meter.add_all(files.previous_rows)  # what the earlier part of a resumed run spent counts (against --max-cost too)
     new_rows: list[Rollout] = []
     in_flight: set[asyncio.Task] = set()
     cancel = _Cancel(display, in_flight)
@@ -134,6 +138,8 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     fatal: list[str] = []
     over_budget: list[str] = []  # why the error budget stopped the run (this process's rollouts only)
     errored_here = 0  # errored rows among new_rows, counted as they come rather than rescanned per error
+    running = [0]  # rollouts in flight, for the --max-cost check
+    estimated = [False]
     start = time.perf_counter()
 
     def check_budget() -> None:
@@ -161,12 +167,16 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
             files.write(result)
             new_rows.append(result)
             stats.add(result)
+            meter.add(result)
             if config.verbose:
                 show_rollout(display, result, config.env_id)
             snapshot = stats.snapshot()
             display.progress(done=snapshot["done"], total=total, stats=snapshot)
             if result.get("error"):
                 check_budget()
+        if not estimated[0] and (line := meter.estimate(total, stats.snapshot()["done"])):
+            estimated[0] = True
+            display.message(line)
 
     loop = asyncio.get_running_loop()
     try:
@@ -177,17 +187,21 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     display.start(env_id=config.env_id, model=config.model, run_dir=str(files.run_dir) if files.run_dir else None,
                   total=total, already_done=stats.snapshot()["done"], num_examples=files.num_examples,
                   rollouts_per_example=files.rollouts_per_example)
+    if line := meter.estimate(total, stats.snapshot()["done"]):  # a resumed run: from its finished rollouts
+        estimated[0] = True
+        display.message(line)
     status = RunStatus.COMPLETED
     crash: BaseException | None = None
     failures: list[BaseException] = []
 
-    def group_done(task: asyncio.Task, width: int) -> None:
+    def group_done(task: asyncio.Task, width: int, count: int) -> None:
         # the slots are given back here, not in the task: a task cancelled before it ever ran has no finally
         for _ in range(width):
             slots.release()
         # the first group that raises (a full disk, a bug in the environment) stops the run: it is kept here
         # rather than dropped with its task, and the other groups in flight are cancelled
         in_flight.discard(task)
+        running[0] -= count
         if not task.cancelled() and task.exception() is not None:
             failures.append(task.exception())  # type: ignore[arg-type]
             for other in list(in_flight):
@@ -195,6 +209,11 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
 
     try:
         for group_index, (row, indices) in enumerate(jobs.groups):
+            while not meter.allows(running[0], len(indices)) and in_flight:  # the finished ones decide
+                await asyncio.wait(list(in_flight), return_when=asyncio.FIRST_COMPLETED)
+            if not meter.allows(running[0], len(indices)) and not (cancel.requested.is_set() or fatal or failures):
+                meter.stop()
+                break
             width = min(len(indices), config.max_concurrent)
             for _ in range(width):
                 await slots.acquire()
@@ -204,7 +223,8 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
                 break
             task = asyncio.create_task(run_group(group_index, row, indices))
             in_flight.add(task)
-            task.add_done_callback(functools.partial(group_done, width=width))
+            running[0] += len(indices)
+            task.add_done_callback(functools.partial(group_done, width=width, count=len(indices)))
         while in_flight:
             await asyncio.gather(*list(in_flight), return_exceptions=True)
         if failures:
@@ -213,7 +233,7 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
             status = RunStatus.FAILED
         elif fatal or over_budget:
             status = RunStatus.FAILED
-        elif cancel.requested.is_set():
+        elif cancel.requested.is_set() or meter.cap_reached:
             status = RunStatus.CANCELLED
     except asyncio.CancelledError:
         status = RunStatus.CANCELLED
@@ -229,11 +249,12 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
         status = final_status(status, budget)
         health = {"retries": run_retries(pool, files.store.metadata.get("retries") if files.mode != "new"
                                          and files.store else None), "error_budget": budget}
+        cost = meter.record()
         all_rows, summary = files.finish(new_rows, status, elapsed_ms, summarize, metadata_fields,
-                                         config.pass_threshold, extra=health)
+                                         config.pass_threshold, extra={**health, "cost": cost})
         if hasattr(pool, "aclose"):
             await pool.aclose()
-    summary = {**summary, **health}
+    summary = {**summary, **health, "cost": cost}
     if config.power_delta is not None:
         summary["power"] = power_record(summary, config.power_delta)
     if (check := reward_check(all_rows, config.env_id, config.env_args)) is not None:
@@ -246,8 +267,9 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     if status == RunStatus.COMPLETED_WITH_ERRORS and not run_dir:
         display.message("save the run with -s to rerun only its errored rollouts with --retry-errors DIR", "warning")
     display.finish(status=status, summary=summary, run_dir=run_dir, resume_command=resume, retry_command=retry)
+    capped = meter.stop_line(resume, total, stats.snapshot()["done"]) if meter.cap_reached else None
     error = (fatal[0] if fatal else f"the run stopped: {type(crash).__name__}: {crash}" if crash
-             else over_budget[0] if over_budget else None)
+             else over_budget[0] if over_budget else capped)
     return EvalOutcome(status=status, summary=summary, run_dir=files.run_dir, error=error, rows=all_rows,
                        stopped=crash is not None or bool(over_budget))
 

@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from prime_cli.results.cost import cost_text
 from prime_cli.results.reward_signal import reward_signal_lines
 from prime_cli.runs.intervals import shown_bounds
 from prime_cli.runs.visible import visible_data
@@ -133,6 +134,8 @@ def _overview(s: dict) -> list[tuple[str, str, str]]:
                  if usage.get(f"{kind}_tokens") is not None or usage.get(f"avg_{kind}_tokens") is not None]
         if parts:
             rows.append(("Tokens", "  ".join(parts), ""))
+    if text := cost_text(s.get("cost")):
+        rows.append(("Cost", text, "yellow" if text.startswith("unknown") else ""))
     if s.get("is_truncated") is not None:
         rows.append(("Truncated", _pct(s["is_truncated"]), "yellow" if s["is_truncated"] else ""))
     return rows + reward_signal_lines(s) + health_rows(s)

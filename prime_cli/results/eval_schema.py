@@ -65,12 +65,13 @@ class Rollout(TypedDict, total=False):
     stop_condition: str | None
     token_usage: TokenUsage | None
     metrics_errors: list[Any]
+    judge_usage: dict[str, TokenUsage] | None  # JudgeRubric's tokens by judge model (results/cost.py)
 
 
 ROW_KEYS: tuple[str, ...] = tuple(Rollout.__annotations__)
 # the nested fields of a row: JSON strings in flat exports (csv)
 NESTED_ROW_KEYS = ("prompt", "completion", "answer", "info", "metrics", "error", "timing", "token_usage",
-                   "metrics_errors")
+                   "metrics_errors", "judge_usage")
 
 
 class Summary(TypedDict, total=False):
@@ -100,6 +101,7 @@ class Summary(TypedDict, total=False):
     retries: dict[str, Any]
     error_budget: dict[str, Any]
     reward_check: dict[str, Any]  # every scored rollout got one reward: the `prime env check` command to run
+    cost: dict[str, Any]  # dollars by role, with the prices used (results/cost.py)
     power: dict[str, Any]  # `--power DELTA`: examples needed to detect DELTA (summary.power_record)
 
 
@@ -139,6 +141,7 @@ class MetadataRecord(TypedDict, total=False):
     retries: dict[str, Any]
     error_budget: dict[str, Any]
     summary: Summary
+    cost: dict[str, Any]  # the run's dollar cost by role and the prices used (prime_cli/results/cost.py)
     # a checkpoint sweep's run (`prime eval run --weights-dir`): {"weights_dir", "step" (None for the
     # base model), "adapter" (the served name, None for the base model)}
     sweep: dict[str, Any]
@@ -178,6 +181,7 @@ class RunMetadata(BaseModel):
     retries: dict[str, Any] | None = None
     error_budget: dict[str, Any] | None = None
     summary: dict[str, Any] | None = None
+    cost: dict[str, Any] | None = None
 
     @classmethod
     def from_record(cls, record: MetadataRecord) -> RunMetadata:
@@ -194,7 +198,7 @@ class RunMetadata(BaseModel):
 
 
 _NULLABLE = {name for name, info in RunMetadata.model_fields.items() if info.default is None}
-_END_OF_RUN_SECTIONS = ("retries", "error_budget", "summary")
+_END_OF_RUN_SECTIONS = ("retries", "error_budget", "summary", "cost")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ Reward functions get the bound `judge` method by asking for a parameter named `j
         return 1.0 if "yes" in (await judge(prompt, completion, answer, state)).lower() else 0.0
 
 Replies are cached in `state["judge_response"]` (keyed by the formatted judge prompt), and
-concurrent identical calls for the same rollout share one request.
+concurrent identical calls for the same rollout share one request. The tokens each request used are
+added up in `state["judge_usage"]` ({judge model: {prompt_tokens, completion_tokens, calls}}), saved
+with the rollout so that the judge's cost can be computed.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ class JudgeRubric(Rubric):
         """The judge model's reply text for this rollout (cached in `state["judge_response"]`)."""
         judge_prompt = self.format_judge_prompt(prompt, completion, answer)
         if state is None:
-            return await self._request(judge_prompt)
+            return (await self._request(judge_prompt))[0]
         cache = state.get("judge_response")
         if not isinstance(cache, dict):
             cache = state["judge_response"] = {}
@@ -97,7 +99,7 @@ class JudgeRubric(Rubric):
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            reply = await self._request(judge_prompt)
+            reply, usage = await self._request(judge_prompt)
         except Exception as exc:
             future.set_exception(exc)
             future.exception()  # mark retrieved: waiters get it, nobody else needs to
@@ -109,9 +111,22 @@ class JudgeRubric(Rubric):
             del self._inflight[key]
         future.set_result(reply)
         cache[judge_prompt] = reply
+        self._record_usage(state, usage)
         return reply
 
-    async def _request(self, judge_prompt: str) -> str:
+    def _record_usage(self, state: State, usage: Any) -> None:
+        tallies = state.get("judge_usage")
+        if not isinstance(tallies, dict):
+            tallies = state["judge_usage"] = {}
+        tally = tallies.setdefault(self.judge_model, {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0})
+        tally["calls"] += 1
+        for key in ("prompt_tokens", "completion_tokens"):
+            value = getattr(usage, key, None) if usage is not None else None
+            if isinstance(value, int) and not isinstance(value, bool):
+                tally[key] += value
+
+    async def _request(self, judge_prompt: str) -> tuple[str, Any]:
+        """The reply text and its token usage (an object with prompt_tokens/completion_tokens, or None)."""
         client = self._client()
         messages = [{"role": "user", "content": judge_prompt}]
         chat = getattr(client, "chat", None)
@@ -119,14 +134,14 @@ class JudgeRubric(Rubric):
             response = await chat(
                 messages, model=self.judge_model, sampling_args=dict(self.judge_sampling_args)
             )
-            return content_text(response.message)
+            return content_text(response.message), response.usage
         if chat is not None and hasattr(chat, "completions"):
             result = chat.completions.create(
                 model=self.judge_model, messages=messages, **self.judge_sampling_args
             )
             if inspect.isawaitable(result):  # AsyncOpenAI; a sync OpenAI client returns directly
                 result = await result
-            return result.choices[0].message.content or ""
+            return result.choices[0].message.content or "", getattr(result, "usage", None)
         raise RubricError(
             f"judge_client {type(client).__name__} is neither a ChatClient (async chat(messages, "
             f"*, model, ...)) nor an OpenAI-style client (chat.completions.create)"

@@ -1,0 +1,125 @@
+"""What a model's tokens cost: dollars per million prompt and completion tokens, and where that came from.
+
+A registry entry's own `input_price` / `output_price` win; else LiteLLM's price table (the JSON file
+litellm ships, read directly: milliseconds, never fetched, litellm itself is not imported); the
+embedded model and an unpriced `-b` server cost nothing; anything else is unknown (never $0).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .command_flags import is_local_model
+from .registry import EndpointSpec, default_registry_path, is_local_url, load_registry
+
+PRICE_TABLE = "model_prices_and_context_window_backup.json"
+REGISTRY, LITELLM, FREE, UNKNOWN = "registry", "litellm", "free", "unknown"
+
+
+@dataclass(frozen=True)
+class Price:
+    """Dollars per million tokens of one model (None when unknown) and their source."""
+
+    model: str
+    input_per_million: float | None
+    output_per_million: float | None
+    source: str  # registry | litellm | free | unknown
+    note: str = ""  # which registry file, "embedded model", "-b server"
+
+    def record(self) -> dict[str, Any]:
+        record = {"model": self.model, "input_per_million": self.input_per_million,
+                  "output_per_million": self.output_per_million, "source": self.source}
+        return {**record, "note": self.note} if self.note else record
+
+
+@functools.lru_cache(maxsize=1)
+def price_table() -> dict[str, Any]:
+    """LiteLLM's model price table: the file litellm ships, else `litellm.model_cost` (read locally)."""
+    spec = importlib.util.find_spec("litellm")  # locates the package without importing it
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        try:
+            table = json.loads((Path(folder) / PRICE_TABLE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            break
+        if isinstance(table, dict):
+            return table
+    try:
+        from .providers import import_litellm
+
+        return dict(import_litellm().model_cost)
+    except Exception:  # noqa: BLE001 - no table: every model not priced in the registry is unknown
+        return {}
+
+
+def _per_million(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        return None
+    return round(float(value) * 1_000_000, 10)  # 4e-07 per token is 0.4, not 0.39999999999999997
+
+
+def table_price(model: str) -> tuple[float, float] | None:
+    """(input, output) dollars per million tokens from LiteLLM's table: the name as given, then without
+    its provider prefix (anthropic/claude-sonnet-4-... -> claude-sonnet-4-...); None when neither is there."""
+    table = price_table()
+    names = [model]
+    prefix, slash, rest = model.partition("/")
+    if slash and rest:
+        from .providers import provider_of
+
+        if provider_of(model):
+            names.append(rest)
+    for name in names:
+        entry = table.get(name)
+        if not isinstance(entry, dict):
+            continue
+        prices = _per_million(entry.get("input_cost_per_token")), _per_million(entry.get("output_cost_per_token"))
+        if prices[0] is not None and prices[1] is not None:
+            return prices[0], prices[1]
+    return None
+
+
+def _from_table(name: str, model: str) -> Price:
+    found = table_price(model)
+    if found is None:
+        return Price(name, None, None, UNKNOWN)
+    return Price(name, found[0], found[1], LITELLM)
+
+
+def price_of_specs(name: str, specs: list[EndpointSpec], *, local: bool = False,
+                   base_url: str | None = None) -> Price:
+    """The price of `-m name` as resolved to `specs` (the first replica's registry prices win).
+    `local`: served by the embedded model. `base_url`: the -b the user gave."""
+    spec = specs[0] if specs else None
+    if spec is not None and spec.input_price is not None and spec.output_price is not None:
+        return Price(name, spec.input_price, spec.output_price, REGISTRY, "endpoint registry")
+    if local or is_local_model(name):
+        return Price(name, 0.0, 0.0, FREE, "embedded model")
+    if spec is None:
+        return Price(name, None, None, UNKNOWN)
+    if spec.kind == "litellm" or spec.registered:
+        return _from_table(name, spec.model)
+    if base_url and is_local_url(base_url):
+        return Price(name, 0.0, 0.0, FREE, "-b server on this machine")
+    priced = _from_table(name, spec.model)  # e.g. -m gpt-4.1-mini -b https://api.openai.com/v1
+    return priced if priced.source == LITELLM else Price(name, 0.0, 0.0, FREE, "-b server without prices")
+
+
+def price_of_name(name: str, registry_path: str | os.PathLike[str] | None = None) -> Price:
+    """The price of a model named inside an environment (a judge): its registry entry, else the table."""
+    where = Path(registry_path) if registry_path else default_registry_path()
+    if where.is_file():
+        try:
+            entries = load_registry(where).get(name) or []
+        except Exception:  # noqa: BLE001 - a registry the run itself did not need: price by the table
+            entries = []
+        if entries:
+            return price_of_specs(name, entries)
+    if is_local_model(name):
+        return Price(name, 0.0, 0.0, FREE, "embedded model")
+    return _from_table(name, name)

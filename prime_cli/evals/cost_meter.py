@@ -1,0 +1,139 @@
+"""An eval's spend as it runs: prices chosen at the start, tokens added per finished rollout, and the
+`--max-cost` check made before each group of rollouts is launched.
+
+The check is conservative: a group is launched only when the spend so far, plus the expected cost of
+the rollouts in flight and of the group itself (the average finished rollout's cost, times 1.5), stays
+within the cap. Until a first rollout has finished there is no average: one group runs alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from prime_cli.clients.errors import ClientConfigError
+from prime_cli.results.cost import RoleTally, cost_record, judge_usages, row_cost, usd
+from prime_cli.results.eval_schema import Rollout
+
+SAFETY = 1.5  # rollouts vary: a group is expected to cost half as much again as the average one
+
+
+def judge_models(rubric: Any, seen: set[int] | None = None) -> list[str]:
+    """The judge models of an environment's rubric (JudgeRubric, also inside a RubricGroup)."""
+    seen = seen if seen is not None else set()
+    if rubric is None or id(rubric) in seen:
+        return []
+    seen.add(id(rubric))
+    found = [rubric.judge_model] if isinstance(getattr(rubric, "judge_model", None), str) else []
+    for inner in getattr(rubric, "rubrics", None) or []:
+        found += judge_models(inner, seen)
+    return list(dict.fromkeys(found))
+
+
+def student_price(config: Any, specs: list[Any] | None = None) -> Any:
+    """The evaluated model's Price (clients/pricing.py)."""
+    from prime_cli.clients.command_flags import is_local_model
+    from prime_cli.clients.pricing import Price, price_of_specs
+
+    if config.local_model or (is_local_model(config.model) and not config.base_url):
+        return Price(config.local_name or config.model, 0.0, 0.0, "free", "embedded model")
+    if specs is None:
+        from .endpoints import endpoint_specs
+
+        try:
+            specs = endpoint_specs(config)
+        except ClientConfigError:
+            specs = []
+    return price_of_specs(config.model, specs, base_url=config.base_url)
+
+
+def check_cost_cap(config: Any, env: Any) -> None:
+    """--max-cost needs every price: refuse up front (one line) when the student's or a judge's is unknown."""
+    if config.max_cost is None:
+        return
+    from prime_cli.clients.pricing import price_of_name
+
+    unknown = [p.model for p in [student_price(config), *(price_of_name(m, config.endpoints_path)
+                                                         for m in judge_models(getattr(env, "rubric", None)))]
+               if p.source == "unknown"]
+    if unknown:
+        raise ClientConfigError(
+            f"--max-cost {config.max_cost:g}: the price of {', '.join(unknown)} is unknown (not in LiteLLM's table); "
+            "add input_price and output_price (dollars per million tokens) to its [[endpoint]] entry in "
+            "configs/endpoints.toml, or leave out --max-cost")
+
+
+class CostMeter:
+    def __init__(self, config: Any, student: Any) -> None:
+        self.model = config.model
+        self.registry = config.endpoints_path
+        self.max_cost: float | None = config.max_cost
+        self.prices: dict[str, dict[str, dict[str, Any]]] = {"student": {self.model: student.record()}, "judge": {}}
+        self.tallies = {"student": RoleTally(), "judge": RoleTally()}
+        self.tallies["student"].by_model[self.model] = [0, 0]
+        self.spent = 0.0
+        self.counted = 0  # rows whose cost is known
+        self.unknown = False
+        self.cap_reached = False
+
+    def add(self, row: Rollout) -> None:
+        self.tallies["student"].add(self.model, row.get("token_usage"))
+        for model, usage in judge_usages(row):
+            if model not in self.prices["judge"]:
+                from prime_cli.clients.pricing import price_of_name
+
+                self.prices["judge"][str(model)] = price_of_name(str(model), self.registry).record()
+            self.tallies["judge"].add(str(model), usage)
+        cost = row_cost(row, self.prices, self.model)
+        if cost is None:
+            self.unknown = True
+        else:
+            self.spent += cost
+            self.counted += 1
+
+    def add_all(self, rows: Iterable[Rollout]) -> None:
+        for row in rows:
+            self.add(row)
+
+    @property
+    def average(self) -> float | None:
+        return self.spent / self.counted if self.counted else None
+
+    def allows(self, in_flight: int, width: int) -> bool:
+        """Whether a group of `width` rollouts may start with `in_flight` rollouts running (under --max-cost)."""
+        if self.max_cost is None:
+            return True
+        if self.unknown:  # a judge without prices turned up: the cap cannot be kept
+            return False
+        average = self.average
+        if average is None:
+            return in_flight == 0 and self.spent < self.max_cost
+        return self.spent + (in_flight + width) * average * SAFETY <= self.max_cost
+
+    def stop(self) -> None:
+        self.cap_reached = True
+
+    def record(self) -> dict[str, Any]:
+        return cost_record(self.tallies, self.prices, self.max_cost, self.cap_reached)
+
+    def estimate(self, total: int, done: int) -> str | None:
+        """`estimated $0.42 for 200 rollouts from the average of the first 8`, once an average exists."""
+        average = self.average
+        if average is None or total <= 0:
+            return None
+        whole = self.spent + max(0, total - done) * average
+        return f"estimated {usd(whole)} for {total} rollouts from the average of the {self.counted} finished"
+
+    def stop_line(self, resume: str | None, total: int, done: int) -> str:
+        spent = usd(self.spent)
+        if self.unknown:
+            head = f"cost cap: a judge model without prices was used (spent {spent} known); the run stops"
+        else:
+            head = f"cost cap reached: spent {spent} of {usd(self.max_cost)}"
+        if resume is None:
+            return head + " (save the run with -s to resume it)"
+        average = self.average or 0.0
+        needed = self.spent + max(0, total - done) * average * SAFETY
+        cap = max(needed, (self.max_cost or 0.0) * 2)
+        return f"{head}; resume with a higher cap: {resume} --max-cost {math.ceil(cap * 100) / 100:.2f}"
