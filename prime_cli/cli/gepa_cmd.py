@@ -29,6 +29,7 @@ def run(
     api_key_var: options.ApiKeyVarOpt = None,
     endpoints_path: options.EndpointsPathOpt = None,
     max_calls: int | None = typer.Option(None, "-B", "--max-calls", help="Budget in student rollouts (validation + minibatches; the test set is extra). Default 500."),
+    max_cost: float | None = typer.Option(None, "--max-cost", metavar="USD", help="Stop before the run's dollar spend (student rollouts, judge calls and reflection calls at the models' prices: a registry entry's input_price/output_price, else LiteLLM's table) would pass USD; the run is saved as cancelled (exit 1) with the command to resume it, which counts what was already spent."),
     num_train: int | None = typer.Option(None, "-n", "--num-train", help="Training rows (from the dataset) that minibatches are drawn from. Default 100."),
     num_val: int | None = typer.Option(None, "-N", "--num-val", help="Validation rows (from the eval dataset) that accepted prompts are scored on. Default 50."),
     num_test: int | None = typer.Option(None, "--num-test", help="Held-out rows (eval dataset, after the validation rows) to score the seed and the best prompt on at the end. Default 0 (off)."),
@@ -61,7 +62,7 @@ def run(
     values: dict[str, Any] = {
         "model": model, "reflection_model": reflection_model, "base_url": base_url,
         "reflection_base_url": reflection_base_url, "api_key_var": api_key_var, "endpoints_path": endpoints_path,
-        "max_calls": max_calls, "num_train": num_train, "num_val": num_val, "num_test": num_test,
+        "max_calls": max_calls, "max_cost": max_cost, "num_train": num_train, "num_val": num_val, "num_test": num_test,
         "minibatch_size": minibatch_size, "rollouts_per_example": rollouts_per_example,
         "perfect_score": perfect_score,
         "state_columns": [c.strip() for c in state_columns.split(",") if c.strip()] if state_columns else None,

@@ -123,3 +123,15 @@ def price_of_name(name: str, registry_path: str | os.PathLike[str] | None = None
     if is_local_model(name):
         return Price(name, 0.0, 0.0, FREE, "embedded model")
     return _from_table(name, name)
+
+
+def judge_models(rubric: Any, seen: set[int] | None = None) -> list[str]:
+    """The judge models an environment's rubric calls (JudgeRubric, also inside a RubricGroup)."""
+    seen = seen if seen is not None else set()
+    if rubric is None or id(rubric) in seen:
+        return []
+    seen.add(id(rubric))
+    found = [rubric.judge_model] if isinstance(getattr(rubric, "judge_model", None), str) else []
+    for inner in getattr(rubric, "rubrics", None) or []:
+        found += judge_models(inner, seen)
+    return list(dict.fromkeys(found))

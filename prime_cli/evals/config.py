@@ -12,7 +12,7 @@ from prime_cli.clients.command_flags import LOCAL_MODEL, is_local_model
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.envs.eval_defaults import ENV_DEFAULT_KEYS, env_eval_defaults  # noqa: F401 - re-exported
 from prime_cli.results.eval_schema import ROW_KEYS
-from prime_cli.runs.config_fields import Count, NonNegative, Seconds, ZeroOrMore
+from prime_cli.runs.config_fields import Count, Dollars, NonNegative, Seconds, ZeroOrMore
 from prime_cli.runs.config_loading import build_model, read_toml_config
 
 DEFAULT_NUM_EXAMPLES = 5
@@ -50,7 +50,7 @@ class EvalConfig(BaseModel):
     timeout: Seconds = 600.0
     pass_threshold: float = 1.0
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
-    max_cost: float | None = None  # dollars: stop launching rollouts before the spend would pass it
+    max_cost: Dollars | None = None  # dollars: stop launching rollouts before the spend would pass it
     power_delta: float | None = None  # the summary also says how many examples would detect this difference
     seed: int | None = None
     verbose: bool = False
@@ -94,13 +94,6 @@ class EvalConfig(BaseModel):
     def _delta(cls, value: float | None) -> float | None:
         if value is not None and (value == 0 or not math.isfinite(value)):
             raise ValueError("must be a non-zero reward difference to detect, e.g. 0.05")
-        return value
-
-    @field_validator("max_cost")
-    @classmethod
-    def _dollars(cls, value: float | None) -> float | None:
-        if value is not None and (not math.isfinite(value) or value <= 0):
-            raise ValueError("must be a positive number of dollars, e.g. 2.50")
         return value
 
     @field_validator("max_error_rate")

@@ -19,18 +19,6 @@ from prime_cli.results.eval_schema import Rollout
 SAFETY = 1.5  # rollouts vary: a group is expected to cost half as much again as the average one
 
 
-def judge_models(rubric: Any, seen: set[int] | None = None) -> list[str]:
-    """The judge models of an environment's rubric (JudgeRubric, also inside a RubricGroup)."""
-    seen = seen if seen is not None else set()
-    if rubric is None or id(rubric) in seen:
-        return []
-    seen.add(id(rubric))
-    found = [rubric.judge_model] if isinstance(getattr(rubric, "judge_model", None), str) else []
-    for inner in getattr(rubric, "rubrics", None) or []:
-        found += judge_models(inner, seen)
-    return list(dict.fromkeys(found))
-
-
 def student_price(config: Any, specs: list[Any] | None = None) -> Any:
     """The evaluated model's Price (clients/pricing.py)."""
     from prime_cli.clients.command_flags import is_local_model
@@ -52,7 +40,7 @@ def check_cost_cap(config: Any, env: Any) -> None:
     """--max-cost needs every price: refuse up front (one line) when the student's or a judge's is unknown."""
     if config.max_cost is None:
         return
-    from prime_cli.clients.pricing import price_of_name
+    from prime_cli.clients.pricing import judge_models, price_of_name
 
     unknown = [p.model for p in [student_price(config), *(price_of_name(m, config.endpoints_path)
                                                          for m in judge_models(getattr(env, "rubric", None)))]

@@ -16,11 +16,13 @@ from typing import IO, Any
 
 import prime_cli.envs as vf
 from prime_cli.envs.errors import EnvConfigError
+from prime_cli.results.cost import cost_text
 from prime_cli.results.gepa_schema import GepaMetadata
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import json_visible, visible
 
 from .config import GepaConfig, build_config, config_for, load_toml
+from .cost import estimating, open_meter, stop_line
 from .display import make_display
 from .engine import GepaEngine, Outcome
 from .evaluator import Evaluator, RolloutCache
@@ -87,12 +89,12 @@ def stored_config(run_dir: Path) -> dict[str, Any]:
 
 
 # Flags a resumed run may change: where and how requests are sent, never what the search decides.
-CHANGEABLE_ON_RESUME = {"base_url", "reflection_base_url", "api_key_var", "endpoints_path", "max_concurrent",
+CHANGEABLE_ON_RESUME = {"max_cost", "base_url", "reflection_base_url", "api_key_var", "endpoints_path", "max_concurrent",
                         "speculative_proposals", "max_reflection_failures", "max_retries", "timeout", "num_test",
                         "display", "run_dir"}
 FLAG_NAMES = {"env_id": "ENV", "env_args": "-a/--env-args", "model": "-m/--model",
               "reflection_model": "-M/--reflection-model", "max_calls": "-B/--max-calls", "num_train": "-n/--num-train",
-              "num_val": "-N/--num-val", "minibatch_size": "--minibatch-size",
+              "num_val": "-N/--num-val", "max_cost": "--max-cost", "minibatch_size": "--minibatch-size",
               "rollouts_per_example": "-r/--rollouts-per-example", "perfect_score": "--perfect-score",
               "state_columns": "--state-columns", "parallel_proposals": "-P/--parallel-proposals",
               "sampling_args": "-S/-t/-T (sampling args)", "reflection_sampling_args": "--reflection-sampling-args",
@@ -172,6 +174,8 @@ def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, str
         out.append(line)
     if outcome.stop_reason:
         out.append(f"stopped before the budget: {outcome.stop_reason}")
+    if text := cost_text(outcome.cost):
+        out.append(f"cost: {text}")
     if outcome.best_test_score is not None:
         out.append(f"held-out test score ({config.num_test} rows): seed {format_score(outcome.seed_test_score)} -> "
                    f"best {format_score(outcome.best_test_score)}")
@@ -199,6 +203,8 @@ def print_unscored(outcome: Outcome, config: GepaConfig, run_dir: Path | None, s
     """A run stopped before the seed prompt was scored: what is kept, and how to go on."""
     out = [f"GEPA {outcome.status} before the seed prompt was scored (the rollouts already made are kept "
            f"for the resumed run); best_prompt.txt holds the seed prompt"]
+    if text := cost_text(outcome.cost):
+        out.append(f"cost: {text}")
     if run_dir is not None:
         out += [f"Run directory: {run_dir}", f"Resume with: {resume_command(config, run_dir)}"]
     stream.write("\n".join(out) + "\n")
@@ -227,7 +233,7 @@ def print_json_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None
              "seed_test_score": outcome.seed_test_score, "best_test_score": outcome.best_test_score,
              "seed_ci95": bounds(seed.val_scores) if seed else None, "best_ci95": bounds(best.val_scores) if best else None,
              "test_difference": paired_record(test_difference(outcome.seed_test_scores, outcome.best_test_scores)),
-             "stop_reason": outcome.stop_reason, "errored_rollouts": outcome.errored_rollouts,
+             "stop_reason": outcome.stop_reason, "errored_rollouts": outcome.errored_rollouts, "cost": outcome.cost,
              "resume_command": resume_command(config, run_dir) if run_dir and outcome.status != RunStatus.COMPLETED else None}
     stream.write(json_visible(json.dumps(event, ensure_ascii=False)) + "\n")
     stream.flush()
@@ -279,10 +285,12 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
         run.save_start(state, seed_text)
     display = make_display(config.display, stream)
     cache = RolloutCache(run.rollouts_path)
+    meter = open_meter(config, run, cache)
     evaluator = Evaluator(env, {"train": splits.train, "val": splits.val, "test": splits.test}, student, cache,
                           rollouts_per_example=config.rollouts_per_example, max_concurrent=config.max_concurrent,
                           sampling_args=config.student_sampling_args(), state_columns=list(config.state_columns),
-                          on_rollout=display.rollout_done, background_limit=background_slots(config))
+                          on_rollout=estimating(meter, config.max_calls, display.message, display.rollout_done),
+                          background_limit=background_slots(config), meter=meter)
     engine = GepaEngine(config, evaluator, state, reflector, seed_text, run=run, display=display,
                         metric_names=env.rubric.get_reward_func_names(), on_commit=on_commit)
     loop = asyncio.get_running_loop()
@@ -301,6 +309,11 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
                           max_calls=config.max_calls, run_dir=str(run.path), used=len(state.charged),
                           seed_rollouts=seed_rollouts_left(evaluator, state, seed_text))
             outcome = await engine.run()
+        outcome.cost = meter.record()
+        run.write_metadata(cost=outcome.cost)
+        if meter.cap_reached:
+            outcome.error = stop_line(meter, resume_command(config, run.path), config.max_calls,
+                                      outcome.total_metric_calls)
     finally:
         if handler:
             loop.remove_signal_handler(signal.SIGINT)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from prime_cli.clients.command_flags import LOCAL_MODEL, is_local_model
 from prime_cli.envs.errors import EnvConfigError
-from prime_cli.runs.config_fields import Count, Seconds, ZeroOrMore
+from prime_cli.runs.config_fields import Count, Dollars, Seconds, ZeroOrMore
 from prime_cli.runs.config_loading import build_model, read_toml_config
 
 # Settings that decide the search itself: a resumed run keeps the values it was started with.
@@ -38,6 +38,7 @@ class GepaConfig(BaseModel):
     api_key_var: str | None = None
     endpoints_path: str | None = None
     max_calls: Count = 500
+    max_cost: Dollars | None = None  # dollars: stop before the spend would pass it (gepa/cost.py)
     num_train: Count = 100
     num_val: Count = 50
     num_test: ZeroOrMore = 0

@@ -39,6 +39,7 @@ from prime_cli.runs.status import RunStatus
 from prime_cli.runs.tasks import gather_or_cancel
 
 from .config import GepaConfig
+from .cost import CostCapReached
 from .evaluator import BACKGROUND, VALIDATION, EndpointAborted, Evaluator, Ledger
 from .pareto import best_candidate, select_parent
 from .reflection import Proposal, parse_reply, reflection_prompt
@@ -97,6 +98,7 @@ class Outcome:
     """Why a completed search stopped before its budget (None when the budget ran out)."""
     errored_rollouts: dict[str, int] = field(default_factory=dict)
     """scored.errored_record of the rollouts the run used: errored ones are counted and left out."""
+    cost: dict[str, Any] | None = None  # gepa/cost.py's record, set by the caller
 
     @property
     def best(self) -> Candidate:
@@ -169,6 +171,8 @@ class GepaEngine(Speculation):
             status = RunStatus.CANCELLED
         except (ReflectionAborted, EndpointAborted) as exc:
             status, error = RunStatus.FAILED, str(exc)
+        except CostCapReached as exc:  # resumable as a Ctrl-C is
+            status, error = RunStatus.CANCELLED, str(exc)
         except Exception as exc:  # noqa: BLE001 - any fatal error still leaves a consistent, resumable run
             logger.exception("the GEPA run failed")
             status, error = RunStatus.FAILED, f"{type(exc).__name__}: {exc} (details in gepa.log)"
@@ -179,6 +183,8 @@ class GepaEngine(Speculation):
         try:
             if status == RunStatus.COMPLETED and self.config.num_test > 0:
                 await self._score_test(outcome)
+        except CostCapReached as exc:
+            outcome.status, outcome.error = RunStatus.CANCELLED, str(exc)
         finally:
             await self._cancel_all(background=True)
             await self.evaluator.cancel_queued()
@@ -276,8 +282,13 @@ class GepaEngine(Speculation):
 
     async def _call_reflection(self, text: str) -> Any:
         client, model = self.reflector.for_group(0)
-        return await client.chat([{"role": "user", "content": text}], model=model,
-                                 sampling_args=self.config.reflection_request_args())
+        if (meter := self.evaluator.meter) is not None:
+            meter.check_reflection()
+        response = await client.chat([{"role": "user", "content": text}], model=model,
+                                     sampling_args=self.config.reflection_request_args())
+        if meter is not None:
+            meter.add_reflection(response.usage)
+        return response
 
     async def _reflect(self, current: str, records: list[dict[str, Any]]) -> Proposal:
         text = reflection_prompt(current, records, self.metric_names)

@@ -175,7 +175,8 @@ class Evaluator:
     def __init__(self, env: vf.Environment, splits: dict[str, list[dict[str, Any]]], student: Any,
                  cache: RolloutCache, *, rollouts_per_example: int, max_concurrent: int,
                  sampling_args: dict[str, Any], state_columns: list[str],
-                 on_rollout: Callable[[dict[str, Any]], None] | None = None, background_limit: int | None = None) -> None:
+                 on_rollout: Callable[[dict[str, Any]], None] | None = None, background_limit: int | None = None,
+                 meter: Any = None) -> None:
         self.env = env
         self.splits = splits
         self.student = student
@@ -186,6 +187,7 @@ class Evaluator:
         self.state_columns = state_columns
         self.on_rollout = on_rollout
         self.background_limit = background_limit
+        self.meter = meter  # gepa/cost.py: the spend, and --max-cost checked before each group is sent
         self._slots: Slots | None = None
         self._running: dict[tuple[str, str, int], tuple[asyncio.Task, _Ticket]] = {}
 
@@ -248,6 +250,16 @@ class Evaluator:
         slots = self._slots_now()
         width = min(len(missing), self.max_concurrent)
         ticket = ticket or _Ticket(SEARCH)
+        if self.meter is not None:
+            await self.meter.admit(len(missing))
+        try:
+            await self._send_group(prompt, phash, split, row, missing, ticket, slots, width)
+        finally:
+            if self.meter is not None:
+                self.meter.finished(len(missing))
+
+    async def _send_group(self, prompt: str, phash: str, split: str, row: int, missing: list[int],
+                          ticket: _Ticket, slots: Slots, width: int) -> None:
         background = await slots.acquire(ticket, width)
         ticket.sent = True
         try:
@@ -265,7 +277,9 @@ class Evaluator:
             record = rollout_record(state, self.state_columns)
             entry = {"key": rollout_key(phash, split, row, index), "split": split, "row": row,
                      "rollout": index, "prompt_hash": phash, "reward": record["reward"],  # None: errored, left out
-                     "record": record}
+                     "record": record, "usage": state.get("usage"), "judge_usage": state.get("judge_usage")}
             self.cache.put(entry)
+            if self.meter is not None:
+                self.meter.add_rollout(entry)
             if self.on_rollout is not None:
                 self.on_rollout(entry)

@@ -79,4 +79,7 @@ def preflight(config: GepaConfig) -> SearchInputs:
     """The environment and rows of the run; raises EnvConfigError (one line for the CLI) on bad input."""
     inputs = load_inputs(config)
     check_endpoints(config)
+    from .cost import check_cost_cap
+
+    check_cost_cap(config, inputs.env)
     return inputs

@@ -110,23 +110,39 @@ def _free_note(record: Mapping[str, Any]) -> str:
     return ", ".join(sorted(notes))
 
 
+def _price_text(price: Mapping[str, Any]) -> str:
+    rates = price.get("input_per_million"), price.get("output_per_million")
+    if price.get("source") == "free":
+        return f"{price.get('model', '?')}: free, {price.get('note') or 'no prices'}"
+    if not all(isinstance(r, (int, float)) for r in rates):
+        return f"{price.get('model', '?')}: prices unknown"
+    source = {"registry": "endpoint registry", "litellm": "LiteLLM's table"}.get(str(price.get("source")), "?")
+    return f"{price.get('model', '?')}: {_rate(rates[0])} in / {_rate(rates[1])} out per 1M tokens, {source}"
+
+
+def _rate(value: float) -> str:
+    return "$" + f"{value:,.6f}".rstrip("0").rstrip(".")
+
+
 def cost_text(record: Any) -> str | None:
-    """`$0.42 (student $0.40, judge $0.02)`; `unknown (no prices for M: fix)`; None without a record."""
+    """`$0.42 (student $0.40, judge $0.02; M: $0.4 in / $1.6 out per 1M tokens, LiteLLM's table)`,
+    `unknown (no prices for M: fix)`, `$0.00 (free: embedded model)`; None without a record."""
     if not isinstance(record, Mapping) or not isinstance(record.get("roles"), Mapping):
         return None
     roles = record["roles"]
     total = record.get("total_usd")
+    prices = [p for r in roles.values() for p in r.get("prices") or [] if isinstance(p, Mapping)]
     if total is None:
-        unknown = sorted({p.get("model", "?") for r in roles.values() for p in r.get("prices") or []
-                          if p.get("source") == "unknown"})
+        unknown = sorted({str(p.get("model", "?")) for p in prices if p.get("source") == "unknown"})
         known = [f"{role} {usd(r.get('usd'))}" for role, r in roles.items() if r.get("usd") is not None]
         return (f"unknown (no prices for {', '.join(unknown)}: {UNKNOWN_FIX})"
                 + (f"; known part: {', '.join(known)}" if known else ""))
     free = _free_note(record)
-    if total == 0 and free and all((r.get("usd") or 0) == 0 for r in roles.values()):
-        return f"{usd(0.0)} (free: {free})"
-    parts = [f"{role} {usd(r.get('usd'))}" for role, r in roles.items()]
-    text = usd(total) + (f" ({', '.join(parts)})" if len(parts) > 1 else "")
+    if total == 0 and free and all(p.get("source") == "free" for p in prices):
+        text = f"{usd(0.0)} (free: {free})"
+    else:
+        parts = [f"{role} {usd(r.get('usd'))}" for role, r in roles.items()] if len(roles) > 1 else []
+        text = f"{usd(total)} ({'; '.join([', '.join(parts)] * bool(parts) + list(dict.fromkeys(_price_text(p) for p in prices)))})"
     if record.get("max_cost") is not None:
         text += f"; cap {usd(record['max_cost'])}" + (" reached" if record.get("cap_reached") else "")
     return text

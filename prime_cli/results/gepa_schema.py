@@ -94,3 +94,4 @@ class GepaMetadata(TypedDict, total=False):
     errored_rollouts: dict[str, int]
     intervals: dict[str, Any]  # 95% intervals of the seed's and best's validation scores, paired test difference
     config: dict[str, Any]
+    cost: dict[str, Any]  # dollars by role (student, judge, reflection) and the prices used (results/cost.py)

@@ -26,7 +26,14 @@ def _seconds(value: float) -> float:
     return value
 
 
+def _dollars(value: float) -> float:
+    if not (value > 0 and value != float("inf")):  # NaN and inf too
+        raise ValueError("must be a positive number of dollars, e.g. 2.50")
+    return value
+
+
 Count = Annotated[int, AfterValidator(_at_least_one)]
 ZeroOrMore = Annotated[int, AfterValidator(_zero_or_more)]
 NonNegative = Annotated[float, AfterValidator(_zero_or_more)]
 Seconds = Annotated[float, AfterValidator(_seconds)]
+Dollars = Annotated[float, AfterValidator(_dollars)]
