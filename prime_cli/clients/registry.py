@@ -58,7 +58,7 @@ class EndpointSpec:
     kind: str = "openai"
     input_price: float | None = None  # dollars per million tokens, from the registry entry
     output_price: float | None = None
-    registered: bool = False  # the spec is a registry entry (not a -b or LiteLLM name)
+    registered: bool = field(default=False, compare=False)  # a registry entry (not a -b or LiteLLM name)
 
 
 def _suggest(word: str, choices: tuple[str, ...] | list[str]) -> str:

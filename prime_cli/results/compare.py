@@ -24,6 +24,7 @@ from prime_cli.runs.intervals import (
 )
 
 from .compare_pass import compare_pass, pass_json, pass_lines
+from .cost import total_of, usd
 from .eval_run import EvalRun, load_run
 from .row_values import example_key
 
@@ -123,8 +124,16 @@ def comparison_json(c: RunComparison) -> dict[str, Any]:
             "metrics": {name: _paired_json(m) for name, m in c.metrics.items()},
             **pass_json(c.pass_k, _paired_json),  # pass_at_k, pass_hat_k: {k: paired difference}
             "only_in_a": c.only_a, "only_in_b": c.only_b, "errored_rollouts_left_out": [c.errored_a, c.errored_b],
+            "cost_usd": [total_of(c.a.metadata.cost), total_of(c.b.metadata.cost)],
             "warnings": c.warnings, "power": None if c.power_delta is None else
             {"delta": c.power_delta, "examples_needed": c.needed, "at_power": 0.8}}
+
+
+def _cost(run: EvalRun) -> str:
+    if not run.metadata.cost:
+        return "not recorded"
+    total = total_of(run.metadata.cost)
+    return usd(total) if total is not None else "unknown (a model's prices are unknown)"
 
 
 def comparison_lines(c: RunComparison) -> list[str]:
@@ -136,6 +145,8 @@ def comparison_lines(c: RunComparison) -> list[str]:
         lines.append(f"  not paired: {c.only_a} examples only in A, {c.only_b} only in B")
     if c.errored_a or c.errored_b:
         lines.append(f"  errored rollouts left out: {c.errored_a} in A, {c.errored_b} in B")
+    if c.a.metadata.cost or c.b.metadata.cost:
+        lines.append(f"cost: A {_cost(c.a)}; B {_cost(c.b)}")
     for name, result in c.metrics.items():
         lines.append(f"{name}: {signed(result.difference)} [{signed(result.low)}, {signed(result.high)}], "
                      f"{format_p(result.p_value)}")

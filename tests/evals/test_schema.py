@@ -64,7 +64,7 @@ def test_a_run_in_the_previous_format_loads(tmp_path):
 def test_to_pandas_of_an_old_run_has_every_column_and_flat_metrics(tmp_path):
     frame = load_run(old_run(tmp_path)).to_pandas()
     assert len(frame) == 2
-    assert set(ROW_KEYS) - {"timing", "token_usage", "metrics_errors"} <= set(frame.columns)
+    assert set(ROW_KEYS) - {"timing", "token_usage", "metrics_errors", "judge_usage"} <= set(frame.columns)
     assert "turn" in frame.columns and frame["turn"].tolist()[1] == 3  # an extra state column
     assert frame["metrics.lcs"].tolist() == [1.0, 0.0]
     assert frame["completion"][0] == [{"role": "assistant", "content": "cba"}]

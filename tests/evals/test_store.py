@@ -27,6 +27,7 @@ from prime_cli.runs.metadata import RunDirError, read_metadata
 ROW_KEYS = {
     "example_id", "rollout_idx", "prompt", "completion", "answer", "task", "info", "reward", "metrics",
     "error", "timing", "is_completed", "is_truncated", "stop_condition", "token_usage", "metrics_errors",
+    "judge_usage",
 }
 
 

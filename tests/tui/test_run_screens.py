@@ -32,7 +32,8 @@ async def test_path_to_a_run_opens_its_overview_with_every_section(runs_root):
         await settle(pilot)
         assert isinstance(app.screen, OverviewScreen)
         text = screen_text(app)
-        for title in ("metrics", "pass@k / pass^k", "reward histogram", "errors", "tokens and timing", "configuration"):
+        for title in ("metrics", "pass@k / pass^k", "reward histogram", "errors", "cost, tokens and timing",
+                      "configuration"):
             assert f"─ {title} ─" in text
         rows = list(map(json.loads, (runs_root / RUN / "results.jsonl").read_text().splitlines()))
         scored = [r for r in rows if not r["error"]]  # errored rollouts are counted, never scored as 0

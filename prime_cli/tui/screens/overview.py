@@ -16,6 +16,7 @@ from textual.containers import Grid, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from prime_cli.results.cost import cost_text
 from prime_cli.results.eval_schema import MetadataRecord, Summary
 from prime_cli.runs.intervals import shown_bounds
 from prime_cli.runs.visible import json_visible, visible, visible_data
@@ -100,11 +101,22 @@ def errors_view(summary: Summary) -> Table | Text:
     return table
 
 
-def usage_view(summary: Summary) -> Table:
+def cost_line(metadata: MetadataRecord) -> Text:
+    """The run's dollar cost (metadata.json `cost`, written when the run stops)."""
+    text = cost_text(metadata.get("cost"))
+    if text is None:
+        running = metadata.get("status") == "running"
+        return Text("when the run stops" if running else "not recorded", style="dim")
+    return Text(text, style="yellow" if text.startswith("unknown") else "")
+
+
+def usage_view(summary: Summary, metadata: MetadataRecord | None = None) -> Table:
     usage, timing = summary.get("usage") or {}, summary.get("timing") or {}
     table = _table("", "")
     table.show_header = False
     table.add_row("rollouts", fmt(summary.get("num_rollouts")))
+    if metadata is not None:
+        table.add_row("cost", cost_line(metadata))
     table.add_row("prompt tokens", f"{fmt(usage.get('prompt_tokens'))} (avg {fmt(usage.get('avg_prompt_tokens'), 1)})")
     table.add_row("completion tokens", f"{fmt(usage.get('completion_tokens'))} (avg {fmt(usage.get('avg_completion_tokens'), 1)})")
     table.add_row("generation", f"{fmt(timing.get('avg_generation_ms'), 0)} ms")
@@ -165,7 +177,7 @@ class OverviewScreen(Screen):
 
     def on_mount(self) -> None:
         for card, title in (("metrics", "metrics"), ("passk", "pass@k / pass^k"), ("histogram", "reward histogram"),
-                            ("errors", "errors"), ("usage", "tokens and timing"), ("config", "configuration")):
+                            ("errors", "errors"), ("usage", "cost, tokens and timing"), ("config", "configuration")):
             self.query_one(f"#{card}").border_title = title
         self.render_cards()
         self.call_after_refresh(self.load)  # paint first: the load competes for the GIL
@@ -206,7 +218,7 @@ class OverviewScreen(Screen):
             self.query_one("#metrics", Static).update(metric_table(summary))
             self.query_one("#passk", Static).update(pass_table(summary))
             self.query_one("#errors", Static).update(errors_view(summary))
-            self.query_one("#usage", Static).update(usage_view(summary))
+            self.query_one("#usage", Static).update(usage_view(summary, visible_data(self.model.metadata)))
         rewards = [reward_of(row) for row in self.model.slim if not row.get("error")] if self.model.loaded else []
         self.query_one("#histogram", Static).update(
             histogram_view(rewards) if self.model.loaded else Text("loading…", style="dim"))
