@@ -115,9 +115,12 @@ def price_of_name(name: str, registry_path: str | os.PathLike[str] | None = None
     where = Path(registry_path) if registry_path else default_registry_path()
     if where.is_file():
         try:
-            entries = load_registry(where).get(name) or []
+            registry = load_registry(where)
         except Exception:  # noqa: BLE001 - a registry the run itself did not need: price by the table
-            entries = []
+            registry = {}
+        # an endpoint id, else an entry serving that model id (an environment may pass the entry's model on)
+        entries = registry.get(name) or [s for specs in registry.values() for s in specs
+                                         if s.model == name and s.input_price is not None]
         if entries:
             return price_of_specs(name, entries)
     if is_local_model(name):
