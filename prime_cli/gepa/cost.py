@@ -29,6 +29,20 @@ class CostCapReached(Exception):
     """The next request would take the run past --max-cost."""
 
 
+async def metered(meter: GepaCostMeter | None, call: Any) -> Any:
+    """Await a reflection call (a coroutine) if the cap allows it, and count its tokens."""
+    if meter is not None:
+        try:
+            meter.check_reflection()
+        except CostCapReached:
+            call.close()  # never sent
+            raise
+    response = await call
+    if meter is not None:
+        meter.add_reflection(response.usage)
+    return response
+
+
 def check_prices(config: Any, prices: Iterable[Any]) -> None:
     """--max-cost needs every price: one line naming the models whose price is unknown, and the fix."""
     unknown = list(dict.fromkeys(p.model for p in prices if p.source == "unknown"))

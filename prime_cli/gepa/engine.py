@@ -39,7 +39,7 @@ from prime_cli.runs.status import RunStatus
 from prime_cli.runs.tasks import gather_or_cancel
 
 from .config import GepaConfig
-from .cost import CostCapReached
+from .cost import CostCapReached, metered
 from .evaluator import BACKGROUND, VALIDATION, EndpointAborted, Evaluator, Ledger
 from .pareto import best_candidate, select_parent
 from .reflection import Proposal, parse_reply, reflection_prompt
@@ -169,10 +169,8 @@ class GepaEngine(Speculation):
             searched = True
         except (KeyboardInterrupt, asyncio.CancelledError):
             status = RunStatus.CANCELLED
-        except (ReflectionAborted, EndpointAborted) as exc:
-            status, error = RunStatus.FAILED, str(exc)
-        except CostCapReached as exc:  # resumable as a Ctrl-C is
-            status, error = RunStatus.CANCELLED, str(exc)
+        except (ReflectionAborted, EndpointAborted, CostCapReached) as exc:  # a cost cap: resumable as a Ctrl-C
+            status, error = RunStatus.CANCELLED if isinstance(exc, CostCapReached) else RunStatus.FAILED, str(exc)
         except Exception as exc:  # noqa: BLE001 - any fatal error still leaves a consistent, resumable run
             logger.exception("the GEPA run failed")
             status, error = RunStatus.FAILED, f"{type(exc).__name__}: {exc} (details in gepa.log)"
@@ -282,13 +280,8 @@ class GepaEngine(Speculation):
 
     async def _call_reflection(self, text: str) -> Any:
         client, model = self.reflector.for_group(0)
-        if (meter := self.evaluator.meter) is not None:
-            meter.check_reflection()
-        response = await client.chat([{"role": "user", "content": text}], model=model,
-                                     sampling_args=self.config.reflection_request_args())
-        if meter is not None:
-            meter.add_reflection(response.usage)
-        return response
+        return await metered(self.evaluator.meter, client.chat([{"role": "user", "content": text}], model=model,
+                                                               sampling_args=self.config.reflection_request_args()))
 
     async def _reflect(self, current: str, records: list[dict[str, Any]]) -> Proposal:
         text = reflection_prompt(current, records, self.metric_names)

@@ -16,7 +16,7 @@ PRICE = {"model": "m", "input_per_million": 0.4, "output_per_million": 1.6, "sou
 def with_cost(run_dir, prices):
     rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     student = RoleTally()
-    for row in rows:
+    for _ in rows:
         student.add("m", {"prompt_tokens": 1_000_000, "completion_tokens": 500_000})
     meta = json.loads((run_dir / "metadata.json").read_text())
     meta["cost"] = cost_record({"student": student}, {"student": prices})
