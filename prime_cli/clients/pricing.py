@@ -100,12 +100,12 @@ def price_of_specs(name: str, specs: list[EndpointSpec], *, local: bool = False,
         return Price(name, spec.input_price, spec.output_price, REGISTRY, "endpoint registry")
     if local or is_local_model(name):
         return Price(name, 0.0, 0.0, FREE, "embedded model")
-    if spec is None:
-        return Price(name, None, None, UNKNOWN)
-    if spec.kind == "litellm" or spec.registered:
+    if spec is not None and (spec.kind == "litellm" or spec.registered):
         return _from_table(name, spec.model)
     if base_url and is_local_url(base_url):
         return Price(name, 0.0, 0.0, FREE, "-b server on this machine")
+    if spec is None:
+        return Price(name, None, None, UNKNOWN)
     priced = _from_table(name, spec.model)  # e.g. -m gpt-4.1-mini -b https://api.openai.com/v1
     return priced if priced.source == LITELLM else Price(name, 0.0, 0.0, FREE, "-b server without prices")
 
