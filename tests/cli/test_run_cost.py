@@ -229,3 +229,15 @@ def test_gepa_cost_cap_stops_and_resume_counts_the_earlier_spend(workspace):
     assert later["roles"]["reflection"]["prompt_tokens"] > cost["roles"]["reflection"]["prompt_tokens"]
     assert later["total_usd"] > cost["total_usd"]  # counted on from what was spent
     assert later["total_usd"] <= float(resume.rsplit(" ", 1)[1])
+
+
+@pytest.mark.parametrize("name", ["gpt-4.1-mini", "openai/gpt-4.1-mini"])
+def test_a_litellm_route_is_priced_by_the_table(tmp_path, scripted, name):
+    result = run_prime(["eval", "run", "reverse-text", "-m", name, "-n", "2", "-r", "1", "--json"], tmp_path,
+                       extra_env={"OPENAI_BASE_URL": scripted.url, "OPENAI_API_KEY": "sk-test"})
+    assert result.returncode == 0, result.stderr
+    done = json.loads(result.stdout.splitlines()[-1])
+    usage, cost = done["summary"]["usage"], done["summary"]["cost"]
+    assert usage["prompt_tokens"] > 0
+    assert cost["total_usd"] == pytest.approx((usage["prompt_tokens"] * 0.4 + usage["completion_tokens"] * 1.6) / 1e6)
+    assert cost["roles"]["student"]["prices"][0]["source"] == "litellm"
