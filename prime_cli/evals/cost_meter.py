@@ -125,3 +125,15 @@ class CostMeter:
         needed = self.spent + max(0, total - done) * average * SAFETY
         cap = max(needed, (self.max_cost or 0.0) * 2)
         return f"{head}; resume with a higher cap: {resume} --max-cost {math.ceil(cap * 100) / 100:.2f}"
+
+
+def judge_cost(rows: Iterable[Rollout], registry: str | None) -> dict[str, Any]:
+    """The cost record of a rescore: its judge calls only (no student model was called)."""
+    from prime_cli.clients.pricing import price_of_name
+
+    tally = RoleTally()
+    for row in rows:
+        for model, usage in judge_usages(row):
+            tally.add(str(model), usage)
+    prices = {model: price_of_name(model, registry).record() for model in tally.by_model}
+    return cost_record({"judge": tally}, {"judge": prices})

@@ -31,13 +31,14 @@ from prime_cli.runs.metadata import RunDirError, read_metadata
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.tasks import gather_or_cancel
 
+from .cost_meter import judge_cost
 from .rescore_states import RebuiltState, rescored_row, state_from_row
 from .store import RunStore
 
 # metadata of the source that describes its results, not the run that produced them: recomputed
 RESULT_KEYS = {"avg_reward", "avg_metrics", "pass_at_k", "pass_hat_k", "avg_error", "usage", "summary", "status", "date",
                "time_ms", "retries", "error_budget", "rescored_from", "reward_functions", "env_args",
-               "source"}  # `source`: the converted copy of another tool's run names its folder; ours is not one
+               "source", "cost"}  # `source`: the converted copy of another tool's run names its folder; ours is not one
 
 
 class RescoreRefused(EnvConfigError):
@@ -150,8 +151,10 @@ def rescore(path: str, env_args: dict[str, Any] | None, output_dir: str | None, 
             summary = summarize(rows, pass_threshold)
             if status == RunStatus.COMPLETED:
                 store.rewrite_results(rows)
+            cost = judge_cost(rows, source.metadata.endpoints_path)
             store.update_metadata(status=status, time_ms=(time.perf_counter() - start) * 1000.0,
-                                  **metadata_fields(summary))
+                                  **metadata_fields(summary), cost=cost)
+            summary["cost"] = cost
             store.close()
     return RescoreOutcome(source, stores[0].run_dir, rows, summary, status)
 

@@ -94,5 +94,6 @@ def rescored_row(row: Rollout, state: State) -> Rollout:
         timing["total_ms"] = float(timing.get("generation_ms") or 0.0) + scoring_ms
     new: Rollout = dict(row)  # type: ignore[assignment]
     new.update(reward=state.get("reward"), metrics=dict(state.get("metrics") or {}),
-               metrics_errors=list(state.get("metrics_errors") or []), timing=timing)
+               metrics_errors=list(state.get("metrics_errors") or []), timing=timing,
+               judge_usage=state.get("judge_usage"))  # this rescore's judge calls, not the source's
     return new

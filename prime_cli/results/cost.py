@@ -138,6 +138,8 @@ def cost_text(record: Any) -> str | None:
         return (f"unknown (no prices for {', '.join(unknown)}: {UNKNOWN_FIX})"
                 + (f"; known part: {', '.join(known)}" if known else ""))
     free = _free_note(record)
+    if not roles:
+        return f"{usd(0.0)} (no model calls)"
     if total == 0 and free and all(p.get("source") == "free" for p in prices):
         text = f"{usd(0.0)} (free: {free})"
     else:

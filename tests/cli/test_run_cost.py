@@ -196,6 +196,14 @@ def test_judge_tokens_are_priced_as_the_judge_role(tmp_path, scripted, workspace
     assert cost["total_usd"] == pytest.approx(prompt * 0.01 + completion * 0.02 + cost["roles"]["judge"]["usd"])
     assert "student $" in result.stdout and "judge $" in result.stdout
 
+    # a rescore pays for its own judge calls only: the same prompts, the same judge tokens, no student
+    env = {"OPENAI_BASE_URL": scripted.url, "OPENAI_API_KEY": "sk-test"}
+    rescored = run_prime(["eval", "rescore", str(run_dir)], tmp_path, extra_env=env)
+    assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+    new_dir = next(d for d in run_dirs(tmp_path) if d != run_dir)
+    again = metadata(new_dir)["cost"]
+    assert list(again["roles"]) == ["judge"] and again["total_usd"] == pytest.approx(cost["roles"]["judge"]["usd"])
+
 
 def test_compare_shows_each_runs_cost(workspace):
     runs = run_dirs(workspace / "outputs/evals/reverse-text--priced")
