@@ -85,6 +85,13 @@ class CostMeter:
             self.add(row)
 
     @property
+    def shown_spend(self) -> float | None:
+        """The spend for the progress line: None when unknown, or nothing is paid and there is no cap."""
+        if self.unknown or (not self.spent and self.max_cost is None):
+            return None
+        return self.spent
+
+    @property
     def average(self) -> float | None:
         return self.spent / self.counted if self.counted else None
 

@@ -13,6 +13,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from prime_cli.results.cost import usd
 from prime_cli.runs import display as base
 from prime_cli.runs.display import STYLES, Clock
 from prime_cli.runs.status import RunStatus
@@ -68,7 +69,7 @@ class JsonDisplay(EvalDisplay, base.JsonLines):
 
     def progress(self, *, done: int, total: int, stats: dict) -> None:
         elapsed, rate, eta = self._timing(done, total)
-        keys = ("avg_reward", "avg_metrics", "errors", "metrics_errors")
+        keys = ("avg_reward", "avg_metrics", "errors", "metrics_errors", "cost_usd")
         self._progress_line(done, total, self._event(
             "progress", done=done, total=total, rate=rate, eta_s=eta, elapsed_s=elapsed,
             **{k: stats.get(k) for k in keys}))
@@ -100,6 +101,7 @@ class PlainDisplay(EvalDisplay, base.PlainLines):
         elapsed, rate, eta = self._timing(done, total)
         metrics = "".join(f" {visible(k)}={_num(v)}" for k, v in _d(stats, "avg_metrics").items())
         merr = f" reward_fn_errors={stats['metrics_errors']}" if stats.get("metrics_errors") else ""
+        merr += f" spent={usd(stats['cost_usd'])}" if stats.get("cost_usd") is not None else ""
         self._progress_line(done, total, (
             f"{self.env_id} [{done}/{total} {_pct(done / total if total else 1.0)}] "
             f"{f'{rate:.2f}' if rate else '-'} rollouts/s elapsed {_dur(elapsed)} ETA {_dur(eta)} "
@@ -153,6 +155,8 @@ class RichDisplay(EvalDisplay, base.LivePanel):
                              ("   errors ", "dim"), (str(errors), "bold red" if errors else "green"))
         if merrs:
             line.append_text(Text.assemble(("   reward-fn errors ", "dim"), (str(merrs), "bold red")))
+        if stats.get("cost_usd") is not None:
+            line.append_text(Text.assemble(("   spent ", "dim"), (usd(stats["cost_usd"]), "bold")))
         parts: list[Any] = [row, line]
         if metrics := _d(stats, "avg_metrics"):
             table = Table.grid(padding=(0, 2))

@@ -171,7 +171,7 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
             if config.verbose:
                 show_rollout(display, result, config.env_id)
             snapshot = stats.snapshot()
-            display.progress(done=snapshot["done"], total=total, stats=snapshot)
+            display.progress(done=snapshot["done"], total=total, stats={**snapshot, "cost_usd": meter.shown_spend})
             if result.get("error"):
                 check_budget()
         if not estimated[0] and (line := meter.estimate(total, stats.snapshot()["done"])):

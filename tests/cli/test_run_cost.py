@@ -146,6 +146,7 @@ def test_max_cost_stops_the_run_and_resume_finishes_it_counting_what_was_spent(w
     assert spent == pytest.approx(prompt * 0.01 + completion * 0.02) and 0 < spent <= 2
     assert 0 < len(rows) < 20
     assert "estimated $" in result.stdout and "from the average of the" in result.stdout
+    assert re.search(r"\] .* spent=\$\d+\.\d\d", result.stdout), result.stdout  # the spend on the progress line
     line = next(x for x in result.stderr.splitlines() if "cost cap reached" in x)
     assert f"spent ${spent:.2f} of $2.00" in line
     resume = re.search(r"resume with a higher cap: (prime eval run .*)$", line)[1]
