@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import metadata, one_error_line, run_dirs
+from tests.cli.conftest import metadata, one_error_line, record_local_server, run_dirs
 from tests.support.cli import run_prime, run_shell
 
 PRICED = 10_000.0, 20_000.0  # dollars per million tokens: a cent per prompt token, two per completion token
@@ -250,3 +250,11 @@ def test_a_litellm_route_is_priced_by_the_table(tmp_path, scripted, name):
     assert usage["prompt_tokens"] > 0
     assert cost["total_usd"] == pytest.approx((usage["prompt_tokens"] * 0.4 + usage["completion_tokens"] * 1.6) / 1e6)
     assert cost["roles"]["student"]["prices"][0]["source"] == "litellm"
+
+
+def test_the_embedded_model_is_free_and_a_cap_on_it_is_never_reached(tmp_path, scripted):
+    env = record_local_server(tmp_path / "cache", scripted)
+    result = run_prime(["eval", "run", "reverse-text", "-m", "local", "-n", "2", "-r", "1", "--max-cost", "0.01"],
+                       tmp_path, extra_env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Cost: $0.00 (free: embedded model); cap $0.01" in result.stdout
