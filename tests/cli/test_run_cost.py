@@ -258,3 +258,17 @@ def test_the_embedded_model_is_free_and_a_cap_on_it_is_never_reached(tmp_path, s
                        tmp_path, extra_env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Cost: $0.00 (free: embedded model); cap $0.01" in result.stdout
+
+
+def test_gepa_json_done_event_carries_the_cost(workspace):
+    run_dir = workspace / "gepa-json"
+    result = run_prime(["gepa", "run", "reverse-text", "-m", "priced", "-M", "mini", "-n", "4", "-N", "2", "-B", "14",
+                        "--json", "-o", str(run_dir)], workspace)
+    assert result.returncode == 0, result.stderr
+    done = json.loads(result.stdout.splitlines()[-1])
+    cost = metadata(run_dir)["cost"]
+    assert done["cost"] == cost and "cap_reached" not in cost  # no --max-cost
+    reflection = cost["roles"]["reflection"]
+    assert reflection["prices"][0]["source"] == "litellm" and reflection["prompt_tokens"] > 0
+    assert reflection["usd"] == pytest.approx((reflection["prompt_tokens"] * 0.4 + reflection["completion_tokens"] * 1.6) / 1e6)
+    assert cost["total_usd"] == pytest.approx(cost["roles"]["student"]["usd"] + reflection["usd"])
