@@ -286,6 +286,7 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
     display = make_display(config.display, stream)
     cache = RolloutCache(run.rollouts_path)
     meter = open_meter(config, run, cache)
+    display.spend = lambda: meter.shown_spend
     evaluator = Evaluator(env, {"train": splits.train, "val": splits.val, "test": splits.test}, student, cache,
                           rollouts_per_example=config.rollouts_per_example, max_concurrent=config.max_concurrent,
                           sampling_args=config.student_sampling_args(), state_columns=list(config.state_columns),

@@ -98,6 +98,13 @@ class GepaCostMeter:
             self.persist(self.record())
 
     @property
+    def shown_spend(self) -> float | None:
+        """The spend for progress lines: None when unknown, or nothing is paid and there is no cap."""
+        if self.unknown or (not self.spent and self.max_cost is None):
+            return None
+        return self.spent
+
+    @property
     def reflection_spend(self) -> float:
         return cost_record({"reflection": self.reflection}, self.prices)["total_usd"] or 0.0
 

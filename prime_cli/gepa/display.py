@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
+from prime_cli.results.cost import usd
 from prime_cli.runs import display as base
 from prime_cli.runs.visible import visible
 
@@ -39,6 +41,12 @@ class GepaDisplay(base.Display):
         self.seed_done = 0
         self.seed_scored = 0  # the seed's rollouts without an error: its mean so far is over these
         self.seed_reward = 0.0
+        self.spend: Callable[[], float | None] | None = None  # the dollars spent so far (gepa/cost.py), when known
+
+    def spent_text(self) -> str:
+        """` | spent $1.23`, or nothing when the spend is unknown or nothing was paid."""
+        spent = self.spend() if self.spend is not None else None
+        return f" | spent {usd(spent)}" if spent is not None else ""
 
     def rollout_done(self, entry: dict[str, Any] | None = None) -> None:
         self.rollouts += 1
@@ -73,7 +81,8 @@ class GepaDisplay(base.Display):
                 "seed_mean": round(self.seed_reward / self.seed_scored, 4) if self.seed_scored else None,
                 "seed_errored": self.seed_done - self.seed_scored,
                 "seed_eta_s": round(seed_left / rate, 1) if rate and seed_left else None,
-                "eta_s": round(max(max_calls - used, 0) / rate, 1) if rate else None}
+                "eta_s": round(max(max_calls - used, 0) / rate, 1) if rate else None,
+                "cost_usd": self.spend() if self.spend is not None else None}
 
     def seed_line(self) -> str:
         p = self.progress()
@@ -84,7 +93,7 @@ class GepaDisplay(base.Display):
         return (f"validating the seed prompt: {p['seed_done']}/{p['seed_total']} rollouts | best so far "
                 f"(seed) {mean} | budget {p['used']}/{p['max_calls']} | {rate} rollouts/s | "
                 f"elapsed {_duration(p['elapsed_s'])} | ETA seed {_duration(p['seed_eta_s'])}, "
-                f"budget {_duration(p['eta_s'])}")
+                f"budget {_duration(p['eta_s'])}{self.spent_text()}")
 
 
 class PlainDisplay(GepaDisplay, base.PlainLines):
@@ -111,7 +120,8 @@ class PlainDisplay(GepaDisplay, base.PlainLines):
         eta = self.progress()["eta_s"]
         self._out(f"iteration {line['iteration']}: parent {line['parent_idx']} {_verdict(line)} | "
                   f"budget {s['used']}/{s['max_calls']} | best {format_score(s['best_score'])} (candidate {s['best_idx']}, "
-                  f"seed {format_score(s['seed_score'])}) | {s['candidates']} candidate(s) | ETA {_duration(eta)}")
+                  f"seed {format_score(s['seed_score'])}) | {s['candidates']} candidate(s) | ETA {_duration(eta)}"
+                  f"{self.spent_text()}")
 
 
 class JsonDisplay(GepaDisplay, base.JsonLines):
@@ -128,7 +138,7 @@ class JsonDisplay(GepaDisplay, base.JsonLines):
     def update(self, **s: Any) -> None:
         super().update(**s)
         self._out(self._event("iteration", **{k: v for k, v in s.items() if k != "line"}, **s["line"],
-                              eta_s=self.progress()["eta_s"]))
+                              eta_s=self.progress()["eta_s"], cost_usd=self.progress()["cost_usd"]))
 
 
 class RichDisplay(GepaDisplay, base.LivePanel):
@@ -149,8 +159,8 @@ class RichDisplay(GepaDisplay, base.LivePanel):
         bar = Table.grid(padding=(0, 1))
         bar.add_row(Text("budget", style="dim"), ProgressBar(total=max(max_calls, 1), completed=min(used, max_calls), width=30),
                     Text(f"{used}/{max_calls} rollouts"), Text(f"({self.rollouts} run this session)", style="dim"),
-                    Text(f"elapsed {_duration(self.elapsed())}, ETA {_duration(self.progress()['eta_s'])}",
-                         style="dim"))
+                    Text(f"elapsed {_duration(self.elapsed())}, ETA {_duration(self.progress()['eta_s'])}"
+                         f"{self.spent_text().replace(' | ', ', ')}", style="dim"))
         parts: list[Any] = [bar]
         if s:
             line = s["line"]

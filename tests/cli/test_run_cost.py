@@ -229,6 +229,7 @@ def test_gepa_cost_cap_stops_and_resume_counts_the_earlier_spend(workspace):
     assert cost["roles"]["student"]["usd"] == pytest.approx(student)
     assert cost["roles"]["reflection"]["usd"] > 0
     assert f"cost: ${cost['total_usd']:,.2f} (student $" in result.stdout
+    assert "| spent $" in result.stdout  # on the progress lines
     line = next(x for x in result.stderr.splitlines() if "cost cap reached" in x)
     assert f"spent ${cost['total_usd']:.2f} of $20.00" in line
     resume = re.search(r"resume with a higher cap: (prime gepa run .*)$", line)[1]
