@@ -42,11 +42,11 @@ from .config import GepaConfig
 from .cost import CostCapReached, metered
 from .evaluator import BACKGROUND, VALIDATION, EndpointAborted, Evaluator, Ledger
 from .pareto import best_candidate, select_parent
+from .proposal import ProposalResult, minibatch_verdict
 from .reflection import Proposal, parse_reply, reflection_prompt
 from .run_dir import GepaRunDir, now_iso
 from .scored import (
     RowScore,
-    both_scored,
     errored,
     errored_note,
     errored_record,
@@ -64,23 +64,6 @@ logger = logging.getLogger("prime_cli.gepa")
 
 class ReflectionAborted(Exception):
     """The reflection model failed for good (endpoint unusable, or too many failures in a row)."""
-
-
-@dataclass
-class ProposalResult:
-    plan: Plan
-    parent_scores: list[RowScore]
-    keys: list[str]
-    reason: str = ""
-    child_prompt: str | None = None
-    child_scores: list[RowScore] | None = None
-    parent_errored: int = 0  # minibatch rollouts that errored: counted, left out of the scores
-    child_errored: int = 0
-    reflected: bool = False
-    reflection_failed: bool = False
-    reflection_reply: str | None = None
-    reflection_truncated: bool = False
-    started: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -304,7 +287,7 @@ class GepaEngine(Speculation):
             duplicate = next((c.idx for c in state.candidates if c.prompt == result.child_prompt), None)
             if duplicate is not None:
                 reason = f"same prompt as candidate {duplicate}"
-            elif verdict := self._minibatch_verdict(result):
+            elif verdict := minibatch_verdict(result, self.evaluator.r):
                 reason = verdict
             elif self.stops.budget.leaves_no_validation(self._point()):
                 reason = "better on minibatch, but the budget ran out before validation"
@@ -351,25 +334,6 @@ class GepaEngine(Speculation):
             raise ReflectionAborted(f"{self.stops.reflections_failing.reason(point)}; the run stopped and kept "
                                     f"its {len(state.candidates)} candidate(s)")
         return line
-
-    def _minibatch_verdict(self, result: ProposalResult) -> str | None:
-        """Why the child is not better than its parent on the minibatch (None: it is). Errored rollouts are
-        left out: the two are compared on the rows both were scored on, and a child that mostly errored
-        (more than its parent) is not judged on the rest."""
-        assert result.child_scores is not None
-        rollouts = len(result.plan.minibatch) * self.evaluator.r
-        if mostly_errored(result.child_errored, rollouts, result.parent_errored):
-            return errored_note(result.child_errored, rollouts, "minibatch", result.parent_errored)
-        rows = both_scored(result.parent_scores, result.child_scores)
-        if not rows:
-            return "no minibatch row was scored for both parent and child (their rollouts errored)"
-        child = sum(result.child_scores[i] or 0.0 for i in rows)
-        parent = sum(result.parent_scores[i] or 0.0 for i in rows)
-        if child <= parent:
-            left_out = len(result.plan.minibatch) - len(rows)
-            return "not better on minibatch" + (f" (compared on the {len(rows)} rows both were scored on; "
-                                                 f"{left_out} with errored rollouts left out)" if left_out else "")
-        return None
 
     async def _score_test(self, outcome: Outcome) -> None:
         rows = list(range(len(self.evaluator.splits["test"])))
