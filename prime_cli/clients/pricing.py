@@ -8,8 +8,6 @@ embedded model and an unpriced `-b` server cost nothing; anything else is unknow
 from __future__ import annotations
 
 import functools
-import importlib.util
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +16,6 @@ from typing import Any
 from .command_flags import is_local_model
 from .registry import EndpointSpec, default_registry_path, is_local_url, load_registry
 
-PRICE_TABLE = "model_prices_and_context_window_backup.json"
 REGISTRY, LITELLM, FREE, UNKNOWN = "registry", "litellm", "free", "unknown"
 
 
@@ -40,15 +37,12 @@ class Price:
 
 @functools.lru_cache(maxsize=1)
 def price_table() -> dict[str, Any]:
-    """LiteLLM's model price table: the file litellm ships, else `litellm.model_cost` (read locally)."""
-    spec = importlib.util.find_spec("litellm")  # locates the package without importing it
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        try:
-            table = json.loads((Path(folder) / PRICE_TABLE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            break
-        if isinstance(table, dict):
-            return table
+    """LiteLLM's model price table: the file litellm ships (model_names.model_table), else
+    `litellm.model_cost` (read locally)."""
+    from .model_names import model_table
+
+    if table := model_table():
+        return table
     try:
         from .providers import import_litellm
 
