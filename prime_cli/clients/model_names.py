@@ -17,8 +17,7 @@ from typing import Any
 
 MODEL_TABLE = "model_prices_and_context_window_backup.json"
 CHAT_MODES = ("chat", "responses")
-# the variable LiteLLM reads for each provider's key (its own docs); a provider missing here is still
-# reached, and the line says LiteLLM reads its credentials
+# the variable LiteLLM reads for each provider's key (its own docs): bare names route to these providers only
 KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
             "mistral": "MISTRAL_API_KEY", "deepseek": "DEEPSEEK_API_KEY", "xai": "XAI_API_KEY",
             "groq": "GROQ_API_KEY", "cohere_chat": "COHERE_API_KEY", "cohere": "COHERE_API_KEY",
@@ -69,7 +68,7 @@ def bare_model_route(name: str) -> BareModelRoute | None:
     if entry is None or entry.get("mode") not in CHAT_MODES:
         return None
     provider = str(entry.get("litellm_provider") or "")
-    providers = litellm_providers()
-    if provider not in providers:  # the table's "vertex_ai-language-models" is the provider "vertex_ai"
-        provider = provider.split("-", 1)[0]
-    return BareModelRoute(name, provider) if provider in providers else None
+    # only providers reached with an API key we can name and check before the run: the table gives bare
+    # gemini-* names to Vertex AI (Google credentials), where a user holding GEMINI_API_KEY means the
+    # Gemini API (gemini/gemini-2.0-flash); such names keep the unknown-model error, which names the fix
+    return BareModelRoute(name, provider) if provider in KEY_VARS and provider in litellm_providers() else None

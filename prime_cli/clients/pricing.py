@@ -17,6 +17,9 @@ from .command_flags import is_local_model
 from .registry import EndpointSpec, default_registry_path, is_local_url, load_registry
 
 REGISTRY, LITELLM, FREE, UNKNOWN = "registry", "litellm", "free", "unknown"
+UNPRICED_SERVER = "-b server without prices"
+"""A remote -b server no table prices: shown as free (the issue's rule for -b servers), but a --max-cost
+on it could never be reached, so the cap refuses it as an unknown price."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,12 @@ def price_of_specs(name: str, specs: list[EndpointSpec], *, local: bool = False,
     if spec is None:
         return Price(name, None, None, UNKNOWN)
     priced = _from_table(name, spec.model)  # e.g. -m gpt-4.1-mini -b https://api.openai.com/v1
-    return priced if priced.source == LITELLM else Price(name, 0.0, 0.0, FREE, "-b server without prices")
+    return priced if priced.source == LITELLM else Price(name, 0.0, 0.0, FREE, UNPRICED_SERVER)
+
+
+def unknown_for_a_cap(price: Price) -> bool:
+    """A price a --max-cost cannot be kept with: unknown, or a remote -b server without prices."""
+    return price.source == UNKNOWN or price.note == UNPRICED_SERVER
 
 
 def price_of_name(name: str, registry_path: str | os.PathLike[str] | None = None) -> Price:

@@ -40,11 +40,11 @@ def check_cost_cap(config: Any, env: Any) -> None:
     """--max-cost needs every price: refuse up front (one line) when the student's or a judge's is unknown."""
     if config.max_cost is None:
         return
-    from prime_cli.clients.pricing import judge_models, price_of_name
+    from prime_cli.clients.pricing import judge_models, price_of_name, unknown_for_a_cap
 
     unknown = [p.model for p in [student_price(config), *(price_of_name(m, config.endpoints_path)
                                                          for m in judge_models(getattr(env, "rubric", None)))]
-               if p.source == "unknown"]
+               if unknown_for_a_cap(p)]
     if unknown:
         raise ClientConfigError(
             f"--max-cost {config.max_cost:g}: the price of {', '.join(unknown)} is unknown (not in LiteLLM's table); "
@@ -62,6 +62,9 @@ class CostMeter:
         self.tallies["student"].by_model[self.model] = [0, 0]
         self.spent = 0.0
         self.counted = 0  # rows whose cost is known
+        self.paid, self.paid_spend = 0, 0.0  # rows that cost something: the average is theirs (an errored
+        # row that sent no token costs $0 and says nothing about what the next rollout will cost)
+        self.free = student.input_per_million == 0 and student.output_per_million == 0
         self.unknown = False
         self.cap_reached = False
 
@@ -79,6 +82,9 @@ class CostMeter:
         else:
             self.spent += cost
             self.counted += 1
+            if cost > 0:
+                self.paid += 1
+                self.paid_spend += cost
 
     def add_all(self, rows: Iterable[Rollout]) -> None:
         for row in rows:
@@ -93,7 +99,8 @@ class CostMeter:
 
     @property
     def average(self) -> float | None:
-        return self.spent / self.counted if self.counted else None
+        """The average cost of a rollout that paid for tokens (None before the first)."""
+        return self.paid_spend / self.paid if self.paid else None
 
     def allows(self, in_flight: int, width: int) -> bool:
         """Whether a group of `width` rollouts may start with `in_flight` rollouts running (under --max-cost)."""
@@ -102,8 +109,8 @@ class CostMeter:
         if self.unknown:  # a judge without prices turned up: the cap cannot be kept
             return False
         average = self.average
-        if average is None:
-            return in_flight == 0 and self.spent < self.max_cost
+        if average is None:  # nothing paid yet: one group at a time (a free model never pays)
+            return self.free or (in_flight == 0 and self.spent < self.max_cost)
         return self.spent + (in_flight + width) * average * SAFETY <= self.max_cost
 
     def stop(self) -> None:
@@ -118,9 +125,16 @@ class CostMeter:
         if average is None or total <= 0:
             return None
         whole = self.spent + max(0, total - done) * average
-        return f"estimated {usd(whole)} for {total} rollouts from the average of the {self.counted} finished"
+        return f"estimated {usd(whole)} for {total} rollouts from the average of the {self.paid} finished"
 
-    def stop_line(self, resume: str | None, total: int, done: int) -> str:
+    def resume_cap(self, total: int, done: int) -> str:
+        """`--max-cost X` for the resume command: what the rest would cost (with the margin), at least twice
+        the old cap."""
+        needed = self.spent + max(0, total - done) * (self.average or 0.0) * SAFETY
+        return f"--max-cost {math.ceil(max(needed, (self.max_cost or 0.0) * 2) * 100) / 100:.2f}"
+
+    def stop_line(self, resume: str | None) -> str:
+        """The error line of a stop by the cap; `resume` already carries the higher cap (resume_cap)."""
         spent = usd(self.spent)
         if self.unknown:
             head = f"cost cap: a judge model without prices was used (spent {spent} known); the run stops"
@@ -128,10 +142,7 @@ class CostMeter:
             head = f"cost cap reached: spent {spent} of {usd(self.max_cost)}"
         if resume is None:
             return head + " (save the run with -s to resume it)"
-        average = self.average or 0.0
-        needed = self.spent + max(0, total - done) * average * SAFETY
-        cap = max(needed, (self.max_cost or 0.0) * 2)
-        return f"{head}; resume with a higher cap: {resume} --max-cost {math.ceil(cap * 100) / 100:.2f}"
+        return f"{head}; resume with a higher cap: {resume}"
 
 
 def judge_cost(rows: Iterable[Rollout], registry: str | None) -> dict[str, Any]:

@@ -263,11 +263,13 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     # a run stopped by its error budget is finished by --retry-errors (errored and never-run rollouts alike)
     unfinished = status not in FINISHED and not over_budget
     resume = files.resume_command(config) if unfinished and run_dir else None
+    if resume and meter.cap_reached:  # its own cap would stop the resumed run at once
+        resume = f"{resume} {meter.resume_cap(total, stats.snapshot()['done'])}"
     retry = files.retry_command(config) if budget["errored_rollouts"] and not resume and run_dir else None
     if status == RunStatus.COMPLETED_WITH_ERRORS and not run_dir:
         display.message("save the run with -s to rerun only its errored rollouts with --retry-errors DIR", "warning")
     display.finish(status=status, summary=summary, run_dir=run_dir, resume_command=resume, retry_command=retry)
-    capped = meter.stop_line(resume, total, stats.snapshot()["done"]) if meter.cap_reached else None
+    capped = meter.stop_line(resume) if meter.cap_reached else None
     error = (fatal[0] if fatal else f"the run stopped: {type(crash).__name__}: {crash}" if crash
              else over_budget[0] if over_budget else capped)
     return EvalOutcome(status=status, summary=summary, run_dir=files.run_dir, error=error, rows=all_rows,

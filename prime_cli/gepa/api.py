@@ -146,9 +146,12 @@ def model_flags(config: GepaConfig) -> list[str]:
                  local=config.student_builtin or False)
 
 
-def resume_command(config: GepaConfig, run_dir: Path) -> str:
-    """`prime gepa run ENV -R RUN_DIR`: the run's saved config supplies every other setting."""
-    return shlex.join(["prime", "gepa", "run", config.env_id, "-R", str(run_dir.resolve())])
+def resume_command(config: GepaConfig, run_dir: Path, outcome: Outcome | None = None) -> str:
+    """`prime gepa run ENV -R RUN_DIR`: the run's saved config supplies every other setting; a run stopped by
+    --max-cost is resumed with a higher cap (its own would stop it again at once)."""
+    cap = outcome.resume_max_cost if outcome is not None else None
+    return shlex.join(["prime", "gepa", "run", config.env_id, "-R", str(run_dir.resolve()),
+                       *(["--max-cost", f"{cap:.2f}"] if cap is not None else [])])
 
 
 def takes_system_prompt(env_id: str) -> bool:
@@ -189,7 +192,7 @@ def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, str
     if run_dir is not None:
         out.append(f"Run directory: {run_dir}")
         if outcome.status != RunStatus.COMPLETED:
-            out.append(f"Resume with: {resume_command(config, run_dir)}")
+            out.append(f"Resume with: {resume_command(config, run_dir, outcome)}")
         elif ReflectionsExhausted(config.max_reflection_failures).holds(SearchPoint.of(outcome.state, outcome.total_metric_calls)):
             more = str(max(2 * config.max_reflection_failures, outcome.state.fruitless_reflections + 1))
             out.append("To let the reflection model try more often: "
@@ -206,7 +209,7 @@ def print_unscored(outcome: Outcome, config: GepaConfig, run_dir: Path | None, s
     if text := cost_text(outcome.cost):
         out.append(f"cost: {text}")
     if run_dir is not None:
-        out += [f"Run directory: {run_dir}", f"Resume with: {resume_command(config, run_dir)}"]
+        out += [f"Run directory: {run_dir}", f"Resume with: {resume_command(config, run_dir, outcome)}"]
     stream.write("\n".join(out) + "\n")
     stream.flush()
 
@@ -234,7 +237,7 @@ def print_json_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None
              "seed_ci95": bounds(seed.val_scores) if seed else None, "best_ci95": bounds(best.val_scores) if best else None,
              "test_difference": paired_record(test_difference(outcome.seed_test_scores, outcome.best_test_scores)),
              "stop_reason": outcome.stop_reason, "errored_rollouts": outcome.errored_rollouts, "cost": outcome.cost,
-             "resume_command": resume_command(config, run_dir) if run_dir and outcome.status != RunStatus.COMPLETED else None}
+             "resume_command": resume_command(config, run_dir, outcome) if run_dir and outcome.status != RunStatus.COMPLETED else None}
     stream.write(json_visible(json.dumps(event, ensure_ascii=False)) + "\n")
     stream.flush()
 
@@ -313,7 +316,8 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
         outcome.cost = meter.record()
         run.write_metadata(cost=outcome.cost)
         if meter.cap_reached:
-            outcome.error = stop_line(meter, resume_command(config, run.path), config.max_calls,
+            outcome.resume_max_cost = meter.suggested_cap(config.max_calls, outcome.total_metric_calls)
+            outcome.error = stop_line(meter, resume_command(config, run.path, outcome), config.max_calls,
                                       outcome.total_metric_calls)
     finally:
         if handler:

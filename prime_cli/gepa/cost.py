@@ -31,21 +31,27 @@ class CostCapReached(Exception):
 
 async def metered(meter: GepaCostMeter | None, call: Any) -> Any:
     """Await a reflection call (a coroutine) if the cap allows it, and count its tokens."""
-    if meter is not None:
-        try:
-            meter.check_reflection()
-        except CostCapReached:
-            call.close()  # never sent
-            raise
-    response = await call
-    if meter is not None:
-        meter.add_reflection(response.usage)
+    if meter is None:
+        return await call
+    try:
+        meter.check_reflection()
+    except CostCapReached:
+        call.close()  # never sent
+        raise
+    meter.reflections_in_flight += 1
+    try:
+        response = await call
+    finally:
+        meter.reflections_in_flight -= 1
+    meter.add_reflection(response.usage)
     return response
 
 
 def check_prices(config: Any, prices: Iterable[Any]) -> None:
     """--max-cost needs every price: one line naming the models whose price is unknown, and the fix."""
-    unknown = list(dict.fromkeys(p.model for p in prices if p.source == "unknown"))
+    from prime_cli.clients.pricing import unknown_for_a_cap
+
+    unknown = list(dict.fromkeys(p.model for p in prices if unknown_for_a_cap(p)))
     if config.max_cost is not None and unknown:
         raise ClientConfigError(
             f"--max-cost {config.max_cost:g}: the price of {', '.join(unknown)} is unknown (not in LiteLLM's table); "
@@ -70,8 +76,14 @@ class GepaCostMeter:
         if isinstance(saved_reflection, dict):
             self.reflection.add(reflection.model, saved_reflection)
         self.persist = persist
-        self.rollout_spend, self.rollouts_counted, self.unknown = 0.0, 0, False
-        self.reflection_calls, self.in_flight, self.cap_reached = 0, 0, False
+        self.rollout_spend, self.paid_spend, self.rollouts_counted, self.unknown = 0.0, 0.0, 0, False
+        self.free = student.input_per_million == 0 and student.output_per_million == 0
+        # a resumed run's reflection calls: their count is saved beside their tokens (at least one when
+        # tokens were, so that the average call is never taken as free)
+        calls = saved_reflection.get("calls") if isinstance(saved_reflection, dict) else None
+        tokens = self.reflection.by_model[reflection.model]
+        self.reflection_calls = int(calls) if isinstance(calls, int) and calls > 0 else (1 if any(tokens) else 0)
+        self.reflections_in_flight, self.in_flight, self.cap_reached = 0, 0, False
         self._changed: asyncio.Event | None = None
 
     # -- adding up -----------------------------------------------------------------------------------
@@ -89,7 +101,9 @@ class GepaCostMeter:
             self.unknown = True
         else:
             self.rollout_spend += cost
-            self.rollouts_counted += 1
+            if cost > 0:  # the average is over rollouts that paid: an errored one that sent nothing is $0
+                self.rollouts_counted += 1
+                self.paid_spend += cost
 
     def add_reflection(self, usage: Any) -> None:
         self.reflection_calls += 1
@@ -113,8 +127,11 @@ class GepaCostMeter:
         return self.rollout_spend + self.reflection_spend
 
     def record(self) -> dict[str, Any]:
-        return cost_record({**self.rollouts, "reflection": self.reflection}, self.prices, self.max_cost,
-                           self.cap_reached)
+        record = cost_record({**self.rollouts, "reflection": self.reflection}, self.prices, self.max_cost,
+                             self.cap_reached)
+        if "reflection" in record["roles"]:
+            record["roles"]["reflection"]["calls"] = self.reflection_calls  # a resumed run's average call
+        return record
 
     # -- the cap -------------------------------------------------------------------------------------
 
@@ -127,10 +144,17 @@ class GepaCostMeter:
         assert self.max_cost is not None
         if self.unknown:
             return False
+        reflecting = self.reflections_in_flight * (self.reflection_average or 0.0) * SAFETY
         if not self.rollouts_counted:
-            return self.in_flight == 0 and self.spent + extra < self.max_cost
-        average = self.rollout_spend / self.rollouts_counted
+            return (self.free and self.spent + extra + reflecting < self.max_cost) or (
+                self.in_flight == 0 and self.spent + extra + reflecting < self.max_cost)
+        extra += reflecting
+        average = self.paid_spend / self.rollouts_counted
         return self.spent + extra + (self.in_flight + rollouts) * average * SAFETY <= self.max_cost
+
+    @property
+    def reflection_average(self) -> float | None:
+        return self.reflection_spend / self.reflection_calls if self.reflection_calls else None
 
     def _stop(self) -> None:
         self.cap_reached = True
@@ -154,23 +178,27 @@ class GepaCostMeter:
             self._changed.set()
 
     def check_reflection(self) -> None:
-        """Before a reflection call: the average one's cost must fit (the first one always may)."""
+        """Before a reflection call: the average one's cost (and that of the calls in flight) must fit.
+        Before any call has finished its cost is unknown: one call goes alone, while the spend is under
+        the cap."""
         if self.max_cost is None:
             return
-        calls = self.reflection_calls
-        expected = self.reflection_spend / calls * SAFETY if calls else 0.0
+        average = self.reflection_average
+        if average is None and self.reflections_in_flight:
+            self._stop()
+        expected = (average or 0.0) * SAFETY
         if self.cap_reached or not self._fits(0, expected) and (self.rollouts_counted or self.in_flight == 0):
             self._stop()
 
     def estimate(self, budget: int) -> str | None:
         if not self.rollouts_counted:
             return None
-        average = self.rollout_spend / self.rollouts_counted
+        average = self.paid_spend / self.rollouts_counted
         return (f"estimated {usd(average * budget)} for the {budget}-rollout budget from the average of the "
                 f"{self.rollouts_counted} finished rollouts (reflection calls extra: {usd(self.reflection_spend)} so far)")
 
     def suggested_cap(self, budget: int, used: int) -> float:
-        average = self.rollout_spend / self.rollouts_counted if self.rollouts_counted else 0.0
+        average = self.paid_spend / self.rollouts_counted if self.rollouts_counted else 0.0
         needed = self.spent + max(0, budget - used) * average * SAFETY
         return math.ceil(max(needed, 2 * (self.max_cost or 0.0)) * 100) / 100
 
@@ -242,4 +270,4 @@ def stop_line(meter: GepaCostMeter, resume: str | None, budget: int, used: int) 
         head = f"cost cap: a judge model without prices was used (spent {usd(meter.spent)} known); the run stops"
     if resume is None:
         return head
-    return f"{head}; resume with a higher cap: {resume} --max-cost {meter.suggested_cap(budget, used):.2f}"
+    return f"{head}; resume with a higher cap: {resume}"  # resume_command carries the higher cap

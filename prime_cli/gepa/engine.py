@@ -82,6 +82,7 @@ class Outcome:
     errored_rollouts: dict[str, int] = field(default_factory=dict)
     """scored.errored_record of the rollouts the run used: errored ones are counted and left out."""
     cost: dict[str, Any] | None = None  # gepa/cost.py's record, set by the caller
+    resume_max_cost: float | None = None  # stopped by --max-cost: the higher cap its resume command carries
 
     @property
     def best(self) -> Candidate:

@@ -60,7 +60,13 @@ def select_parent(val_scores: Sequence[Sequence[RowScore]], rng: random.Random) 
 
 
 def best_candidate(val_scores: Sequence[Sequence[RowScore]]) -> int:
-    """Highest mean validation score over the rows each was scored on (a candidate scored on none ranks
-    last); the earliest candidate wins ties."""
-    means = [mean_scored(s) for s in val_scores]
+    """Highest mean validation score over the rows every candidate was scored on, so that a candidate that
+    errored on the hard rows is not ranked on the easy ones alone (without such rows: over the rows each
+    was scored on; a candidate scored on none ranks last); the earliest candidate wins ties."""
+    common = [i for i in range(min(map(len, val_scores), default=0))
+              if all(scores[i] is not None for scores in val_scores)]
+    if common:
+        means: list[float | None] = [sum(float(s[i]) for i in common) / len(common) for s in val_scores]  # type: ignore[arg-type]
+    else:
+        means = [mean_scored(s) for s in val_scores]
     return max(range(len(means)), key=lambda i: (means[i] is not None, means[i] or 0.0, -i))

@@ -101,7 +101,11 @@ def usd(value: float | None) -> str:
         return "unknown"
     if value == 0 or value >= 0.01:
         return f"${value:,.2f}"
-    return f"${value:.2g}" if value >= 1e-6 else "<$0.000001"
+    if value < 1e-6:
+        return "<$0.000001"
+    from decimal import Decimal
+
+    return f"${format(Decimal(f'{value:.2g}'), 'f')}"  # $0.000037, never $3.7e-05
 
 
 def _free_note(record: Mapping[str, Any]) -> str:

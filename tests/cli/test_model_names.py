@@ -136,3 +136,11 @@ def test_names_litellm_lists_but_cannot_chat_with_stay_unknown(tmp_path):
     line = one_error_line(run_prime(["eval", "run", "reverse-text", "-m", "text-embedding-3-small", *SMALL],
                                     tmp_path, NO_PROVIDER_KEYS))
     assert "unknown model 'text-embedding-3-small'" in line
+
+
+def test_a_bare_name_the_table_gives_to_a_provider_without_a_key_stays_unknown(tmp_path):
+    """LiteLLM's table gives bare gemini-* names to Vertex AI (Google credentials; no key to check before the
+    run, a traceback storm at the first request); a user with GEMINI_API_KEY means gemini/gemini-2.0-flash."""
+    line = one_error_line(run_prime(["eval", "run", "reverse-text", "-m", "gemini-2.0-flash", *SMALL], tmp_path,
+                                    NO_PROVIDER_KEYS))
+    assert "unknown model 'gemini-2.0-flash'" in line

@@ -273,3 +273,34 @@ def test_gepa_json_done_event_carries_the_cost(workspace):
     assert reflection["prices"][0]["source"] == "litellm" and reflection["prompt_tokens"] > 0
     assert reflection["usd"] == pytest.approx((reflection["prompt_tokens"] * 0.4 + reflection["completion_tokens"] * 1.6) / 1e6)
     assert cost["total_usd"] == pytest.approx(cost["roles"]["student"]["usd"] + reflection["usd"])
+
+
+def test_errored_first_rollouts_do_not_lift_the_cap(tmp_path):
+    """Errored rollouts that sent no token cost $0; averaged in, they made every next group look free and the
+    whole run launched past the cap (it finished `completed`, 4x over). The average is of paid rollouts."""
+    from tests.support.scripted_server import ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer(faults=["500"] * 4) as server:
+        (tmp_path / "configs").mkdir()
+        (tmp_path / "configs" / "endpoints.toml").write_text(
+            f'[[endpoint]]\nendpoint_id = "flaky"\nmodel = "scripted-model"\nurl = "{server.url}"\n'
+            f"input_price = {PRICED[0]}\noutput_price = {PRICED[1]}\n")
+        result = run_prime(["eval", "run", "reverse-text", "-m", "flaky", "-n", "10", "-r", "2", "-c", "2", "-s",
+                            "--max-retries", "0", "--max-error-rate", "1", "--max-cost", "2", "-o",
+                            str(tmp_path / "out")], tmp_path)
+    assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
+    run_dir = run_dirs(tmp_path / "out")[-1]
+    meta, rows = metadata(run_dir), rows_of(run_dir)
+    assert meta["cost"]["cap_reached"] is True and meta["cost"]["total_usd"] <= 2
+    assert sum(1 for r in rows if r.get("error")) == 4 and len(rows) < 20
+    # the summary's resume line carries the higher cap too (the old one would stop the resumed run at once)
+    resume_line = next(x for x in result.stdout.splitlines() if x.startswith("Resume with: "))
+    assert "--max-cost" in resume_line and resume_line.split("Resume with: ")[1] in result.stderr
+
+
+def test_max_cost_on_a_remote_server_without_prices_is_refused(tmp_path):
+    """Shown as free (a -b server), such a model would never reach a cap: the cap refuses it, naming the fix."""
+    line = one_error_line(run_prime(["eval", "run", "reverse-text", "-m", "my-paid-model", "-b",
+                                     "http://192.0.2.2:8794/v1", "-n", "2", "--max-cost", "1"], tmp_path,
+                                    {"OPENAI_API_KEY": "sk-test"}))
+    assert "--max-cost 1" in line and "my-paid-model" in line and "input_price" in line

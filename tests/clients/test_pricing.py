@@ -71,3 +71,10 @@ def test_prices_never_import_litellm(code):
     check = f"{code}; import sys; assert 'litellm' not in sys.modules, 'litellm imported'"
     result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
+
+
+def test_small_amounts_are_written_out_not_in_scientific_notation():
+    from prime_cli.results.cost import usd
+
+    assert [usd(v) for v in (3.7e-05, 1e-05, 0.00041, 0.0031, 0.42, 0.0, None, 1e-9)] == [
+        "$0.000037", "$0.00001", "$0.00041", "$0.0031", "$0.42", "$0.00", "unknown", "<$0.000001"]

@@ -56,3 +56,13 @@ def test_an_errored_row_takes_no_part_in_fronts_or_means():
     assert best_candidate(scores) == 1  # 0.75 over its scored rows; with a 0 for row 0, 0.5 < candidate 0's 0.533
     assert best_candidate([[None, None], [0.0, 0.0]]) == 1  # scored on no row: ranks last
     assert row_fronts([[None], [None]]) == [set()]
+
+
+def test_the_best_is_chosen_on_the_rows_every_candidate_was_scored_on():
+    """A child that errored on the seed's four hard rows is not ranked on the easy ones alone: on the six rows
+    both have, the seed is better (1.0 against 0.9)."""
+    from prime_cli.gepa.pareto import best_candidate
+
+    assert best_candidate([[0.2] * 4 + [1.0] * 6, [None] * 4 + [0.9] * 6]) == 0
+    assert best_candidate([[0.5, 0.5], [0.6, 0.7]]) == 1
+    assert best_candidate([[None, 1.0], [0.5, None]]) == 0  # no common row: each on its own rows
