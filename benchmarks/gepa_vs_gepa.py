@@ -139,9 +139,14 @@ def main() -> None:
                         help="prime's --speculate values to compare (0: off)")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="another checkout of this repository whose prime runs too, interleaved (before/after)")
+    parser.add_argument("--student-delay", type=float, default=sim.STUDENT_DELAY,
+                        help="seconds the scripted server spends on each student call")
+    parser.add_argument("--reflection-delay", type=float, default=sim.REFLECTION_DELAY,
+                        help="seconds the scripted server spends on each reflection call")
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="run prime without a bytecode cache when PYTHONDONTWRITEBYTECODE is set")
     args = parser.parse_args()
+    sim.STUDENT_DELAY, sim.REFLECTION_DELAY = args.student_delay, args.reflection_delay
     python = ensure_gepa_venv()
     repos = {"prime": REPO, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
     cache = not args.no_bytecode_cache
