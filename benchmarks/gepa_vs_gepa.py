@@ -1,14 +1,35 @@
-"""prime gepa run vs the `gepa` package (0.1.4) on a simulated task suite, at equal concurrency.
+"""prime gepa run vs the `gepa` package (0.1.4) on simulated task families, at equal concurrency.
 
-    .venv/bin/python benchmarks/gepa_vs_gepa.py [--budgets 150 300 600] [--concurrency 8] [--seeds 0 1]
-        [--parallel 1 4] [--speculate 0 2] [--baseline DIR]  # DIR: another checkout, e.g. of HEAD~1
+    .venv/bin/python benchmarks/gepa_vs_gepa.py [--families sim edit] [--budgets 150 300 600]
+        [--seeds 0 1 ... 9] [--concurrency 8] [--parallel 1] [--speculate 0] [--baseline DIR]
+        [--student-delay S] [--reflection-delay S] [--no-bytecode-cache]
+
+Task families (benchmarks/gepa_bench/families.py):
+- sim (sim.py, environment gepa-sim): rows "[category] word" whose answer is the word transformed by
+  the category's rule; the student follows a rule only when the system prompt holds its instruction;
+  the reflection model adds the rule of every category it is shown that the prompt lacks. Only adding
+  instructions is needed.
+- edit (sim_edit.py, environment gepa-sim-edit; only here, in no default config or test fixture): the
+  same rows and rules, plus harmful instructions that break some categories. The seed prompt carries one
+  ("Answer in lowercase."); the reflection model sometimes adds one, and removes one it is shown evidence
+  against (far more reliably when the reflection prompt names the instruction next to that evidence).
+  Both adding and removing instructions are needed. The report says which best prompts still carry them.
+
+Flags: --seeds (default 0-9) and --budgets (default 150 300 600) set the grid; --parallel and
+--speculate list prime's -P / --speculate values to compare; --baseline DIR runs the prime of another
+checkout of this repository (e.g. a worktree of main) too, interleaved seed by seed, for a before/after
+in one run; --student-delay / --reflection-delay set the scripted server's latency per call (0 0: as fast
+as it goes, for the search logic alone).
 
 Both optimisers get the same train/validation/test rows, the same scripted student and reflection
-models on one loopback server (benchmarks/gepa_bench/sim.py says what is simulated), the same
-minibatch size (3), perfect-score skipping at 1.0, the same reflection max_tokens and the same
-number of student rollouts in flight. gepa runs in its own venv (benchmarks/.venv-gepa, created
-on first use with `pip install gepa==0.1.4`). Reported per budget: best validation score, held-out
-test score (100 rows), budget used, and wall time (the whole command, test scoring included).
+models on one loopback server (a fresh one per run), the same minibatch size (3), perfect-score
+skipping at 1.0, the same reflection max_tokens and the same number of student rollouts in flight.
+gepa runs in its own venv (benchmarks/.venv-gepa, created on first use with `pip install gepa==0.1.4`).
+Reported (Markdown on stdout; one line per run on stderr): per family, budget and optimiser the means
+of best validation score, held-out test score (100 rows), rollouts used (and the max, and how many runs
+passed the budget), candidates, model calls and wall time (the whole command, test scoring included);
+the paired test-accuracy differences per family and budget (benchmarks/gepa_bench/report.py says how
+they are paired); for family edit, how many seeds' best prompts kept a harmful instruction.
 
 Bytecode: gepa's venv holds .pyc files (pip compiles on install). prime runs with a bytecode cache
 too (PYTHONPYCACHEPREFIX in the temporary folder, filled by an untimed import before the first
@@ -22,7 +43,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,7 +54,9 @@ BENCH = REPO / "benchmarks" / "gepa_bench"
 GEPA_VENV = REPO / "benchmarks" / ".venv-gepa"
 sys.path[:0] = [str(REPO), str(BENCH)]
 
+import report  # noqa: E402
 import sim  # noqa: E402
+from families import FAMILIES, Family  # noqa: E402
 
 from tests.support.scripted_server import ScriptedOpenAIServer  # noqa: E402
 
@@ -50,7 +72,7 @@ def ensure_gepa_venv() -> Path:
     return python
 
 
-def splits(seed: int) -> dict[str, list[dict]]:
+def splits(family: Family, seed: int) -> dict[str, list[dict]]:
     """The rows prime's GEPA takes (prime_cli.gepa.rows.make_splits), handed to gepa as well."""
     import prime_cli.envs as vf
     from prime_cli.gepa.rows import make_splits
@@ -58,8 +80,8 @@ def splits(seed: int) -> dict[str, list[dict]]:
     cwd = os.getcwd()
     os.chdir(BENCH)
     try:
-        env = vf.load_environment("gepa-sim")
-        parts = make_splits(env, sim.SEED_PROMPT, NUM_TRAIN, NUM_VAL, NUM_TEST, seed)
+        env = vf.load_environment(family.env_id)
+        parts = make_splits(env, family.seed_prompt, NUM_TRAIN, NUM_VAL, NUM_TEST, seed)
     finally:
         os.chdir(cwd)
     plain = lambda rows: [{"question": r["prompt"][-1]["content"], "answer": r["answer"]} for r in rows]  # noqa: E731
@@ -81,14 +103,14 @@ def warm_bytecode(repo: Path, out: Path) -> None:
     subprocess.run([sys.executable, "-c", code], cwd=BENCH, env=prime_env(repo, out, True), check=True)
 
 
-def run_prime(budget: int, concurrency: int, seed: int, out: Path, parallel: int, repo: Path = REPO,
+def run_prime(family: Family, budget: int, concurrency: int, seed: int, out: Path, parallel: int, repo: Path = REPO,
               bytecode_cache: bool = True, speculate: int = 0) -> dict:
-    with ScriptedOpenAIServer(sim.server_reply) as server:
-        run_dir = out / f"prime-{budget}-{seed}-P{parallel}-S{speculate}-{abs(hash(str(repo)))}"
+    with ScriptedOpenAIServer(family.server_reply) as server:
+        run_dir = out / f"prime-{family.name}-{budget}-{seed}-P{parallel}-S{speculate}-{abs(hash(str(repo)))}"
         env = prime_env(repo, out, bytecode_cache)
         start = time.perf_counter()
         result = subprocess.run(
-            [sys.executable, "-m", "prime_cli", "gepa", "run", "gepa-sim", "-m", "student", "-M", "reflector",
+            [sys.executable, "-m", "prime_cli", "gepa", "run", family.env_id, "-m", "student", "-M", "reflector",
              "-b", server.url, "-B", str(budget), "-n", str(NUM_TRAIN), "-N", str(NUM_VAL), "--num-test", str(NUM_TEST),
              "--minibatch-size", str(MINIBATCH), "--perfect-score", "1.0", "-c", str(concurrency), "--seed", str(seed),
              "--reflection-sampling-args", json.dumps(REFLECTION_ARGS), "-o", str(run_dir), "--plain",
@@ -98,17 +120,17 @@ def run_prime(budget: int, concurrency: int, seed: int, out: Path, parallel: int
     if result.returncode != 0:
         raise SystemExit(f"prime gepa failed:\n{result.stderr[-2000:]}")
     meta = json.loads((run_dir / "metadata.json").read_text())
-    return {"best_val": meta["best_score"], "test": meta["best_test_score"], "seed_test": meta["seed_test_score"],
+    return {"seed": seed, "best_val": meta["best_score"], "test": meta["best_test_score"], "seed_test": meta["seed_test_score"],
             "metric_calls": meta["total_metric_calls"], "num_candidates": meta["num_candidates"], "wall_s": wall,
-            **sent(server)}
+            "best_prompt": (run_dir / "best_prompt.txt").read_text(), **sent(server)}
 
 
-def run_gepa(python: Path, budget: int, concurrency: int, seed: int, rows: dict, out: Path) -> dict:
-    with ScriptedOpenAIServer(sim.server_reply) as server:
+def run_gepa(family: Family, python: Path, budget: int, concurrency: int, seed: int, rows: dict, out: Path) -> dict:
+    with ScriptedOpenAIServer(family.server_reply) as server:
         spec = {"url": server.url, "budget": budget, "concurrency": concurrency, "seed": seed,
-                "minibatch_size": MINIBATCH, "seed_prompt": sim.SEED_PROMPT, "reflection_sampling_args": REFLECTION_ARGS,
+                "minibatch_size": MINIBATCH, "seed_prompt": family.seed_prompt, "reflection_sampling_args": REFLECTION_ARGS,
                 **rows}
-        spec_path = out / f"gepa-{budget}-{seed}.json"
+        spec_path = out / f"gepa-{family.name}-{budget}-{seed}.json"
         spec_path.write_text(json.dumps(spec))
         start = time.perf_counter()
         result = subprocess.run([str(python), str(BENCH / "run_gepa_pkg.py"), str(spec_path)], cwd=BENCH,
@@ -117,7 +139,7 @@ def run_gepa(python: Path, budget: int, concurrency: int, seed: int, rows: dict,
     if result.returncode != 0:
         raise SystemExit(f"gepa failed:\n{result.stderr[-2000:]}")
     data = json.loads(result.stdout.strip().splitlines()[-1])
-    data["wall_s"] = wall
+    data["wall_s"], data["seed"] = wall, seed
     data.update(sent(server))
     return data
 
@@ -130,10 +152,11 @@ def sent(server: ScriptedOpenAIServer) -> dict[str, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--families", nargs="+", choices=list(FAMILIES), default=list(FAMILIES))
     parser.add_argument("--budgets", type=int, nargs="+", default=[150, 300, 600])
     parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--parallel", type=int, nargs="+", default=[1, 4],
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
+    parser.add_argument("--parallel", type=int, nargs="+", default=[1],
                         help="prime's -P values to compare (proposals in flight)")
     parser.add_argument("--speculate", type=int, nargs="+", default=[0],
                         help="prime's --speculate values to compare (0: off)")
@@ -150,36 +173,52 @@ def main() -> None:
     python = ensure_gepa_venv()
     repos = {"prime": REPO, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
     cache = not args.no_bytecode_cache
-    table = []
+    several_p = len(args.parallel) > 1
+    # (label, repo, -P, --speculate); a baseline runs without --speculate (an older checkout may lack it)
+    variants = [(name + (f" -P {p}" if several_p else "") + (f" -S {s}" if s else ""), repo, p, s)
+                for p in args.parallel for s in args.speculate for name, repo in repos.items()
+                if not (s and name == "baseline")]
+    gepa = "gepa 0.1.4"
+    runs: report.Runs = {}
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gepa-bench-") as tmp:
         out = Path(tmp)
         if cache:
             for repo in repos.values():
                 warm_bytecode(repo, out)
-        for budget in args.budgets:
-            variants = [(f"{name} -P {p}" + (f" -S {s}" if s else ""), repo, p, s)
-                        for p in args.parallel for s in args.speculate for name, repo in repos.items()
-                        if not (s and name == "baseline")]
-            runs: dict[str, list[dict]] = {label: [] for label, *_ in variants}
-            runs["gepa 0.1.4"] = []
-            for seed in args.seeds:
-                rows = splits(seed)
-                for label, repo, p, s in variants:
-                    runs[label].append(run_prime(budget, args.concurrency, seed, out, p, repo, cache, s))
-                runs["gepa 0.1.4"].append(run_gepa(python, budget, args.concurrency, seed, rows, out))
-            for name, results in runs.items():
-                mean = lambda key: statistics.mean(r[key] for r in results)  # noqa: E731,B023
-                table.append((budget, name, mean("best_val"), mean("seed_test"), mean("test"), mean("metric_calls"),
-                              mean("num_candidates"), mean("student_calls"), mean("reflection_calls"), mean("wall_s")))
-                print(f"budget {budget} {name}: " + json.dumps(results), file=sys.stderr, flush=True)
-    print(f"\nsimulated task suite, c={args.concurrency}, seeds {args.seeds} (means)\n")
-    gepa_wall = {row[0]: row[-1] for row in table if row[1].startswith("gepa")}
-    print("| budget | optimiser | best val | seed test | best test | rollouts used | candidates | student calls sent "
-          "| reflection calls | wall s | wall / gepa |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for budget, name, val, seed_test, test, calls, cands, student, reflections, wall in table:
-        print(f"| {budget} | {name} | {val:.3f} | {seed_test:.3f} | {test:.3f} | {calls:.0f} | {cands:.1f} | {student:.0f} "
-              f"| {reflections:.1f} | {wall:.1f} | {wall / gepa_wall[budget]:.2f} |")
+        for family in (FAMILIES[name] for name in args.families):
+            rows = {seed: splits(family, seed) for seed in args.seeds}
+            for budget in args.budgets:
+                for label, *_ in variants:
+                    runs[(family.name, budget, label)] = []
+                runs[(family.name, budget, gepa)] = []
+                for seed in args.seeds:
+                    for label, repo, p, s in variants:
+                        run = run_prime(family, budget, args.concurrency, seed, out, p, repo, cache, s)
+                        runs[(family.name, budget, label)].append(run)
+                        print(report.seed_line(family.name, budget, label, run, family.harmful), file=sys.stderr, flush=True)
+                    run = run_gepa(family, python, budget, args.concurrency, seed, rows[seed], out)
+                    runs[(family.name, budget, gepa)].append(run)
+                    print(report.seed_line(family.name, budget, gepa, run, family.harmful), file=sys.stderr, flush=True)
+    elapsed = time.perf_counter() - started
+    pairs = [(label, gepa) for label, _, _, s in variants if not label.startswith("baseline")]
+    if args.baseline:
+        pairs += [(label, label.replace("prime", "baseline", 1)) for label, _, _, s in variants
+                  if label.startswith("prime") and not s]
+        pairs += [(label, gepa) for label, *_ in variants if label.startswith("baseline")]
+    delays = f"student delay {args.student_delay} s, reflection delay {args.reflection_delay} s"
+    print(f"\n### gepa_vs_gepa: families {' '.join(args.families)}, c={args.concurrency}, seeds {args.seeds}, {delays}"
+          + (f", baseline {args.baseline}" if args.baseline else "") + f" ({elapsed:.0f} s)\n")
+    print("Means over seeds:\n")
+    print("\n".join(report.means_table(runs, gepa)))
+    print("\nTest accuracy, paired by seed (paired t-test over seeds; won / tied / lost: seeds where the first "
+          "optimiser scored higher / the same / lower):\n")
+    print("\n".join(report.paired_table(runs, pairs)))
+    for name in args.families:
+        family = FAMILIES[name]
+        if family.planted:
+            print(f"\nFamily {name}: seeds whose best prompt still carries the planted / any harmful instruction:\n")
+            print("\n".join(report.harmful_table(runs, name, family.harmful, family.planted)))
 
 
 if __name__ == "__main__":
