@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/gepa_vs_gepa.py [--families sim edit] [--budgets 150 300 600]
         [--seeds 0 1 ... 9] [--concurrency 8] [--parallel 1] [--speculate 0] [--baseline DIR]
-        [--student-delay S] [--reflection-delay S] [--no-bytecode-cache]
+        [--student-delay S] [--reflection-delay S] [--json PATH] [--no-bytecode-cache]
 
 Task families (benchmarks/gepa_bench/families.py):
 - sim (sim.py, environment gepa-sim): rows "[category] word" whose answer is the word transformed by
@@ -19,7 +19,7 @@ Flags: --seeds (default 0-9) and --budgets (default 150 300 600) set the grid; -
 --speculate list prime's -P / --speculate values to compare; --baseline DIR runs the prime of another
 checkout of this repository (e.g. a worktree of main) too, interleaved seed by seed, for a before/after
 in one run; --student-delay / --reflection-delay set the scripted server's latency per call (0 0: as fast
-as it goes, for the search logic alone).
+as it goes, for the search logic alone); --json PATH writes every run's numbers (best prompts too).
 
 Both optimisers get the same train/validation/test rows, the same scripted student and reflection
 models on one loopback server (a fresh one per run), the same minibatch size (3), perfect-score
@@ -30,6 +30,8 @@ of best validation score, held-out test score (100 rows), rollouts used (and the
 passed the budget), candidates, model calls and wall time (the whole command, test scoring included);
 the paired test-accuracy differences per family and budget (benchmarks/gepa_bench/report.py says how
 they are paired); for family edit, how many seeds' best prompts kept a harmful instruction.
+At zero delays the default grid (2 families x 3 budgets x 10 seeds x prime and gepa) takes about 3
+minutes on 2 cores; `make bench-gepa` runs it at the default delays, which takes far longer.
 
 Bytecode: gepa's venv holds .pyc files (pip compiles on install). prime runs with a bytecode cache
 too (PYTHONPYCACHEPREFIX in the temporary folder, filled by an untimed import before the first
@@ -166,6 +168,7 @@ def main() -> None:
                         help="seconds the scripted server spends on each student call")
     parser.add_argument("--reflection-delay", type=float, default=sim.REFLECTION_DELAY,
                         help="seconds the scripted server spends on each reflection call")
+    parser.add_argument("--json", type=Path, default=None, help="also write every run's numbers to this file")
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="run prime without a bytecode cache when PYTHONDONTWRITEBYTECODE is set")
     args = parser.parse_args()
@@ -201,6 +204,10 @@ def main() -> None:
                     runs[(family.name, budget, gepa)].append(run)
                     print(report.seed_line(family.name, budget, gepa, run, family.harmful), file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - started
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps([{"family": f, "budget": b, "optimiser": name, **run}
+                                         for (f, b, name), results in runs.items() for run in results], indent=1))
     pairs = [(label, gepa) for label, _, _, s in variants if not label.startswith("baseline")]
     if args.baseline:
         pairs += [(label, label.replace("prime", "baseline", 1)) for label, _, _, s in variants
