@@ -20,6 +20,9 @@ SEARCH_KEYS = ("env_id", "env_args", "num_train", "num_val", "minibatch_size", "
 # and a stuck request is noticed sooner than with the default for remote servers.
 DEFAULT_TIMEOUT = 600.0
 LOCAL_TIMEOUT = 300.0
+# A child that won its minibatch late in the budget is validated on as many validation rows as the budget
+# left pays for, never fewer than this (all of them when -N is smaller): validation.py says why.
+MIN_VALIDATION_ROWS = 10
 # Reflection replies hold a whole rewritten system prompt (plus a short analysis before it).
 REFLECTION_MAX_TOKENS = 1024
 
@@ -128,20 +131,30 @@ class GepaConfig(BaseModel):
         return self.num_val * self.rollouts_per_example
 
     @property
+    def min_validation_rows(self) -> int:
+        """The fewest validation rows a child that won its minibatch is validated on (validation.py)."""
+        return min(self.num_val, MIN_VALIDATION_ROWS)
+
+    @property
+    def min_validation_cost(self) -> int:
+        return self.min_validation_rows * self.rollouts_per_example
+
+    @property
     def proposal_cost(self) -> int:
         """Most rollouts one proposal pays for: parent and child on one minibatch."""
         return 2 * self.minibatch_size * self.rollouts_per_example
 
     def minimum_budget(self) -> int:
-        """The seed's validation pass plus one parent/child comparison."""
-        return self.validation_pass_cost + self.proposal_cost
+        """The seed's validation pass plus one parent/child comparison and the validation of a winner."""
+        return self.validation_pass_cost + self.proposal_cost + self.min_validation_cost
 
     def check_budget(self) -> None:
         if self.max_calls < self.minimum_budget():
             raise EnvConfigError(
                 f"--max-calls {self.max_calls} is below the minimum of {self.minimum_budget()} rollouts for "
                 f"this run (one validation pass of {self.num_val} rows x {self.rollouts_per_example} rollout(s), "
-                f"plus {self.proposal_cost} for one proposal); raise -B to at least {self.minimum_budget()} "
+                f"plus {self.proposal_cost} for one proposal and {self.min_validation_cost} to validate its child on "
+                f"{self.min_validation_rows} rows); raise -B to at least {self.minimum_budget()} "
                 f"or lower -N/--num-val")
 
 

@@ -15,9 +15,11 @@ if TYPE_CHECKING:  # rich is imported only when the live panel is used (--plain 
     from rich.panel import Panel
 
 
-def _verdict(line: dict[str, Any]) -> str:
+def _verdict(line: dict[str, Any], num_val: int | None = None) -> str:
     if line["accepted"]:
-        return f"accepted as candidate {line['child_idx']}"
+        rows = line.get("child_val_rows_run")
+        part = f" (validated on {rows} of {num_val} rows: the budget left)" if rows and num_val and rows < num_val else ""
+        return f"accepted as candidate {line['child_idx']}{part}"
     return f"rejected: {visible(line['reason'])}"  # a failed reflection quotes the server's words
 
 
@@ -41,6 +43,7 @@ class GepaDisplay(base.Display):
         self.seed_done = 0
         self.seed_scored = 0  # the seed's rollouts without an error: its mean so far is over these
         self.seed_reward = 0.0
+        self.minibatch_rollouts = 0  # before the first commit: run for proposals not yet committed (not charged)
         self.spend: Callable[[], float | None] | None = None  # the dollars spent so far (gepa/cost.py), when known
 
     def spent_text(self) -> str:
@@ -50,6 +53,8 @@ class GepaDisplay(base.Display):
 
     def rollout_done(self, entry: dict[str, Any] | None = None) -> None:
         self.rollouts += 1
+        if entry is not None and not self.snapshot and entry.get("split") == "train":
+            self.minibatch_rollouts += 1
         if entry is not None and not self.snapshot and entry.get("split") == "val" and self.seed_done < self.seed_total:
             self.seed_done += 1
             if entry.get("reward") is not None:  # an errored rollout is counted, never scored 0
@@ -68,14 +73,18 @@ class GepaDisplay(base.Display):
         return int(self.info.get("seed_rollouts") or 0)
 
     def progress(self) -> dict[str, Any]:
-        """Budget and timing now: used/max_calls, rollouts/s this session, ETA of the seed's pass and of
-        the whole budget (at this session's rate)."""
+        """Budget and timing now: used/max_calls (the rollouts charged: before the first commit the seed's
+        pass as far as it went; a proposal's minibatch rollouts are charged when it commits and counted
+        apart, in_flight), rollouts/s this session, ETA of the seed's pass and of the whole budget (at this
+        session's rate)."""
         elapsed = max(self.elapsed(), 1e-9)
         rate = self.rollouts / elapsed if self.rollouts else None
         max_calls = int(self.info.get("max_calls") or 0)
-        used = self.snapshot.get("used", int(self.info.get("used") or 0) + self.rollouts)
+        used = self.snapshot.get("used", int(self.info.get("used") or 0) + self.seed_done)
         seed_left = self.seed_total - self.seed_done if not self.snapshot else 0
-        return {"used": used, "max_calls": max_calls, "rollouts": self.rollouts, "elapsed_s": round(elapsed, 1),
+        in_flight = 0 if self.snapshot else self.minibatch_rollouts
+        return {"used": used, "in_flight_rollouts": in_flight, "max_calls": max_calls, "rollouts": self.rollouts,
+                "elapsed_s": round(elapsed, 1),
                 "rate": round(rate, 3) if rate else None,
                 "seed_done": self.seed_done, "seed_total": self.seed_total,
                 "seed_mean": round(self.seed_reward / self.seed_scored, 4) if self.seed_scored else None,
@@ -91,7 +100,8 @@ class GepaDisplay(base.Display):
             mean += f" ({p['seed_errored']} errored, left out)"
         rate = f"{p['rate']:.2f}" if p["rate"] else "-"
         return (f"validating the seed prompt: {p['seed_done']}/{p['seed_total']} rollouts | best so far "
-                f"(seed) {mean} | budget {p['used']}/{p['max_calls']} | {rate} rollouts/s | "
+                f"(seed) {mean} | budget {p['used']}/{p['max_calls']} charged, {p['in_flight_rollouts']} in flight | "
+                f"{rate} rollouts/s | "
                 f"elapsed {_duration(p['elapsed_s'])} | ETA seed {_duration(p['seed_eta_s'])}, "
                 f"budget {_duration(p['eta_s'])}{self.spent_text()}")
 
@@ -118,7 +128,7 @@ class PlainDisplay(GepaDisplay, base.PlainLines):
         super().update(**s)
         line = s["line"]
         eta = self.progress()["eta_s"]
-        self._out(f"iteration {line['iteration']}: parent {line['parent_idx']} {_verdict(line)} | "
+        self._out(f"iteration {line['iteration']}: parent {line['parent_idx']} {_verdict(line, s.get('num_val'))} | "
                   f"budget {s['used']}/{s['max_calls']} | best {format_score(s['best_score'])} (candidate {s['best_idx']}, "
                   f"seed {format_score(s['seed_score'])}) | {s['candidates']} candidate(s) | ETA {_duration(eta)}"
                   f"{self.spent_text()}")
@@ -171,7 +181,7 @@ class RichDisplay(GepaDisplay, base.LivePanel):
                                        (f" (candidate {s['best_idx']})   seed ", "dim"), format_score(s["seed_score"])))
             style = "green" if line["accepted"] else "yellow"
             parts.append(Text.assemble(("last proposal ", "dim"), (f"#{line['iteration']} from {line['parent_idx']}: ", ""),
-                                       (_verdict(line), style)))
+                                       (_verdict(line, s.get("num_val")), style)))
         elif self.seed_total:
             parts.append(Text(self.seed_line(), style="dim"))
         title = Text(f"GEPA · {info['env_id']} · {info['model']} (reflection: {info['reflector']})")

@@ -8,11 +8,13 @@ Every decision is made at a commit from committed data only, so the run's choice
 on timing, and a run resumed from state.json makes exactly the choices an uninterrupted run
 makes. With P = 1 this is GEPA's serial loop.
 
-Budget: beside the first, a proposal is launched only if the budget could still pay the minibatch
-and validation rollouts of every proposal in flight (so the search turns serial as the budget
-runs out); a validation pass starts only while the committed spend plus the most the in-flight
-proposals can still spend is under --max-calls. So the budget is overshot by less than one
-validation pass.
+Budget: never passed, and a child that wins its minibatch is always validated. Every proposal in
+flight keeps in reserve its minibatch rollouts and the validation of a winner on at least 10 rows
+(stopping.BudgetSpent); a proposal is launched only when the budget left pays for its reserve
+beside theirs (beside the first, only when it could pay a whole validation pass for each), and a
+winner is validated on every validation row that what is left after those reserves pays for: all
+of them, or late in the budget the first rows of one seeded order (validation.py), its other rows
+left unscored. Costs are planned nominally (every rollout new) against the spend committed so far.
 
 Work that decides nothing is overlapped with the search, never reordered: the seed's validation
 pass runs while the first proposals (whose parent can only be the seed, and whose RNG draws do not
@@ -41,7 +43,7 @@ from prime_cli.runs.tasks import gather_or_cancel
 from .config import GepaConfig
 from .cost import CostCapReached, metered
 from .evaluator import BACKGROUND, VALIDATION, EndpointAborted, Evaluator, Ledger
-from .pareto import best_candidate, select_parent
+from .pareto import select_parent
 from .proposal import ProposalResult, minibatch_verdict
 from .reflection import Proposal, parse_reply, reflection_prompt
 from .run_dir import GepaRunDir, now_iso
@@ -58,6 +60,7 @@ from .speculation import Speculation
 from .state import Candidate, Plan, SearchState
 from .stopping import SearchPoint, StopConditions
 from .uncertainty import intervals_record
+from .validation import payable_rows, rows_run, validation_order
 
 logger = logging.getLogger("prime_cli.gepa")
 
@@ -86,7 +89,7 @@ class Outcome:
 
     @property
     def best(self) -> Candidate:
-        return self.state.candidates[best_candidate(self.state.val_scores)]
+        return self.state.best()
 
 
 class GepaEngine(Speculation):
@@ -106,6 +109,7 @@ class GepaEngine(Speculation):
         self.on_commit = on_commit
         self.stops = StopConditions(config)
         self.num_val = len(evaluator.splits["val"])
+        self.validation_order = validation_order(self.num_val, config.seed)
         self._tasks: dict[int, asyncio.Task] = {}
         self._plans: dict[int, Plan] = {}
         self._background: list[asyncio.Future] = []
@@ -189,7 +193,7 @@ class GepaEngine(Speculation):
         async def score() -> None:
             scores = await self.evaluator.scores(self.seed_prompt, "val", rows, priority=VALIDATION)
             self.state.candidates.append(Candidate(0, self.seed_prompt, None, scores, 0, discovered,
-                                                   self.evaluator.errored(self.seed_prompt, "val", rows)))
+                                                   self.evaluator.errored(self.seed_prompt, "val", rows), len(rows)))
             if self.run_dir is not None:
                 self.run_dir.save_candidate(self.state.candidates[0])
 
@@ -290,26 +294,9 @@ class GepaEngine(Speculation):
                 reason = f"same prompt as candidate {duplicate}"
             elif verdict := minibatch_verdict(result, self.evaluator.r):
                 reason = verdict
-            elif self.stops.budget.leaves_no_validation(self._point()):
-                reason = "better on minibatch, but the budget ran out before validation"
             else:
-                self._speculate_accept(result.child_prompt)
-                rows = list(range(self.num_val))
-                scores = await self.evaluator.scores(result.child_prompt, "val", rows, priority=VALIDATION)
-                self.ledger.charge(self.evaluator.keys(result.child_prompt, "val", rows))
-                val_errored = self.evaluator.errored(result.child_prompt, "val", rows)
-                parent_val_errored = self.evaluator.errored(self._prompt(plan.parent), "val", rows)
-                val_rollouts = len(rows) * self.evaluator.r
-                if mostly_errored(val_errored, val_rollouts, parent_val_errored):
-                    reason = ("better on minibatch, but "
-                              + errored_note(val_errored, val_rollouts, "validation", parent_val_errored))
-                else:
-                    child_idx = len(state.candidates)
-                    state.candidates.append(Candidate(child_idx, result.child_prompt, plan.parent, scores,
-                                                      plan.iteration, self.ledger.used, val_errored))
-                    accepted, reason = True, "accepted"
-                    if self.run_dir is not None:
-                        self.run_dir.save_candidate(state.candidates[-1])
+                child_idx, reason = await self._validate(result)
+                accepted = child_idx is not None
         state.last_committed = plan.iteration
         if spent or accepted:
             state.idle_commits = state.fruitless_reflections = 0
@@ -323,6 +310,7 @@ class GepaEngine(Speculation):
                 "child_minibatch_scores": result.child_scores or [], "accepted": accepted, "reason": reason,
                 "parent_minibatch_errored": result.parent_errored, "child_minibatch_errored": result.child_errored,
                 "child_idx": child_idx, "child_prompt": result.child_prompt, "metric_calls": self.ledger.used,
+                "child_val_rows_run": None if child_idx is None else state.candidates[child_idx].val_rows_run,
                 "time_s": round(time.monotonic() - result.started, 3)}
         if result.reflected:
             line["reflection_reply"] = result.reflection_reply
@@ -335,6 +323,38 @@ class GepaEngine(Speculation):
             raise ReflectionAborted(f"{self.stops.reflections_failing.reason(point)}; the run stopped and kept "
                                     f"its {len(state.candidates)} candidate(s)")
         return line
+
+    async def _validate(self, result: ProposalResult) -> tuple[int | None, str]:
+        """Score a child that won its minibatch on every validation row the budget left pays for (all of them, or
+        the first rows of validation.py's order; the rest stay None) and keep it as a candidate, unless most of
+        its validation rollouts errored. Returns its index (None: not kept) and the reason."""
+        plan, prompt, state = result.plan, result.child_prompt, self.state
+        assert prompt is not None
+        charged = self.ledger.charged
+        allowance = self.stops.budget.validation_allowance(self._point())
+        rows = sorted(payable_rows(self.validation_order, allowance,
+                                   lambda row: sum(k not in charged for k in self.evaluator.keys(prompt, "val", [row]))))
+        if len(rows) < self.config.min_validation_rows:  # only where a resumed run was given a lower -B
+            return None, "better on minibatch, but the budget ran out before validation"
+        self._speculate_accept(prompt, len(rows))
+        row_scores = await self.evaluator.scores(prompt, "val", rows, priority=VALIDATION)
+        self.ledger.charge(self.evaluator.keys(prompt, "val", rows))
+        val_errored = self.evaluator.errored(prompt, "val", rows)
+        parent = state.candidates[plan.parent]
+        parent_rows = set(rows_run(self.validation_order, parent.val_rows_run))
+        parent_val_errored = self.evaluator.errored(parent.prompt, "val", [r for r in rows if r in parent_rows])
+        val_rollouts = len(rows) * self.evaluator.r
+        if mostly_errored(val_errored, val_rollouts, parent_val_errored):
+            return None, "better on minibatch, but " + errored_note(val_errored, val_rollouts, "validation", parent_val_errored)
+        scores: list[RowScore] = [None] * self.num_val
+        for row, score in zip(rows, row_scores, strict=True):
+            scores[row] = score
+        child_idx = len(state.candidates)
+        state.candidates.append(Candidate(child_idx, prompt, plan.parent, scores, plan.iteration, self.ledger.used,
+                                          val_errored, len(rows)))
+        if self.run_dir is not None:
+            self.run_dir.save_candidate(state.candidates[-1])
+        return child_idx, "accepted"
 
     async def _score_test(self, outcome: Outcome) -> None:
         rows = list(range(len(self.evaluator.splits["test"])))
@@ -379,8 +399,8 @@ class GepaEngine(Speculation):
 
     def _show(self, line: dict[str, Any]) -> None:
         if self.display is not None:
-            best = self.state.candidates[best_candidate(self.state.val_scores)]
-            self.display.update(used=self.ledger.used, max_calls=self.config.max_calls, line=line,
+            best = self.state.best()
+            self.display.update(used=self.ledger.used, max_calls=self.config.max_calls, line=line, num_val=self.num_val,
                                 candidates=len(self.state.candidates), best_idx=best.idx, best_score=best.val_mean,
                                 seed_score=self.state.candidates[0].val_mean, in_flight=len(self._tasks))
 
@@ -401,7 +421,7 @@ class GepaEngine(Speculation):
             charged = self.ledger.charged
             unused = sum(1 for key in self.evaluator.cache.results if not key.startswith("test/") and key not in charged)
             self.run_dir.write_metadata(speculation={**self.spec_stats, "rollouts_uncharged": unused})
-        best, seed = self.state.candidates[best_candidate(self.state.val_scores)], self.state.candidates[0]
+        best, seed = self.state.best(), self.state.candidates[0]
         self.run_dir.write_metadata(status=outcome.status, completed_at=now_iso(),
                                     errored_rollouts=outcome.errored_rollouts,
                                     intervals=intervals_record(seed.val_scores, best.val_scores,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from .scored import RowScore, mean_scored
+from .scored import RowScore, both_scored, mean_scored
 
 EPSILON = 1e-9
 
@@ -59,14 +59,44 @@ def select_parent(val_scores: Sequence[Sequence[RowScore]], rng: random.Random) 
     return rng.choices(candidates, weights=[counts[c] for c in candidates], k=1)[0]
 
 
-def best_candidate(val_scores: Sequence[Sequence[RowScore]]) -> int:
-    """Highest mean validation score over the rows every candidate was scored on, so that a candidate that
-    errored on the hard rows is not ranked on the easy ones alone (without such rows: over the rows each
-    was scored on; a candidate scored on none ranks last); the earliest candidate wins ties."""
-    common = [i for i in range(min(map(len, val_scores), default=0))
-              if all(scores[i] is not None for scores in val_scores)]
+def _best_on_common_rows(val_scores: Sequence[Sequence[RowScore]], group: Sequence[int], first: int | None = None) -> int:
+    """The candidate of `group` with the highest mean over the rows every one of them was scored on (without
+    such rows: over the rows each was scored on; one scored on none ranks last). Ties: `first`, then the
+    earliest candidate."""
+    common = [row for row in range(min((len(val_scores[i]) for i in group), default=0))
+              if all(val_scores[i][row] is not None for i in group)]
     if common:
-        means: list[float | None] = [sum(float(s[i]) for i in common) / len(common) for s in val_scores]  # type: ignore[arg-type]
+        means: dict[int, float | None] = {i: sum(float(val_scores[i][row]) for row in common) / len(common)  # type: ignore[arg-type]
+                                          for i in group}
     else:
-        means = [mean_scored(s) for s in val_scores]
-    return max(range(len(means)), key=lambda i: (means[i] is not None, means[i] or 0.0, -i))
+        means = {i: mean_scored(val_scores[i]) for i in group}
+    return max(group, key=lambda i: (means[i] is not None, means[i] or 0.0, i == first, -i))
+
+
+def _beats_on_shared_rows(val_scores: Sequence[Sequence[RowScore]], challenger: int, leader: int) -> bool:
+    mine, theirs = val_scores[challenger], val_scores[leader]
+    shared = both_scored(mine, theirs)
+    return bool(shared) and sum(mine[r] or 0.0 for r in shared) > sum(theirs[r] or 0.0 for r in shared)
+
+
+def best_candidate(val_scores: Sequence[Sequence[RowScore]], val_rows_run: Sequence[int | None] | None = None) -> int:
+    """The best candidate. Among those validated on every row: the highest mean validation score over the rows
+    every one of them was scored on, so that a candidate that errored on the hard rows is not ranked on the
+    easy ones alone (without such rows: over the rows each was scored on; a candidate scored on none ranks
+    last); the earliest candidate wins ties.
+
+    A candidate validated on part of the rows (`val_rows_run[i]` below its row count: a late winner that the
+    budget left paid for; the rows it was not run on are None, validation.py) never narrows the others'
+    comparison down to its rows. It challenges their leader on the rows both were scored on and is in the
+    running only if its mean there is strictly higher; the leader and the challengers in the running are then
+    ranked on the rows every one of them was scored on (the first rows of the shared validation order), the
+    leader winning ties. So a candidate run on a few rows wins only a paired comparison on those rows, never
+    on a mean over other rows than the leader's."""
+    def partial(i: int) -> bool:
+        count = val_rows_run[i] if val_rows_run is not None else None
+        return count is not None and count < len(val_scores[i])
+
+    everyone = list(range(len(val_scores)))
+    leader = _best_on_common_rows(val_scores, [i for i in everyone if not partial(i)] or everyone)
+    challengers = [i for i in everyone if partial(i) and i != leader and _beats_on_shared_rows(val_scores, i, leader)]
+    return _best_on_common_rows(val_scores, [leader, *challengers], first=leader) if challengers else leader

@@ -25,7 +25,7 @@ from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_t
 from prime_cli.runs.metadata import RunDirError
 from prime_cli.runs.status import RunStatus
 
-from .pareto import best_candidate, row_fronts
+from .pareto import row_fronts
 from .state import Candidate, SearchState
 
 STATE_FILE = GepaRunLayout.STATE
@@ -108,7 +108,7 @@ class GepaRunDir:
                           "best_prompts": [{"candidate_idx": i, "system_prompt": candidates[i].prompt,
                                             "score": candidates[i].val_scores[row]} for i in sorted(front)]})
         write_jsonl_atomic(self.layout.frontier_path, lines)
-        best = candidates[best_candidate(state.val_scores)]
+        best = state.best()
         self._write_best_prompt(best.prompt)
         self.write_metadata(num_candidates=len(candidates), best_idx=best.idx, best_score=best.val_mean,
                             total_metric_calls=len(charged), seed_val_score=candidates[0].val_mean, **metadata)

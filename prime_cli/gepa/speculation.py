@@ -91,7 +91,7 @@ class Speculation:
         for plan in wanted.values():
             self._spawn(plan, self._prompt(plan.parent))
 
-    def _speculate_accept(self, child_prompt: str) -> None:
+    def _speculate_accept(self, child_prompt: str, val_rows: int) -> None:
         """A child is accepted and its validation pass starts: also prefetch the next plan as it is if
         the child comes out alone on top of every validation row (then it is the parent drawn)."""
         if self.config.speculative_proposals <= 0:
@@ -99,7 +99,8 @@ class Speculation:
         rng, sampler = self._copies()
         scores = self._planning_scores()
         best = [max((s for s in row if s is not None), default=0.0) + 1.0 for row in zip(*scores, strict=True)]
-        accepted = SearchPoint(self.ledger.used + self.config.validation_pass_cost, len(self._tasks))  # counts reset
+        spent = val_rows * self.config.rollouts_per_example  # at most, by its validation
+        accepted = SearchPoint(self.ledger.used + spent, len(self._tasks))  # counts reset
         if not self.stops.allow_launch(accepted):
             return
         child = len(self.state.candidates)

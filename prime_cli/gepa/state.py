@@ -12,6 +12,7 @@ from typing import Any
 
 from prime_cli.results.gepa_schema import GepaCandidate
 
+from .pareto import best_candidate
 from .scored import RowScore, mean_scored
 
 
@@ -24,6 +25,8 @@ class Candidate:
     iteration: int
     discovered_at_calls: int
     val_errored: int = 0  # its validation rollouts that errored: counted, left out of its scores
+    val_rows_run: int | None = None  # validation rows it was run on (fewer: a partial validation,
+    # validation.py; the others are None in val_scores); None in states saved before: every row
 
     @property
     def val_mean(self) -> float | None:
@@ -34,6 +37,7 @@ class Candidate:
         """The candidates.jsonl line (the shared run-directory format)."""
         return {"candidate_idx": self.idx, "system_prompt": self.prompt, "parent_idx": self.parent,
                 "val_scores": self.val_scores, "val_mean": self.val_mean, "val_errored": self.val_errored,
+                "val_rows_run": len(self.val_scores) if self.val_rows_run is None else self.val_rows_run,
                 "iteration": self.iteration, "discovered_at_calls": self.discovered_at_calls}
 
 
@@ -100,6 +104,10 @@ class SearchState:
     @property
     def val_scores(self) -> list[list[RowScore]]:
         return [c.val_scores for c in self.candidates]
+
+    def best(self) -> Candidate:
+        """The best candidate (pareto.best_candidate: partially validated ones on a paired comparison)."""
+        return self.candidates[best_candidate(self.val_scores, [c.val_rows_run for c in self.candidates])]
 
     def to_json(self, charged: set[str]) -> dict[str, Any]:
         assert self.sampler is not None

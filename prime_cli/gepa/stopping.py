@@ -3,6 +3,11 @@
 The loop asks them before it launches a proposal, speculation asks them about a state it foresees,
 a commit asks whether the reflection model has failed too often, and a completed run asks them why
 it stopped before its budget: one place per condition, whoever asks.
+
+The budget is planned, not only checked (BudgetSpent): -B is never passed, and each proposal is
+launched with what its minibatches and the validation of a winning child could cost kept in reserve,
+so that no child that wins its minibatch is left unvalidated; the engine's commit asks it how much a
+winner's validation may spend (validation.py picks the rows).
 """
 
 from __future__ import annotations
@@ -47,23 +52,28 @@ class SearchPoint:
 
 
 class BudgetSpent:
-    """The budget cannot pay one more proposal: beside the first, as many proposals run in parallel as the
-    budget could still validate if every one were accepted (so the search turns serial as it runs out).
+    """The budget cannot pay one more proposal. Never passed: every proposal in flight keeps in reserve what
+    it may still charge, its minibatch rollouts and the validation of a winner on at least
+    `min_validation_rows` rows, so a child that wins its minibatch is always validated, on every row the
+    budget left pays for (validation.py). A proposal is launched only when the budget left pays for its own
+    reserve beside theirs; beside the first, only when it could pay a whole validation pass for it and for
+    each one in flight (so the search turns serial as the budget runs out). Both are planned with the
+    nominal costs (each rollout new) against the spend committed so far, which cache hits keep lower.
     Running out is the search's normal end, so it gives no stop reason."""
 
-    def __init__(self, max_calls: int, proposal_cost: int, validation_pass_cost: int) -> None:
-        self.max_calls, self.proposal_cost, self.validation_pass_cost = max_calls, proposal_cost, validation_pass_cost
+    def __init__(self, max_calls: int, proposal_cost: int, validation_pass_cost: int,
+                 min_validation_cost: int) -> None:
+        self.max_calls, self.proposal_cost = max_calls, proposal_cost
+        self.validation_pass_cost, self.min_validation_cost = validation_pass_cost, min_validation_cost
 
     def holds(self, point: SearchPoint) -> bool:
-        if point.in_flight == 0:
-            return point.used >= self.max_calls
-        cost = self.proposal_cost + self.validation_pass_cost
-        return point.used + (point.in_flight + 1) * cost > self.max_calls
+        validation = self.min_validation_cost if point.in_flight == 0 else self.validation_pass_cost
+        return point.used + (point.in_flight + 1) * (self.proposal_cost + validation) > self.max_calls
 
-    def leaves_no_validation(self, point: SearchPoint) -> bool:
-        """An accepted child is not validated: the committed spend and what the proposals in flight can still
-        spend already reach the budget."""
-        return point.used + point.in_flight * self.proposal_cost >= self.max_calls
+    def validation_allowance(self, point: SearchPoint) -> int:
+        """Rollouts a winner committed now may charge for its validation: what is left once each proposal
+        still in flight (`point.in_flight`, the winner's own not counted) has its reserve."""
+        return self.max_calls - point.used - point.in_flight * (self.proposal_cost + self.min_validation_cost)
 
     def reason(self, point: SearchPoint) -> None:
         return None
@@ -117,7 +127,8 @@ class StopConditions:
     def __init__(self, config: GepaConfig) -> None:
         self.reflections_exhausted = ReflectionsExhausted(config.max_reflection_failures)
         self.only_repeats = OnlyRepeats()
-        self.budget = BudgetSpent(config.max_calls, config.proposal_cost, config.validation_pass_cost)
+        self.budget = BudgetSpent(config.max_calls, config.proposal_cost, config.validation_pass_cost,
+                                  config.min_validation_cost)
         self.reflections_failing = ReflectionsFailing(config.max_reflection_failures, config.reflector)
         self.ending_the_search = (self.reflections_exhausted, self.only_repeats, self.budget)
 

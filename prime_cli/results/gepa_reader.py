@@ -54,6 +54,7 @@ class Candidate:
     iteration: int
     discovered_at_calls: int | None
     val_errored: int = 0  # validation rollouts that errored: counted, left out of its scores
+    val_rows_run: int | None = None  # validation rows it was run on (fewer: validated in part); None: all
 
     @classmethod
     def from_row(cls, row: GepaCandidate) -> Candidate:
@@ -72,6 +73,7 @@ class Candidate:
             iteration=int(row.get("iteration") or 0),
             discovered_at_calls=row.get("discovered_at_calls"),
             val_errored=int(row.get("val_errored") or 0),
+            val_rows_run=row["val_rows_run"] if isinstance(row.get("val_rows_run"), int) else None,
         )
 
 

@@ -29,6 +29,9 @@ class GepaCandidate(TypedDict, total=False):
     val_errored: int  # validation rollouts that errored: counted and left out, never scored 0
     iteration: int  # the iteration that proposed it (0 for the seed)
     discovered_at_calls: int | None  # metric calls spent when it was accepted
+    # validation rows it was run on: all of them, or fewer for a late winner validated on the rows the budget
+    # left paid for (the first rows of one seeded order; the others are None in val_scores; gepa/validation.py)
+    val_rows_run: int
 
 
 class FrontierPrompt(TypedDict):
@@ -60,6 +63,7 @@ class GepaIteration(TypedDict, total=False):
     reason: str
     child_idx: int | None
     child_prompt: str | None
+    child_val_rows_run: int | None  # the accepted child's validation rows (GepaCandidate.val_rows_run)
     metric_calls: int
     time_s: float
     reflection_reply: str  # what the reflection model answered (absent when it was not called)

@@ -218,7 +218,8 @@ def test_compare_shows_each_runs_cost(workspace):
 
 def test_gepa_cost_cap_stops_and_resume_counts_the_earlier_spend(workspace):
     run_dir = workspace / "gepa-capped"
-    result = run_prime(["gepa", "run", "reverse-text", "-m", "priced", "-n", "4", "-N", "2", "-B", "14", "--plain",
+    # -B 20: after the first proposal (8 rollouts) the budget still launches a second, whose reflection passes the cap
+    result = run_prime(["gepa", "run", "reverse-text", "-m", "priced", "-n", "4", "-N", "2", "-B", "20", "--plain",
                         "-o", str(run_dir), "--max-cost", "20"], workspace)
     assert result.returncode == 1, result.stdout + result.stderr
     meta = metadata(run_dir)

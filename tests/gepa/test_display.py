@@ -36,3 +36,18 @@ def test_the_live_panel_ends_its_line_on_a_console_that_is_not_a_terminal():
         display.start(**START)
         display.update(**iteration(0.5))
     assert out.getvalue().endswith("╯\n")  # what is printed next starts on a line of its own
+
+
+def test_the_seed_line_counts_only_charged_rollouts_against_the_budget():
+    """While the seed is validated, the first proposals' minibatch rollouts run too: they are charged when their
+    proposal commits, so they are shown in flight, not as budget spent (the test set is never charged)."""
+    from prime_cli.gepa.display import PlainDisplay
+
+    out = io.StringIO()
+    with PlainDisplay(out) as display:
+        display.start(**{**START, "max_calls": 60, "seed_rollouts": 30})
+        for split in ["train", "val", "train", "test", "train"]:
+            display.rollout_done({"split": split, "reward": 1.0})
+        line = display.seed_line()
+    assert "validating the seed prompt: 1/30 rollouts" in line and "budget 1/60 charged, 3 in flight" in line
+    assert display.progress()["used"] == 1 and display.progress()["in_flight_rollouts"] == 3

@@ -7,6 +7,7 @@ import statistics
 
 import pytest
 
+from prime_cli.results.gepa_reader import read_gepa_run
 from tests.evals.cli_support import run_prime
 from tests.gepa import support
 from tests.support.scripted_server import ScriptedOpenAIServer
@@ -81,7 +82,7 @@ def test_toml_config_with_flag_overrides(tmp_path):
 def test_budget_below_one_validation_pass_names_the_minimum(tmp_path):
     result = gepa(tmp_path, "http://127.0.0.1:9/v1", "-B", "10")
     assert result.returncode == 2
-    assert result.stderr.startswith("error: --max-calls 10 is below the minimum of 16") and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: --max-calls 10 is below the minimum of 26") and "Traceback" not in result.stderr
 
 
 def test_bad_config_key_is_one_line(tmp_path):
@@ -113,8 +114,9 @@ def test_resume_from_the_run_directory_continues_to_a_larger_budget(tmp_path):
     assert first.returncode == 0 and again.returncode == 0, again.stderr
     assert calls_first > 0
     meta = json.loads((tmp_path / "run" / "metadata.json").read_text())
-    assert 30 <= first_calls < 40
-    assert meta["max_calls"] == 48 and 48 <= meta["total_metric_calls"] < 58
+    # never past -B, and short of it by less than one proposal and the validation of its child (6 + 10)
+    assert 30 - 16 < first_calls <= 30
+    assert meta["max_calls"] == 48 and 48 - 16 < meta["total_metric_calls"] <= 48
     iterations = [json.loads(line) for line in (tmp_path / "run" / "iterations.jsonl").read_text().splitlines()]
     assert [it["iteration"] for it in iterations] == list(range(1, len(iterations) + 1))
     assert mismatch.returncode == 2 and "-N/--num-val 12 differs from the 10 that the run in" in mismatch.stderr
@@ -156,3 +158,22 @@ def test_the_validation_bracket_is_the_t_interval_over_rows_and_absent_without_s
     assert record["best_val_ci95"] == pytest.approx([0.55 - half, 0.55 + half]) and record["seed_val_ci95"] == [0.0, 0.0]
     assert record["test_difference"]["difference"] == pytest.approx(0.375)
     assert (record["test_difference"]["better"], record["test_difference"]["worse"]) == (3, 0)
+
+
+def test_the_budget_is_never_passed_and_a_late_winner_is_validated_on_the_rows_it_leaves(tmp_path):
+    with ScriptedOpenAIServer(reply) as server:
+        support.write_toy_env(tmp_path)
+        result = run_prime(["gepa", "run", "toy-gepa", "-m", "student", "-M", "reflector", "-b", server.url, "-n", "20",
+                            "-N", "20", "-B", "67", "--plain", "-o", str(tmp_path / "run")], tmp_path)
+        student_calls = [r for r in server.requests_to("/v1/chat/completions") if r["json"]["model"] == "student"]
+    assert result.returncode == 0, result.stderr
+    meta = json.loads((tmp_path / "run" / "metadata.json").read_text())
+    assert meta["total_metric_calls"] == len(student_calls) <= 67
+    candidates = [json.loads(line) for line in (tmp_path / "run" / "candidates.jsonl").read_text().splitlines()]
+    late = candidates[-1]  # 20 (seed) + 6 + 20 (first child) + 6: 15 rollouts left for the second child
+    assert [c["val_rows_run"] for c in candidates] == [20, 20, 15]
+    assert sum(s is not None for s in late["val_scores"]) == 15 and late["val_mean"] is not None
+    assert "accepted as candidate 2 (validated on 15 of 20 rows: the budget left)" in result.stdout
+    iterations = [json.loads(line) for line in (tmp_path / "run" / "iterations.jsonl").read_text().splitlines()]
+    assert [it["child_val_rows_run"] for it in iterations if it["accepted"]] == [20, 15]
+    assert read_gepa_run(tmp_path / "run").candidates[-1].val_rows_run == 15

@@ -66,3 +66,21 @@ def test_the_best_is_chosen_on_the_rows_every_candidate_was_scored_on():
     assert best_candidate([[0.2] * 4 + [1.0] * 6, [None] * 4 + [0.9] * 6]) == 0
     assert best_candidate([[0.5, 0.5], [0.6, 0.7]]) == 1
     assert best_candidate([[None, 1.0], [0.5, None]]) == 0  # no common row: each on its own rows
+
+
+def test_a_partially_validated_candidate_does_not_narrow_the_ranking_of_the_others():
+    """Candidates 0 and 1 were validated on all four rows, candidate 2 (a late winner) on rows 0 and 1 only
+    (None: not run). 1 leads on all four rows; ranking everyone on rows 0-1 would pick 0 instead."""
+    scores = [[1.0, 1.0, 0.0, 0.0], [0.0, 0.5, 1.0, 1.0], [0.0, 0.0, None, None]]
+    assert best_candidate(scores, [4, 4, 2]) == 1
+    assert best_candidate(scores) == 0  # read as errored rows (older runs): the rows every one was scored on
+
+
+def test_a_partially_validated_candidate_wins_only_a_paired_comparison_on_its_rows():
+    leader = [0.0, 0.5, 1.0, 1.0]
+    assert best_candidate([leader, [1.0, 0.5, None, None]], [4, 2]) == 1  # 1.5 against 0.5 on rows 0-1
+    assert best_candidate([leader, [0.5, 0.0, None, None]], [4, 2]) == 0  # level: the leader keeps it
+    assert best_candidate([leader, [0.0, 0.0, None, None]], [4, 2]) == 0  # worse: never on its mean of 0 alone
+    # two challengers are ranked with the leader on the rows all three were scored on (rows 0-1 here)
+    assert best_candidate([leader, [1.0, 1.0, 1.0, None], [1.0, 0.5, None, None]], [4, 3, 2]) == 1
+    assert best_candidate([leader, [0.5, 1.0, 1.0, None], [1.0, 1.0, None, None]], [4, 3, 2]) == 2

@@ -10,15 +10,24 @@ def conditions(**overrides):
     return StopConditions(build_config("test", **{**values, **overrides}))  # proposal 6, validation 10
 
 
-def test_the_budget_pays_the_first_proposal_while_any_is_left_and_parallel_ones_only_if_all_could_validate():
-    stops = conditions()
-    assert stops.allow_launch(SearchPoint(used=99, in_flight=0))
-    assert not stops.allow_launch(SearchPoint(used=100, in_flight=0))
+def test_a_launch_needs_room_for_its_minibatches_and_a_validation_beside_the_reserve_of_those_in_flight():
+    stops = conditions()  # proposal 6; a validation pass is 10 rows, all of them the minimum too
+    assert stops.allow_launch(SearchPoint(used=84, in_flight=0))  # 84 + 6 + 10 = 100
+    assert not stops.allow_launch(SearchPoint(used=85, in_flight=0))
     assert stops.allow_launch(SearchPoint(used=68, in_flight=1))  # 68 + 2 x (6 + 10) = 100
     assert not stops.allow_launch(SearchPoint(used=69, in_flight=1))
     assert stops.stop_reason(SearchPoint(used=100, in_flight=0)) is None  # the budget is the normal end
-    assert stops.budget.leaves_no_validation(SearchPoint(used=88, in_flight=2))  # 88 + 2 x 6 = 100
-    assert not stops.budget.leaves_no_validation(SearchPoint(used=87, in_flight=2))
+    # a winner committed now may spend what the two still in flight leave: 100 - 60 - 2 x 16
+    assert stops.budget.validation_allowance(SearchPoint(used=60, in_flight=2)) == 8
+
+
+def test_the_first_proposal_needs_a_partial_validation_and_parallel_ones_a_whole_pass_each():
+    stops = conditions(num_val=50, max_calls=300)  # a pass is 50 rollouts, the least validation 10
+    assert stops.allow_launch(SearchPoint(used=284, in_flight=0))  # 284 + 6 + 10 = 300
+    assert not stops.allow_launch(SearchPoint(used=285, in_flight=0))
+    assert stops.allow_launch(SearchPoint(used=188, in_flight=1))  # 188 + 2 x (6 + 50) = 300
+    assert not stops.allow_launch(SearchPoint(used=189, in_flight=1))
+    assert stops.budget.validation_allowance(SearchPoint(used=250, in_flight=1)) == 300 - 250 - 16
 
 
 def test_repeats_and_fruitless_reflections_end_the_search_with_their_reason():

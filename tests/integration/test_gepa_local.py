@@ -24,10 +24,11 @@ from .conftest import REPO
 ARGS = ["reverse-text", "-a", '{"answer_without_tags": true}', "-m", "local", "-M", "local", "-n", "6", "-N", "3",
         "--minibatch-size", "1", "-t", "48",
         "--reflection-sampling-args", '{"max_tokens": 200}', "--json"]
-# 9, not 6: after the first commit (5 calls, or 8 when the child won its minibatch and was validated) the
-# budget must still launch a proposal, whose reflection (15-50 s) the Ctrl-C lands in; at 6 a first child
-# that won its minibatch spent the budget and the run completed before the signal (exit 0: a flaky test)
-BUDGET = 9
+# 13: after the first commit (5 calls, or 8 when the child won its minibatch and was validated) the budget
+# must still launch a proposal, whose reflection (15-50 s) the Ctrl-C lands in; a launch needs its minibatch
+# rollouts (2) and the validation of its child (3) left beside the spend, so 8 + 5. At 6 a first child that
+# won its minibatch spent the budget and the run completed before the signal (exit 0: a flaky test)
+BUDGET = 13
 THREE_FILES = ("best_prompt.txt", "pareto_frontier.jsonl", "metadata.json")
 
 
@@ -77,7 +78,9 @@ def test_sigint_half_way_then_the_printed_resume_command_finishes_and_never_lose
     resumed = run_shell(done["resume_command"], REPO, {"PRIME_CACHE_DIR": str(prime_cache)}, timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     metadata = check_run(run_dir, "completed")
-    assert BUDGET <= metadata["total_metric_calls"] <= BUDGET + 3  # past the budget by one validation pass at most
+    # never past the budget, and short of it by less than one proposal and its child's validation (2 + 3)
+    calls = metadata["total_metric_calls"]
+    assert calls <= BUDGET and (calls > BUDGET - 5 or metadata["stop_reason"])
     iterations = [json.loads(x) for x in (run_dir / "iterations.jsonl").read_text().splitlines()]
     assert [it["iteration"] for it in iterations] == list(range(1, len(iterations) + 1))
     best = [e["best_score"] for e in first if e["event"] == "iteration"]

@@ -154,3 +154,16 @@ async def test_gepa_run_with_errored_rollouts_shows_them_left_out_never_as_zero(
         assert "errored 3/30 left out" in text
         assert "per row: 0.50 – 1.00 –  (2 errored rollouts" in text, text
         assert app.screen.run.candidates[0].val_scores == [0.5, None, 1.0, None]
+
+
+async def test_gepa_candidate_validated_in_part_shows_the_rows_it_was_run_on(tmp_path):
+    run_dir = write_gepa_run(tmp_path)
+    candidates = [json.loads(line) for line in (run_dir / "candidates.jsonl").read_text().splitlines()]
+    candidates[0].update(val_scores=[0.5, None, 1.0, None], val_mean=0.75, val_rows_run=2)  # rows 1 and 3 not run
+    (run_dir / "candidates.jsonl").write_text("".join(json.dumps(c) + "\n" for c in candidates))
+    app = make_app(run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert "per row: 0.50 – 1.00 –  (validated on 2 of" in text and "4 rows, all the budget left paid" in text, text
+        assert app.screen.run.candidates[0].val_rows_run == 2 and app.screen.run.candidates[1].val_rows_run is None

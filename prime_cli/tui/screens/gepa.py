@@ -174,7 +174,10 @@ class GepaScreen(Screen):
             Text.assemble(("candidate ", "bold"), f"#{cand.idx}", ("  lineage ", "bold"), lineage),
             Text.assemble(("validation ", "bold"), f"mean {fmt(cand.val_mean)}  per row: {scores}",
                           (f"  ({cand.val_errored} errored rollouts left out; – : a row whose rollouts all errored)", "dim")
-                          if cand.val_errored else ""),
+                          if cand.val_errored else "",
+                          (f"  (validated on {cand.val_rows_run} of {len(cand.val_scores)} rows, all the budget left "
+                           "paid for; – : a row not run)", "dim") if cand.val_rows_run is not None
+                          and cand.val_rows_run < len(cand.val_scores) else ""),
             Text(f"diff against parent #{cand.parent_idx}" if parent else "seed prompt", style="bold underline"),
             body,
         ))
