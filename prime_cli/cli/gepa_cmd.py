@@ -53,6 +53,7 @@ def run(
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds per model call before it is retried from scratch (said on stderr). Default 600, 300 for the local model."),
     plain: bool = typer.Option(False, "--plain", help="Plain progress lines instead of the live panel."),
     json_output: bool = typer.Option(False, "--json", help="Print NDJSON events (start, progress, iteration, message, done) instead of the live panel."),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="After the result, print where the wall time went: startup, loading, setup, search (seed validation within it), test, finish (also in metadata.json's `stages`)."),
 ) -> None:
     """Optimise the environment's system prompt with GEPA (reflective Pareto search) and print the best one.
 
@@ -87,7 +88,7 @@ def run(
     from prime_cli.serve.errors import ServeError
 
     try:
-        code = run_gepa(target, values, resume=resume is not None)
+        code = run_gepa(target, values, resume=resume is not None, verbose=verbose)
     except (EnvConfigError, ServeError) as exc:
         fail_config(exc, ctx, values)
     raise typer.Exit(code)

@@ -35,6 +35,7 @@ from .preflight import (
 )
 from .run_dir import STATE_FILE, GepaRunDir, RunDirError, default_base
 from .scored import format_score
+from .stages import Stages, stages_line
 from .state import SearchState
 from .stopping import ReflectionsExhausted, SearchPoint
 from .uncertainty import bounds, bracket, paired_record, test_difference, verdict
@@ -237,6 +238,7 @@ def print_json_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None
              "seed_ci95": bounds(seed.val_scores) if seed else None, "best_ci95": bounds(best.val_scores) if best else None,
              "test_difference": paired_record(test_difference(outcome.seed_test_scores, outcome.best_test_scores)),
              "stop_reason": outcome.stop_reason, "errored_rollouts": outcome.errored_rollouts, "cost": outcome.cost,
+             "stages": outcome.stages,
              "resume_command": resume_command(config, run_dir, outcome) if run_dir and outcome.status != RunStatus.COMPLETED else None}
     stream.write(json_visible(json.dumps(event, ensure_ascii=False)) + "\n")
     stream.flush()
@@ -266,11 +268,16 @@ def start_metadata(config: GepaConfig) -> GepaMetadata:
 
 async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools: tuple[Any, Any] | None = None,
                      on_commit: Callable[[dict[str, Any]], None] | None = None,
-                     inputs: SearchInputs | None = None) -> tuple[Outcome, Path | None]:
+                     inputs: SearchInputs | None = None, stages: Stages | None = None) -> tuple[Outcome, Path | None]:
+    stages = stages or Stages()
     from prime_cli.runs.ids import new_run_id
     from prime_cli.runs.log import run_log
 
-    inputs = inputs or load_inputs(config)
+    if inputs is None:
+        stages.begin("load_s")
+        inputs = load_inputs(config)
+        stages.end("load_s")
+    stages.begin("setup_s")
     env, seed_text, splits = inputs.env, inputs.seed_text, inputs.splits
     secrets: list[str] = []
     if pools is None:
@@ -296,7 +303,7 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
                           on_rollout=estimating(meter, config.max_calls, display.message, display.rollout_done),
                           background_limit=background_slots(config), meter=meter)
     engine = GepaEngine(config, evaluator, state, reflector, seed_text, run=run, display=display,
-                        metric_names=env.rubric.get_reward_func_names(), on_commit=on_commit)
+                        metric_names=env.rubric.get_reward_func_names(), on_commit=on_commit, stages=stages)
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     try:
@@ -312,9 +319,12 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
             display.start(env_id=config.env_id, model=config.model, reflector=config.reflector,
                           max_calls=config.max_calls, run_dir=str(run.path), used=len(state.charged),
                           seed_rollouts=seed_rollouts_left(evaluator, state, seed_text))
+            stages.end("setup_s")
             outcome = await engine.run()
         outcome.cost = meter.record()
-        run.write_metadata(cost=outcome.cost)
+        stages.end("finish_s")
+        outcome.stages = stages.record()
+        run.write_metadata(cost=outcome.cost, stages=outcome.stages)
         if meter.cap_reached:
             outcome.resume_max_cost = meter.suggested_cap(config.max_calls, outcome.total_metric_calls)
             outcome.error = stop_line(meter, resume_command(config, run.path, outcome), config.max_calls,
@@ -330,32 +340,42 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
 
 
 def run_gepa(target: str | None, values: dict[str, Any], stream: IO[str] | None = None, *,
-             resume: bool = False) -> int:
+             resume: bool = False, verbose: bool = False) -> int:
     """Run (or resume) one GEPA search; 0 completed, 1 cancelled or failed. Bad input raises EnvConfigError.
-    `resume`: -R, the run folder in values["run_dir"] must be a GEPA run (target may then be None)."""
+    `resume`: -R, the run folder in values["run_dir"] must be a GEPA run (target may then be None).
+    `verbose`: -v, the stage breakdown (where the wall time went) is printed after the result."""
     stream = stream or sys.stdout
+    stages = Stages()
+    stages.begin("load_s")
     config, resume = resolve_config(target, values, resume=resume)
     inputs = preflight(config)  # bad input fails here: before the local model starts, before any request
+    stages.end("load_s")
     builtins = config.local_models()
     if not builtins:
-        return _finish(config, resume, stream, inputs)
+        return _finish(config, resume, stream, inputs, stages, verbose)
     from prime_cli.serve.local import local_endpoint
     from prime_cli.serve.startup_status import local_server_status
 
+    stages.begin("local_server_s")
     with local_server_status() as (status, tick), contextlib.ExitStack() as stack:
         endpoints = {name: stack.enter_context(local_endpoint(status, tick, model=name)) for name in builtins}
         servers = {name: (endpoint.model, endpoint.url) for name, endpoint in endpoints.items()}
-        return _finish(config.on_local_servers(servers), resume, stream, inputs)
+        stages.end("local_server_s")
+        return _finish(config.on_local_servers(servers), resume, stream, inputs, stages, verbose)
 
 
-def _finish(config: GepaConfig, resume: bool, stream: IO[str], inputs: SearchInputs) -> int:
-    outcome, run_dir = asyncio.run(run_search(config, resume, stream, inputs=inputs))
+def _finish(config: GepaConfig, resume: bool, stream: IO[str], inputs: SearchInputs, stages: Stages,
+            verbose: bool) -> int:
+    outcome, run_dir = asyncio.run(run_search(config, resume, stream, inputs=inputs, stages=stages))
     if config.display == "json":
         print_json_result(outcome, config, run_dir, stream)
     elif outcome.state.candidates:
         print_result(outcome, config, run_dir, stream)
     else:
         print_unscored(outcome, config, run_dir, stream)
+    if verbose and config.display != "json" and outcome.stages:
+        stream.write(stages_line(outcome.stages) + "\n")
+        stream.flush()
     if outcome.error:
         print(f"error: {visible(outcome.error, multiline=True)}", file=sys.stderr)
     return 0 if outcome.status == RunStatus.COMPLETED else 1

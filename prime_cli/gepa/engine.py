@@ -57,6 +57,7 @@ from .scored import (
     row_score,
 )
 from .speculation import Speculation
+from .stages import Stages
 from .state import Candidate, Plan, SearchState
 from .stopping import SearchPoint, StopConditions
 from .uncertainty import intervals_record
@@ -85,6 +86,7 @@ class Outcome:
     errored_rollouts: dict[str, int] = field(default_factory=dict)
     """scored.errored_record of the rollouts the run used: errored ones are counted and left out."""
     cost: dict[str, Any] | None = None  # gepa/cost.py's record, set by the caller
+    stages: dict[str, Any] | None = None  # gepa/stages.py's record (where the wall time went), set by the caller
     resume_max_cost: float | None = None  # stopped by --max-cost: the higher cap its resume command carries
 
     @property
@@ -96,8 +98,9 @@ class GepaEngine(Speculation):
     def __init__(self, config: GepaConfig, evaluator: Evaluator, state: SearchState, reflector: Any,
                  seed_prompt: str, *, run: GepaRunDir | None = None, display: Any = None,
                  metric_names: list[str] | None = None,
-                 on_commit: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_commit: Callable[[dict[str, Any]], None] | None = None, stages: Stages | None = None) -> None:
         self.config = config
+        self.stages = stages or Stages()
         self.evaluator = evaluator
         self.state = state
         self.ledger = Ledger(state.charged)
@@ -127,8 +130,11 @@ class GepaEngine(Speculation):
 
     async def run(self) -> Outcome:
         status, error, searched = RunStatus.COMPLETED, None, False
+        self.stages.begin("search_s")
         try:
             seed_rows = None if self.state.candidates else self._charge_seed()
+            if seed_rows is not None:
+                self.stages.begin("seed_validation_s")
             for plan in self.state.pending:
                 self._launch(plan)
             self._plan_more()
@@ -163,17 +169,21 @@ class GepaEngine(Speculation):
             logger.exception("the GEPA run failed")
             status, error = RunStatus.FAILED, f"{type(exc).__name__}: {exc} (details in gepa.log)"
         finally:
+            self.stages.end("search_s")
             await self._cancel_all(background=not searched)
         outcome = Outcome(status, self.state, self.ledger.used, error,
                           stop_reason=self._stop_reason() if status == RunStatus.COMPLETED else None)
         try:
             if status == RunStatus.COMPLETED and self.config.num_test > 0:
+                self.stages.begin("test_s")
                 await self._score_test(outcome)
         except CostCapReached as exc:
             outcome.status, outcome.error = RunStatus.CANCELLED, str(exc)
         finally:
+            self.stages.end("test_s")
             await self._cancel_all(background=True)
             await self.evaluator.cancel_queued()
+        self.stages.begin("finish_s")
         self._finish(outcome)
         return outcome
 
@@ -194,6 +204,7 @@ class GepaEngine(Speculation):
             scores = await self.evaluator.scores(self.seed_prompt, "val", rows, priority=VALIDATION)
             self.state.candidates.append(Candidate(0, self.seed_prompt, None, scores, 0, discovered,
                                                    self.evaluator.errored(self.seed_prompt, "val", rows), len(rows)))
+            self.stages.end("seed_validation_s")
             if self.run_dir is not None:
                 self.run_dir.save_candidate(self.state.candidates[0])
 
@@ -357,6 +368,10 @@ class GepaEngine(Speculation):
         return child_idx, "accepted"
 
     async def _score_test(self, outcome: Outcome) -> None:
+        """The seed's and the best's test passes. The best's starts here, when the last commit has decided
+        it, and not earlier on a guess: until then any proposal in flight may replace it, and a test pass
+        of a prompt that is then replaced is paid for and thrown away (in the benchmark the last child is
+        often the final best)."""
         rows = list(range(len(self.evaluator.splits["test"])))
         seed, best = self.state.candidates[0].prompt, outcome.best.prompt
         # the seed's pass began in the background; what is left of it now runs at full priority

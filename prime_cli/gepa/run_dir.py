@@ -41,6 +41,7 @@ class GepaRunDir:
         self.path = path
         self.layout = GepaRunLayout(path)
         self.metadata = metadata
+        self._fronted: list[Any] | None = None  # the validation scores the frontier and best prompt show
 
     @property
     def rollouts_path(self) -> Path:
@@ -98,18 +99,25 @@ class GepaRunDir:
         write_text_atomic(self.layout.state_path, json.dumps(state.to_json(set())) + "\n", durable=True)
 
     def save_progress(self, state: SearchState, charged: set[str], **metadata: Any) -> None:
-        """Frontier, best prompt, metadata, then the resume state (last, so it never runs ahead)."""
+        """Frontier, best prompt, metadata, then the resume state (last, so it never runs ahead). The frontier
+        and best prompt are rewritten only when a validation score changed (most commits accept nothing)."""
         candidates = state.candidates
-        fronts = row_fronts(state.val_scores)
+        best = state.best()
+        scores = [(list(c.val_scores), c.val_rows_run) for c in candidates]
+        if scores != self._fronted:
+            self._write_frontier(candidates)
+            self._write_best_prompt(best.prompt)
+            self._fronted = scores
+        self.write_metadata(num_candidates=len(candidates), best_idx=best.idx, best_score=best.val_mean,
+                            total_metric_calls=len(charged), seed_val_score=candidates[0].val_mean, **metadata)
+        write_text_atomic(self.layout.state_path, json.dumps(state.to_json(charged)) + "\n", durable=True)
+
+    def _write_frontier(self, candidates: list[Candidate]) -> None:
         lines: list[FrontierRow] = []
-        for row, front in enumerate(fronts):  # a row no candidate was scored on (all errored): an empty front
+        for row, front in enumerate(row_fronts([c.val_scores for c in candidates])):
+            # a row no candidate was scored on (all errored): an empty front
             best = max((candidates[i].val_scores[row] for i in front), default=None)
             lines.append({"valset_row": row, "best_score": best, "num_best_prompts": len(front),
                           "best_prompts": [{"candidate_idx": i, "system_prompt": candidates[i].prompt,
                                             "score": candidates[i].val_scores[row]} for i in sorted(front)]})
         write_jsonl_atomic(self.layout.frontier_path, lines)
-        best = state.best()
-        self._write_best_prompt(best.prompt)
-        self.write_metadata(num_candidates=len(candidates), best_idx=best.idx, best_score=best.val_mean,
-                            total_metric_calls=len(charged), seed_val_score=candidates[0].val_mean, **metadata)
-        write_text_atomic(self.layout.state_path, json.dumps(state.to_json(charged)) + "\n", durable=True)

@@ -99,3 +99,6 @@ class GepaMetadata(TypedDict, total=False):
     intervals: dict[str, Any]  # 95% intervals of the seed's and best's validation scores, paired test difference
     config: dict[str, Any]
     cost: dict[str, Any]  # dollars by role (student, judge, reflection) and the prices used (results/cost.py)
+    # where the last process's wall time went, in seconds (prime_cli/gepa/stages.py): startup_s, load_s,
+    # local_server_s, setup_s, search_s, seed_validation_s (within search_s), test_s, finish_s, total_s
+    stages: dict[str, float]
