@@ -269,7 +269,7 @@ def start_metadata(config: GepaConfig) -> GepaMetadata:
 async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools: tuple[Any, Any] | None = None,
                      on_commit: Callable[[dict[str, Any]], None] | None = None,
                      inputs: SearchInputs | None = None, stages: Stages | None = None) -> tuple[Outcome, Path | None]:
-    stages = stages or Stages()
+    stages = stages or Stages(from_process_start=False)
     from prime_cli.runs.ids import new_run_id
     from prime_cli.runs.log import run_log
 

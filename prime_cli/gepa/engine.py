@@ -100,7 +100,7 @@ class GepaEngine(Speculation):
                  metric_names: list[str] | None = None,
                  on_commit: Callable[[dict[str, Any]], None] | None = None, stages: Stages | None = None) -> None:
         self.config = config
-        self.stages = stages or Stages()
+        self.stages = stages or Stages(from_process_start=False)
         self.evaluator = evaluator
         self.state = state
         self.ledger = Ledger(state.charged)

@@ -40,10 +40,11 @@ def process_age() -> float | None:
 
 
 class Stages:
-    """Marks on one monotonic clock, whose zero is the process's start."""
+    """Marks on one monotonic clock, whose zero is the process's start. `from_process_start=False` (a search
+    run from Python rather than by the command): no startup_s, and total_s spans the stages marked."""
 
-    def __init__(self) -> None:
-        age = process_age()
+    def __init__(self, from_process_start: bool = True) -> None:
+        age = process_age() if from_process_start else None
         self._zero = time.monotonic() - (age or 0.0)
         self._known_start = age is not None
         self._marks: dict[str, tuple[float, float]] = {}
@@ -64,11 +65,11 @@ class Stages:
             self._marks[name] = (start, self.now())
 
     def record(self) -> dict[str, Any]:
-        """metadata.json's `stages`: seconds per stage (rounded to ms), total_s, and the stages' order."""
+        """metadata.json's `stages`: seconds per stage and total_s, rounded to the millisecond."""
         out: dict[str, Any] = {name: round(end - start, 3) for name, (start, end) in self._marks.items()}
-        ends = [end for _, end in self._marks.values()]
-        out["total_s"] = round(max(ends, default=0.0) - (0.0 if self._known_start else min(
-            (start for start, _ in self._marks.values()), default=0.0)), 3)
+        spans = self._marks.values()
+        first = 0.0 if self._known_start else min((start for start, _ in spans), default=0.0)
+        out["total_s"] = round(max((end for _, end in spans), default=first) - first, 3)
         return out
 
 
