@@ -124,7 +124,8 @@ def run_prime(family: Family, budget: int, concurrency: int, seed: int, out: Pat
     meta = json.loads((run_dir / "metadata.json").read_text())
     return {"seed": seed, "best_val": meta["best_score"], "test": meta["best_test_score"], "seed_test": meta["seed_test_score"],
             "metric_calls": meta["total_metric_calls"], "num_candidates": meta["num_candidates"], "wall_s": wall,
-            "best_prompt": (run_dir / "best_prompt.txt").read_text(), **sent(server)}
+            "best_prompt": (run_dir / "best_prompt.txt").read_text(),
+            "stages": meta.get("stages"), **sent(server)}  # where prime's wall time went (absent before it was recorded)
 
 
 def run_gepa(family: Family, python: Path, budget: int, concurrency: int, seed: int, rows: dict, out: Path) -> dict:
