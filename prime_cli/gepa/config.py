@@ -140,13 +140,23 @@ class GepaConfig(BaseModel):
         return self.min_validation_rows * self.rollouts_per_example
 
     @property
-    def proposal_cost(self) -> int:
-        """Most rollouts one proposal pays for: parent and child on one minibatch."""
+    def known_rows(self) -> int:
+        """Most train rows a parent was already scored on that a proposal adds to its minibatch (known_rows.py)."""
+        return 2 * self.minibatch_size
+
+    @property
+    def minibatch_cost(self) -> int:
+        """Parent and child on a fresh minibatch: the least a proposal pays for."""
         return 2 * self.minibatch_size * self.rollouts_per_example
+
+    @property
+    def proposal_cost(self) -> int:
+        """Most rollouts one proposal pays for: parent and child on the minibatch, the child on the known rows."""
+        return (2 * self.minibatch_size + self.known_rows) * self.rollouts_per_example
 
     def minimum_budget(self) -> int:
         """The seed's validation pass plus one parent/child comparison and the validation of a winner."""
-        return self.validation_pass_cost + self.proposal_cost + self.min_validation_cost
+        return self.validation_pass_cost + self.minibatch_cost + self.min_validation_cost
 
     def check_budget(self) -> None:
         if self.max_calls < self.minimum_budget():

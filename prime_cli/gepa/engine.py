@@ -42,8 +42,18 @@ from prime_cli.runs.tasks import gather_or_cancel
 
 from .config import GepaConfig
 from .cost import CostCapReached, metered
-from .evaluator import BACKGROUND, VALIDATION, EndpointAborted, Evaluator, Ledger
-from .pareto import select_parent
+from .edit_step import edit_prompt
+from .evaluator import (
+    BACKGROUND,
+    VALIDATION,
+    EndpointAborted,
+    Evaluator,
+    Ledger,
+    prompt_hash,
+    rollout_key,
+)
+from .instructions import instructions_with_evidence, merged_prompt
+from .planner import next_plan
 from .proposal import ProposalResult, minibatch_verdict
 from .reflection import Proposal, parse_reply, reflection_prompt
 from .run_dir import GepaRunDir, now_iso
@@ -64,6 +74,10 @@ from .uncertainty import intervals_record
 from .validation import payable_rows, rows_run, validation_order
 
 logger = logging.getLogger("prime_cli.gepa")
+
+MAX_DRY_EDITS = 1
+"""Edit steps tried when proposals run dry, before the search stops (reset by an accepted child)."""
+EVIDENCE_ROWS_PER_INSTRUCTION, MAX_EVIDENCE_ROWS = 2, 6
 
 
 class ReflectionAborted(Exception):
@@ -120,7 +134,6 @@ class GepaEngine(Speculation):
         self._replies: dict[str, asyncio.Task] = {}  # reflection calls made ahead, by prompt text
         # prefetches by (iteration, parent): plan, task, the reflection texts it asked for
         self._spec: dict[tuple[int, int], tuple[Plan, asyncio.Task, list[str]]] = {}
-        self._accept_keys: set[tuple[int, int]] = set()  # prefetches made for an accepted child
         self._dropped: list[asyncio.Task] = []
         self.spec_stats = {"proposals": 0, "used": 0, "dropped": 0, "reflections_unused": 0}
         self._last_fruitless: str | None = None  # why the last fruitless reflection gave nothing
@@ -238,12 +251,24 @@ class GepaEngine(Speculation):
         return self.stops.allow_launch(self._point())
 
     def _plan_more(self) -> None:
-        while len(self._tasks) < self.config.parallel_proposals and self._can_launch():
-            self.state.last_planned += 1
-            assert self.state.sampler is not None
-            parent = select_parent(self._planning_scores(), self.state.rng)
-            minibatch = self.state.sampler.next(self.config.minibatch_size, self.state.rng)
-            self._launch(Plan(self.state.last_planned, parent, minibatch))
+        state = self.state
+        while len(self._tasks) < self.config.parallel_proposals:
+            dry = not self._can_launch()
+            if dry and not self._edit_before_stopping():
+                break
+            state.last_planned += 1
+            assert state.sampler is not None
+            plan = next_plan(self.config, state.candidates, self._planning_scores(), state.last_planned, state.rng,
+                             state.sampler, self.ledger.charged, state.edited, state.merged, self._prompt,
+                             self.evaluator.r, self.stops.budget.known_rows_room(self._point()), dry)
+            state.dry_edits += dry
+            self._launch(plan)
+
+    def _edit_before_stopping(self) -> bool:
+        """Proposals ran dry (not the budget): one edit step from the best before the search gives up on it."""
+        point = self._point()
+        return (bool(self.state.candidates) and self.state.dry_edits < MAX_DRY_EDITS
+                and not self.stops.budget.holds(point) and not self._plans)
 
     def _launch(self, plan: Plan) -> None:
         self._adopt(plan)
@@ -251,18 +276,21 @@ class GepaEngine(Speculation):
         self._tasks[plan.iteration] = asyncio.ensure_future(self._propose(plan))
 
     async def _propose(self, plan: Plan) -> ProposalResult:
-        parent_prompt = self._prompt(plan.parent)
-        entries = await self.evaluator.row_results(parent_prompt, "train", plan.minibatch)
+        parent_prompt, rows = self._prompt(plan.parent), plan.rows
+        entries = await self.evaluator.row_results(parent_prompt, "train", rows)
         parent_scores = [row_score(row) for row in entries]
-        result = ProposalResult(plan, parent_scores, self.evaluator.keys(parent_prompt, "train", plan.minibatch),
+        result = ProposalResult(plan, parent_scores, self.evaluator.keys(parent_prompt, "train", rows),
                                 parent_errored=errored(entries))
         perfect = self.config.perfect_score
         if perfect is not None and all(s is not None and s >= perfect for s in parent_scores):
             result.reason = "minibatch already perfect"
             return result
-        records = [e["record"] for row in entries for e in row]
-        proposal = await self._reflect(parent_prompt, records)
-        result.reflected = True
+        if plan.kind == "merge":
+            proposal = Proposal(merged_prompt(self.state.candidates, plan.parent, plan.other or 0), "merged")
+        else:
+            records = [e["record"] for row in entries for e in row]
+            proposal = await self._reflect(self._reflection_text(plan, parent_prompt, records))
+        result.reflected = plan.kind != "merge"
         result.reflection_reply, result.reflection_truncated = proposal.raw, proposal.truncated
         if proposal.prompt is None:
             result.reason = proposal.reason
@@ -272,18 +300,35 @@ class GepaEngine(Speculation):
         if proposal.prompt == parent_prompt:
             result.reason = "reflection returned the parent prompt unchanged"
             return result
-        result.child_scores = await self.evaluator.scores(proposal.prompt, "train", plan.minibatch)
-        result.child_errored = self.evaluator.errored(proposal.prompt, "train", plan.minibatch)
-        result.keys += self.evaluator.keys(proposal.prompt, "train", plan.minibatch)
+        result.child_scores = await self.evaluator.scores(proposal.prompt, "train", rows)
+        result.child_errored = self.evaluator.errored(proposal.prompt, "train", rows)
+        result.keys += self.evaluator.keys(proposal.prompt, "train", rows)
         return result
+
+    def _reflection_text(self, plan: Plan, parent_prompt: str, records: list[dict[str, Any]]) -> str:
+        if plan.kind == "edit":
+            return self._edit_text(plan.parent, records)
+        return reflection_prompt(parent_prompt, records, self.metric_names)
+
+    def _edit_text(self, idx: int, train_records: list[dict[str, Any]]) -> str:
+        """The edit step's reflection prompt: candidate idx's instructions with the validation rows each made
+        worse (its own records on them, from the cache), and its train records."""
+        candidate = self.state.candidates[idx]
+        instructions = instructions_with_evidence(self.state.candidates, idx)
+        phash, val_records = prompt_hash(candidate.prompt), {}
+        for item in instructions:
+            for row in item.worse_rows[:EVIDENCE_ROWS_PER_INSTRUCTION]:
+                key = rollout_key(phash, "val", row, 0)
+                if key in self.evaluator.cache and len(val_records) < MAX_EVIDENCE_ROWS:
+                    val_records[row] = self.evaluator.cache.get(key)["record"]
+        return edit_prompt(candidate.prompt, instructions, val_records, train_records, self.metric_names)
 
     async def _call_reflection(self, text: str) -> Any:
         client, model = self.reflector.for_group(0)
         return await metered(self.evaluator.meter, client.chat([{"role": "user", "content": text}], model=model,
                                                                sampling_args=self.config.reflection_request_args()))
 
-    async def _reflect(self, current: str, records: list[dict[str, Any]]) -> Proposal:
-        text = reflection_prompt(current, records, self.metric_names)
+    async def _reflect(self, text: str) -> Proposal:
         ahead = self._replies.pop(text, None)  # the same call, made ahead by a prefetch
         try:
             response = await (ahead if ahead is not None else self._call_reflection(text))
@@ -309,14 +354,17 @@ class GepaEngine(Speculation):
                 child_idx, reason = await self._validate(result)
                 accepted = child_idx is not None
         state.last_committed = plan.iteration
+        if accepted:
+            state.dry_edits = 0
         if spent or accepted:
             state.idle_commits = state.fruitless_reflections = 0
         else:
             state.idle_commits += 1
-            if result.reflected:
+            if result.reflected and plan.kind != "edit":  # the limit is on reflective proposals (edit steps are extra)
                 state.fruitless_reflections += 1
                 self._last_fruitless = reason
-        line = {"iteration": plan.iteration, "parent_idx": plan.parent, "minibatch_rows": plan.minibatch,
+        line = {"iteration": plan.iteration, "kind": plan.kind, "parent_idx": plan.parent, "other_idx": plan.other,
+                "minibatch_rows": plan.rows,
                 "parent_minibatch_scores": result.parent_scores,
                 "child_minibatch_scores": result.child_scores or [], "accepted": accepted, "reason": reason,
                 "parent_minibatch_errored": result.parent_errored, "child_minibatch_errored": result.child_errored,
@@ -347,7 +395,6 @@ class GepaEngine(Speculation):
                                    lambda row: sum(k not in charged for k in self.evaluator.keys(prompt, "val", [row]))))
         if len(rows) < self.config.min_validation_rows:  # only where a resumed run was given a lower -B
             return None, "better on minibatch, but the budget ran out before validation"
-        self._speculate_accept(prompt, len(rows))
         row_scores = await self.evaluator.scores(prompt, "val", rows, priority=VALIDATION)
         self.ledger.charge(self.evaluator.keys(prompt, "val", rows))
         val_errored = self.evaluator.errored(prompt, "val", rows)

@@ -32,7 +32,7 @@ def minibatch_verdict(result: ProposalResult, rollouts_per_row: int) -> str | No
     left out: the two are compared on the rows both were scored on, and a child that mostly errored
     (more than its parent) is not judged on the rest."""
     assert result.child_scores is not None
-    rollouts = len(result.plan.minibatch) * rollouts_per_row
+    rollouts = len(result.parent_scores) * rollouts_per_row
     if mostly_errored(result.child_errored, rollouts, result.parent_errored):
         return errored_note(result.child_errored, rollouts, "minibatch", result.parent_errored)
     rows = both_scored(result.parent_scores, result.child_scores)
@@ -41,7 +41,7 @@ def minibatch_verdict(result: ProposalResult, rollouts_per_row: int) -> str | No
     child = sum(result.child_scores[i] or 0.0 for i in rows)
     parent = sum(result.parent_scores[i] or 0.0 for i in rows)
     if child <= parent:
-        left_out = len(result.plan.minibatch) - len(rows)
+        left_out = len(result.parent_scores) - len(rows)
         return "not better on minibatch" + (f" (compared on the {len(rows)} rows both were scored on; "
                                              f"{left_out} with errored rollouts left out)" if left_out else "")
     return None

@@ -20,11 +20,12 @@ from typing import Any
 
 from prime_cli.envs.messages import content_text
 
-from .pareto import select_parent
-from .reflection import parse_reply, reflection_prompt
+from .instructions import merged_prompt
+from .planner import next_plan
+from .reflection import parse_reply
 from .scored import row_score
 from .state import MinibatchSampler, Plan
-from .stopping import SearchPoint, StopConditions
+from .stopping import StopConditions
 
 logger = logging.getLogger("prime_cli.gepa")
 
@@ -40,7 +41,6 @@ class Speculation:
     _tasks: dict[int, asyncio.Task]
     _replies: dict[str, asyncio.Task]
     _spec: dict[tuple[int, int], tuple[Plan, asyncio.Task, list[str]]]
-    _accept_keys: set[tuple[int, int]]
     _dropped: list[asyncio.Task]
     stops: StopConditions
     spec_stats: dict[str, int]
@@ -61,6 +61,11 @@ class Speculation:
         point = self._point()
         plans: list[Plan] = []
         iteration = self.state.last_planned
+        # a rejected proposal charges its parent's rows: the known rows of the plans that follow
+        charged = set(self.ledger.charged)
+        for plan in self._plans.values():
+            charged.update(self.evaluator.keys(self._prompt(plan.parent), "train", plan.rows))
+        edited, merged = list(self.state.edited), [list(pair) for pair in self.state.merged]
         for _ in range(self.config.speculative_proposals):
             if point.in_flight == 0:  # the loop plans now, not after a commit: nothing to foresee
                 break
@@ -68,8 +73,10 @@ class Speculation:
             if not self.stops.allow_launch(point):
                 break
             iteration += 1
-            parent = select_parent(scores, rng)
-            plans.append(Plan(iteration, parent, sampler.next(self.config.minibatch_size, rng)))
+            plan = next_plan(self.config, self.state.candidates, scores, iteration, rng, sampler, charged, edited,
+                             merged, self._prompt, self.evaluator.r, self.stops.budget.known_rows_room(point))
+            plans.append(plan)
+            charged.update(self.evaluator.keys(self._prompt(plan.parent), "train", plan.rows))
             point = point.after_launch()
         return plans
 
@@ -86,28 +93,10 @@ class Speculation:
             return
         wanted = {(plan.iteration, plan.parent): plan for plan in self._hypothetical_plans()}
         for key, (plan, _task, _keys) in list(self._spec.items()):
-            if wanted.get(key) != plan and not (key in self._accept_keys and plan.iteration > self.state.last_planned):
+            if wanted.get(key) != plan:
                 self._drop(key)
         for plan in wanted.values():
             self._spawn(plan, self._prompt(plan.parent))
-
-    def _speculate_accept(self, child_prompt: str, val_rows: int) -> None:
-        """A child is accepted and its validation pass starts: also prefetch the next plan as it is if
-        the child comes out alone on top of every validation row (then it is the parent drawn)."""
-        if self.config.speculative_proposals <= 0:
-            return
-        rng, sampler = self._copies()
-        scores = self._planning_scores()
-        best = [max((s for s in row if s is not None), default=0.0) + 1.0 for row in zip(*scores, strict=True)]
-        spent = val_rows * self.config.rollouts_per_example  # at most, by its validation
-        accepted = SearchPoint(self.ledger.used + spent, len(self._tasks))  # counts reset
-        if not self.stops.allow_launch(accepted):
-            return
-        child = len(self.state.candidates)
-        parent = select_parent([*scores, best], rng)
-        plan = Plan(self.state.last_planned + 1, parent, sampler.next(self.config.minibatch_size, rng))
-        self._accept_keys.add((plan.iteration, plan.parent))
-        self._spawn(plan, child_prompt if parent == child else self._prompt(parent))
 
     def _adopt(self, plan: Plan) -> None:
         """The loop plans `plan` for real: a matching prefetch has done (part of) its work; stop it and
@@ -120,7 +109,6 @@ class Speculation:
             task.cancel()  # its rollouts run on (shared with the proposal), and so does its reflection call
             self._dropped.append(task)
             self.spec_stats["used"] += 1
-        self._accept_keys = {k for k in self._accept_keys if k[0] > plan.iteration}
 
     def _drop(self, key: tuple[int, int]) -> None:
         _plan, task, keys = self._spec.pop(key)
@@ -137,11 +125,16 @@ class Speculation:
         """What _propose does for `plan`, minus the decisions: rollouts into the cache, the reflection
         reply kept for the proposal that asks for the same text."""
         try:
-            entries = await self.evaluator.row_results(parent_prompt, "train", plan.minibatch)
+            entries = await self.evaluator.row_results(parent_prompt, "train", plan.rows)
             perfect = self.config.perfect_score
             if perfect is not None and all((s := row_score(row)) is not None and s >= perfect for row in entries):
                 return
-            text = reflection_prompt(parent_prompt, [e["record"] for row in entries for e in row], self.metric_names)
+            if plan.kind == "merge":
+                child = merged_prompt(self.state.candidates, plan.parent, plan.other or 0)
+                if child is not None:
+                    await self.evaluator.row_results(child, "train", plan.rows)
+                return
+            text = self._reflection_text(plan, parent_prompt, [e["record"] for row in entries for e in row])
             if text not in self._replies:
                 reply = asyncio.ensure_future(self._call_reflection(text))
                 reply.add_done_callback(lambda t: t.cancelled() or t.exception())  # read by whoever takes it
@@ -150,7 +143,7 @@ class Speculation:
             response = await asyncio.shield(self._replies[text])
             proposal = parse_reply(content_text(response.message), response.finish_reason)
             if proposal.prompt is not None and proposal.prompt != parent_prompt:
-                await self.evaluator.row_results(proposal.prompt, "train", plan.minibatch)
+                await self.evaluator.row_results(proposal.prompt, "train", plan.rows)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - a failed prefetch only means the proposal does the work itself

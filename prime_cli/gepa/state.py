@@ -43,11 +43,23 @@ class Candidate:
 
 @dataclass
 class Plan:
-    """A proposal chosen but not yet committed: which parent, on which train rows."""
+    """A proposal chosen but not yet committed: which parent, on which train rows, and what kind.
+
+    `known`: train rows the parent was already scored on (paid for): the reflection sees them beside the
+    fresh minibatch, and the child is scored on them too, so it is judged on more rows than the minibatch.
+    `kind`: "reflect", "edit" or "merge" (planner.py)."""
 
     iteration: int
     parent: int
     minibatch: list[int]
+    kind: str = "reflect"
+    known: list[int] = field(default_factory=list)
+    other: int | None = None  # a "merge": the candidate whose instructions join the parent's (planner.py)
+
+    @property
+    def rows(self) -> list[int]:
+        """The train rows parent and child are compared on."""
+        return [*self.minibatch, *self.known]
 
 
 class MinibatchSampler:
@@ -93,6 +105,12 @@ class SearchState:
     idle_commits: int = 0
     fruitless_reflections: int = 0
     """Reflections in a row that gave no new prompt to try while no new rollout was paid for."""
+    edited: list[int] = field(default_factory=list)
+    """Candidates an edit step started from (edit_step.py: once from each candidate that becomes the best)."""
+    dry_edits: int = 0
+    """Edit steps made because proposals ran dry, since the last accepted child."""
+    merged: list[list[int]] = field(default_factory=list)
+    """[best, other] pairs a merge was planned for (planner.py: once per pair)."""
     rng: random.Random = field(default_factory=random.Random)
     sampler: MinibatchSampler | None = None
 
@@ -120,6 +138,7 @@ class SearchState:
             "consecutive_reflection_failures": self.consecutive_reflection_failures,
             "idle_commits": self.idle_commits,
             "fruitless_reflections": self.fruitless_reflections,
+            "edited": self.edited, "dry_edits": self.dry_edits, "merged": self.merged,
             "rng": rng_to_json(self.rng),
             "sampler": {"order": self.sampler.order, "pos": self.sampler.pos},
         }
@@ -134,5 +153,7 @@ class SearchState:
                     consecutive_reflection_failures=int(data.get("consecutive_reflection_failures", 0)),
                     idle_commits=int(data.get("idle_commits", 0)),
                     fruitless_reflections=int(data.get("fruitless_reflections", 0)),
+                    edited=[int(i) for i in data.get("edited", [])], dry_edits=int(data.get("dry_edits", 0)),
+                    merged=[[int(a), int(b)] for a, b in data.get("merged", [])],
                     rng=rng_from_json(data["rng"]), sampler=sampler)
         return state

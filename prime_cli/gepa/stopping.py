@@ -33,12 +33,13 @@ class SearchPoint:
     reflection_failures: int = 0  # in a row
     last_fruitless: str | None = None  # why the last fruitless reflection gave nothing
     last_failure: str = ""
+    dry_edits: int = 0  # edit steps tried because proposals ran dry (engine.py), since the last acceptance
 
     @classmethod
     def of(cls, state: SearchState, used: int, in_flight: int = 0, last_fruitless: str | None = None,
            last_failure: str = "") -> SearchPoint:
         return cls(used, in_flight, state.idle_commits, state.fruitless_reflections,
-                   state.consecutive_reflection_failures, last_fruitless, last_failure)
+                   state.consecutive_reflection_failures, last_fruitless, last_failure, state.dry_edits)
 
     def after_rejection(self, proposal_cost: int) -> SearchPoint:
         """One more proposal committed and rejected, at worst for going on: it paid for its whole minibatch
@@ -59,16 +60,28 @@ class BudgetSpent:
     reserve beside theirs; beside the first, only when it could pay a whole validation pass for it and for
     each one in flight (so the search turns serial as the budget runs out). Both are planned with the
     nominal costs (each rollout new) against the spend committed so far, which cache hits keep lower.
+    A new proposal needs room for its fresh minibatch (`minibatch_cost`); the known rows it adds are cut
+    to the room left (`known_rows_room`), and once launched it is reserved at its most (`proposal_cost`).
     Running out is the search's normal end, so it gives no stop reason."""
 
     def __init__(self, max_calls: int, proposal_cost: int, validation_pass_cost: int,
-                 min_validation_cost: int) -> None:
-        self.max_calls, self.proposal_cost = max_calls, proposal_cost
+                 min_validation_cost: int, minibatch_cost: int) -> None:
+        self.max_calls, self.proposal_cost, self.minibatch_cost = max_calls, proposal_cost, minibatch_cost
         self.validation_pass_cost, self.min_validation_cost = validation_pass_cost, min_validation_cost
 
-    def holds(self, point: SearchPoint) -> bool:
+    def _room(self, point: SearchPoint) -> int:
+        """What a new proposal leaves once its fresh minibatch, its validation and the reserves of those in
+        flight are paid for (negative: it cannot be launched)."""
         validation = self.min_validation_cost if point.in_flight == 0 else self.validation_pass_cost
-        return point.used + (point.in_flight + 1) * (self.proposal_cost + validation) > self.max_calls
+        reserved = point.in_flight * (self.proposal_cost + validation)
+        return self.max_calls - point.used - reserved - self.minibatch_cost - validation
+
+    def holds(self, point: SearchPoint) -> bool:
+        return self._room(point) < 0
+
+    def known_rows_room(self, point: SearchPoint) -> int:
+        """Rollouts a proposal launched now may spend on known rows (known_rows.py) within the budget."""
+        return max(0, min(self._room(point), self.proposal_cost - self.minibatch_cost))
 
     def validation_allowance(self, point: SearchPoint) -> int:
         """Rollouts a winner committed now may charge for its validation: what is left once each proposal
@@ -101,8 +114,9 @@ class ReflectionsExhausted:
 
     def reason(self, point: SearchPoint) -> str:
         last = f" (last: {point.last_fruitless})" if point.last_fruitless else ""
+        tried = f", nor in {point.dry_edits} edit step(s) of the best prompt" if point.dry_edits else ""
         return (f"the reflection model gave no new prompt to try in {point.fruitless_reflections} proposals "
-                f"in a row{last}, and their minibatch rollouts were all paid for already")
+                f"in a row{tried}{last}, and their minibatch rollouts were all paid for already")
 
 
 class ReflectionsFailing:
@@ -128,7 +142,7 @@ class StopConditions:
         self.reflections_exhausted = ReflectionsExhausted(config.max_reflection_failures)
         self.only_repeats = OnlyRepeats()
         self.budget = BudgetSpent(config.max_calls, config.proposal_cost, config.validation_pass_cost,
-                                  config.min_validation_cost)
+                                  config.min_validation_cost, config.minibatch_cost)
         self.reflections_failing = ReflectionsFailing(config.max_reflection_failures, config.reflector)
         self.ending_the_search = (self.reflections_exhausted, self.only_repeats, self.budget)
 

@@ -53,8 +53,9 @@ class GepaIteration(TypedDict, total=False):
     """One iterations.jsonl line: a proposal and what became of it."""
 
     iteration: int
+    kind: str  # "reflect" (reflective mutation) or "edit" (the instructions with the evidence against each)
     parent_idx: int
-    minibatch_rows: list[int]
+    minibatch_rows: list[int]  # the fresh minibatch, then train rows the parent was already scored on
     parent_minibatch_scores: list[float | None]  # None: every rollout of that row errored
     child_minibatch_scores: list[float | None]
     parent_minibatch_errored: int  # minibatch rollouts that errored (left out; the two compared on rows both scored)

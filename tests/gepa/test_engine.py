@@ -73,7 +73,8 @@ def test_acceptance_is_strict_improvement_on_the_same_minibatch(workdir):
     iterations = lines(run_dir / "iterations.jsonl")
     assert any(it["accepted"] for it in iterations) and any(not it["accepted"] for it in iterations)
     for it in iterations:
-        assert len(it["parent_minibatch_scores"]) == len(it["minibatch_rows"]) == 3
+        # the fresh minibatch of 3, then up to 6 train rows the parent was already scored on
+        assert len(it["parent_minibatch_scores"]) == len(it["minibatch_rows"]) and 3 <= len(it["minibatch_rows"]) <= 9
         if it["child_minibatch_scores"]:
             better = sum(it["child_minibatch_scores"]) > sum(it["parent_minibatch_scores"])
             assert it["accepted"] == (better and it["reason"] == "accepted") or not better
@@ -103,7 +104,7 @@ def test_budget_is_reported_exactly_and_spent_up_to_less_than_one_proposal_and_i
     assert outcome.total_metric_calls <= budget
     assert outcome.total_metric_calls > budget - cfg.proposal_cost - cfg.min_validation_cost or outcome.stop_reason
     # the toy task runs out of new things to try: the reflection returns the perfect prompt unchanged
-    assert (outcome.stop_reason is not None) == (budget == 260)
+    assert outcome.stop_reason is not None or budget < 260
     assert len(student.client.calls) == outcome.total_metric_calls
 
 

@@ -135,10 +135,12 @@ def test_reflections_that_give_nothing_new_stop_the_run_once_its_rollouts_are_al
         resumed = run_prime(command[1:], tmp_path)  # the printed command, as pasted
         more = [r for r in server.requests_to("/v1/chat/completions") if r["json"]["model"] == "reflector"]
     assert result.returncode == 0, result.stderr
-    assert len(reflections) == 2 + 3
+    # three fruitless reflections, then one edit step from the best before the search gives up (edit_step.py)
+    assert len(reflections) == 2 + 3 + 1
+    assert "Its instructions, one by one" in reflections[-1]["json"]["messages"][-1]["content"]
     assert command[:3] == ["prime", "gepa", "run"] and command[-2:] == ["--max-reflection-failures", "6"]
     assert resumed.returncode == 0, resumed.stderr
-    assert len(more) == 5 + 3  # three more tries, then the same stop
+    assert len(more) == 6 + 3  # three more tries, then the same stop (the edit step was tried already)
     assert meta["status"] == "completed" and meta["total_metric_calls"] == 10 + 6
     assert meta["stop_reason"].startswith("the reflection model gave no new prompt to try in 3 proposals in a row")
     assert "stopped before the budget: the reflection model gave no new prompt" in result.stdout

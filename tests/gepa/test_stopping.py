@@ -7,7 +7,7 @@ from prime_cli.gepa.stopping import MAX_IDLE_COMMITS, SearchPoint, StopCondition
 def conditions(**overrides):
     values = {"env_id": "toy", "model": "student", "reflection_model": "reflector", "max_calls": 100,
               "num_train": 20, "num_val": 10, "minibatch_size": 3}
-    return StopConditions(build_config("test", **{**values, **overrides}))  # proposal 6, validation 10
+    return StopConditions(build_config("test", **{**values, **overrides}))  # proposal 12 (3 + 3 + 6 known rows), validation 10
 
 
 def test_a_launch_needs_room_for_its_minibatches_and_a_validation_beside_the_reserve_of_those_in_flight():

@@ -1,0 +1,125 @@
+"""The edit step (prime_cli/gepa/edit_step.py): a wrong instruction is taken out, and a search whose
+reflections run dry tries it before stopping. Through `prime gepa run` against the scripted server."""
+
+import json
+import re
+
+from prime_cli.gepa.instructions import instructions_with_evidence
+from prime_cli.gepa.known_rows import known_rows
+from prime_cli.gepa.state import Candidate
+from tests.gepa import support
+from tests.gepa.test_gepa_cli import gepa
+from tests.support.scripted_server import ScriptedOpenAIServer
+
+PLANTED = "Answer alpha rows in capitals."
+
+
+def student(messages):
+    system = support.system_text(messages)
+    kind = re.search(r"kind:(\w+)", messages[-1]["content"]).group(1)
+    answer = kind if f"kind {kind}" in system else "unknown"
+    return answer.upper() if PLANTED in system and kind == "alpha" else answer
+
+
+def examples_text(text):
+    """What the reflection was shown besides its current prompt (copies of that prompt taken out)."""
+    prompt = support.current_prompt(text)
+    rest = text.split("```", 2)[2] if text.count("```") >= 2 else ""
+    return rest.replace(prompt, "") if prompt else rest
+
+
+def named_with_evidence(text, line):
+    """The reflection names `line` outside the current prompt, beside an example it breaks."""
+    shown = examples_text(text)
+    return f'"{line}"' in shown and "### Output\n[assistant] ALPHA" in shown
+
+
+def reflector(text):
+    """Adds the kinds it sees (as support.reflector_reply); takes out the planted line only when it is named
+    beside the evidence against it, as the edit step shows it."""
+    prompt = support.current_prompt(text)
+    lines = [line for line in prompt.splitlines() if not (line == PLANTED and named_with_evidence(text, line))]
+    shown = examples_text(text)
+    lines += [f"Answer kind {k} with its kind name." for k in dict.fromkeys(re.findall(r"kind:(\w+)", shown))
+              if f"kind {k}" not in prompt]
+    return "Analysis done.\n```\n" + "\n".join(lines).strip() + "\n```"
+
+
+def reply(body):
+    text = body["messages"][-1]["content"]
+    return reflector(text) if body["model"] == "reflector" else student(body["messages"])
+
+
+def run(tmp_path, server, *extra):
+    args = json.dumps({"system_prompt": f"Answer the question.\n{PLANTED}"})
+    return gepa(tmp_path, server.url, "-a", args, "-o", str(tmp_path / "run"), *extra)
+
+
+def read(tmp_path, name):
+    return [json.loads(line) for line in (tmp_path / "run" / name).read_text().splitlines()]
+
+
+def test_a_wrong_instruction_in_the_seed_prompt_is_taken_out_by_an_edit_step(tmp_path):
+    with ScriptedOpenAIServer(reply) as server:
+        result = run(tmp_path, server, "-B", "200")
+    assert result.returncode == 0, result.stderr
+    best = (tmp_path / "run" / "best_prompt.txt").read_text()
+    assert PLANTED not in best and "kind alpha" in best
+    iterations = read(tmp_path, "iterations.jsonl")
+    removed = [it for it in iterations if it["accepted"] and PLANTED not in it["child_prompt"]]
+    assert removed and removed[0]["kind"] == "edit"
+    meta = json.loads((tmp_path / "run" / "metadata.json").read_text())
+    assert meta["best_score"] == 1.0 and meta["total_metric_calls"] <= 200
+
+
+def test_a_search_whose_reflections_run_dry_tries_an_edit_step_before_it_stops(tmp_path):
+    edits = []
+
+    def stubborn(body):
+        """Reflections give the parent back; the second edit step takes out the planted line."""
+        text = body["messages"][-1]["content"]
+        if body["model"] != "reflector":
+            return student(body["messages"])
+        prompt = support.current_prompt(text)
+        if "Its instructions, one by one" in text:
+            edits.append(text)
+            if len(edits) == 2:
+                prompt = "\n".join(line for line in prompt.splitlines() if line != PLANTED)
+        if "kind alpha" not in prompt:
+            prompt += "\n" + "\n".join(f"Answer kind {k} with its kind name." for k in support.KINDS)
+        return f"Same again.\n```\n{prompt}\n```"
+
+    with ScriptedOpenAIServer(stubborn) as server:
+        result = run(tmp_path, server, "-B", "400", "--max-reflection-failures", "2")
+    assert result.returncode == 0, result.stderr
+    iterations = read(tmp_path, "iterations.jsonl")
+    kinds = [(it["kind"], it["accepted"]) for it in iterations if "reflection_reply" in it]
+    # the first child (every kind) is accepted and its edit step gives nothing; reflections give nothing
+    # until the 20 train rows are all paid for and two in a row bought nothing: the search is dry, and the
+    # edit step tried then (the second) takes the planted line out, and the search goes on from there
+    assert kinds[:2] == [("reflect", True), ("edit", False)] and ("edit", True) in kinds
+    assert kinds.index(("edit", True)) == [k for k, _ in kinds].index("edit", 2)
+    dry_edit = next(i for i, it in enumerate(iterations) if it["kind"] == "edit" and it["accepted"])
+    assert [it["reason"] for it in iterations[dry_edit - 2:dry_edit]] == ["reflection returned the parent prompt unchanged"] * 2
+    assert PLANTED not in (tmp_path / "run" / "best_prompt.txt").read_text()
+
+
+def candidate(idx, prompt, parent, scores):
+    return Candidate(idx, prompt, parent, scores, idx, 0)
+
+
+def test_each_instruction_carries_the_rows_that_got_worse_when_it_came_in():
+    seed = candidate(0, "Be brief.", None, [1.0, 0.0, 1.0, 0.0])
+    child = candidate(1, "Be brief.\nUse capitals.", 0, [0.0, 1.0, 1.0, 1.0])
+    grandchild = candidate(2, "Be brief.\nUse capitals.\nCount letters.", 1, [0.0, 1.0, 1.0, 1.0])
+    items = instructions_with_evidence([seed, child, grandchild], 2)
+    assert [(i.text, i.added_by, i.worse_rows) for i in items] == [
+        ("Be brief.", None, []), ("Use capitals.", 1, [0]), ("Count letters.", 2, [])]
+
+
+def test_known_rows_are_the_parents_fully_charged_train_rows_outside_the_minibatch():
+    charged = {f"train/{row}/{k}/p1" for row in (1, 2, 3, 4) for k in (0, 1)} | {"train/5/0/p1", "val/6/0/p1",
+                                                                                 "train/7/0/p2", "train/7/1/p2"}
+    assert known_rows(charged, "p1", 2, exclude=[2], limit=10, salt=1) == [1, 3, 4]
+    picked = {tuple(known_rows(charged, "p1", 2, exclude=[], limit=2, salt=s)) for s in range(20)}
+    assert len(picked) > 1 and all(len(p) == 2 for p in picked)
