@@ -124,9 +124,9 @@ def test_a_late_winner_is_validated_on_the_first_rows_of_one_order_that_the_budg
 
 @pytest.mark.parametrize("parallel", [1, 3])
 def test_a_run_with_a_partial_validation_resumes_to_the_same_choices(workdir, parallel):
-    cfg = {"max_calls": 89, "parallel_proposals": parallel}  # the third child is validated on 11 rows
+    cfg = {"max_calls": 97, "parallel_proposals": parallel}  # the third child is validated in part
     full, full_dir, _ = search(config(workdir / "full", **cfg))
-    assert [c["val_rows_run"] for c in lines(full_dir / "candidates.jsonl")][-1] == 11
+    assert 10 <= [c["val_rows_run"] for c in lines(full_dir / "candidates.jsonl")][-1] < NUM_VAL
 
     def interrupt(line):
         if line["iteration"] == 2:  # the next one, accepted after the resume, is validated in part
