@@ -300,6 +300,10 @@ class GepaEngine(Speculation):
         if proposal.prompt == parent_prompt:
             result.reason = "reflection returned the parent prompt unchanged"
             return result
+        duplicate = next((c.idx for c in self.state.candidates if c.prompt == proposal.prompt), None)
+        if duplicate is not None:  # committed already, so the commit finds it too: its rollouts would buy nothing
+            result.reason = f"same prompt as candidate {duplicate}"
+            return result
         result.child_scores = await self.evaluator.scores(proposal.prompt, "train", rows)
         result.child_errored = self.evaluator.errored(proposal.prompt, "train", rows)
         result.keys += self.evaluator.keys(proposal.prompt, "train", rows)

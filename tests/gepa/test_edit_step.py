@@ -123,3 +123,22 @@ def test_known_rows_are_the_parents_fully_charged_train_rows_outside_the_minibat
     assert known_rows(charged, "p1", 2, exclude=[2], limit=10, salt=1) == [1, 3, 4]
     picked = {tuple(known_rows(charged, "p1", 2, exclude=[], limit=2, salt=s)) for s in range(20)}
     assert len(picked) > 1 and all(len(p) == 2 for p in picked)
+
+
+def test_a_child_with_the_prompt_of_a_known_candidate_is_not_run(tmp_path):
+    seed = "Answer the question."
+    fixed = seed + "\n" + "\n".join(f"Answer kind {k} with its kind name." for k in support.KINDS[:2])
+
+    def back_and_forth(body):
+        """The seed's child is `fixed`; `fixed`'s child is the seed again."""
+        if body["model"] != "reflector":
+            return support.student_reply(body["messages"], None, None)
+        child = seed if support.current_prompt(body["messages"][-1]["content"]) == fixed else fixed
+        return f"Again.\n```\n{child}\n```"
+
+    with ScriptedOpenAIServer(back_and_forth) as server:
+        result = gepa(tmp_path, server.url, "-B", "120", "-o", str(tmp_path / "run"))
+    assert result.returncode == 0, result.stderr
+    repeats = [it for it in read(tmp_path, "iterations.jsonl") if it["reason"].startswith("same prompt as candidate")]
+    # known before its rollouts: none is run (they would buy nothing), none is charged
+    assert repeats and all(it["child_minibatch_scores"] == [] for it in repeats)

@@ -77,10 +77,13 @@ def test_a_partially_validated_candidate_does_not_narrow_the_ranking_of_the_othe
 
 
 def test_a_partially_validated_candidate_wins_only_a_paired_comparison_on_its_rows():
-    leader = [0.0, 0.5, 1.0, 1.0]
-    assert best_candidate([leader, [1.0, 0.5, None, None]], [4, 2]) == 1  # 1.5 against 0.5 on rows 0-1
-    assert best_candidate([leader, [0.5, 0.0, None, None]], [4, 2]) == 0  # level: the leader keeps it
-    assert best_candidate([leader, [0.0, 0.0, None, None]], [4, 2]) == 0  # worse: never on its mean of 0 alone
-    # two challengers are ranked with the leader on the rows all three were scored on (rows 0-1 here)
-    assert best_candidate([leader, [1.0, 1.0, 1.0, None], [1.0, 0.5, None, None]], [4, 3, 2]) == 1
-    assert best_candidate([leader, [0.5, 1.0, 1.0, None], [1.0, 1.0, None, None]], [4, 3, 2]) == 2
+    leader = [0.0, 0.0, 0.0, 0.0, 0.5, 1.0, 1.0, 1.0]
+    rest = [None] * 4
+    assert best_candidate([leader, [1.0, 1.0, 1.0, 1.0, *rest]], [8, 4]) == 1  # +1 on each of rows 0-3
+    assert best_candidate([leader, [1.0, 0.0, 0.0, 0.0, *rest]], [8, 4]) == 0  # one row more: noise, not a win
+    assert best_candidate([leader, [0.0, 0.0, 0.0, 0.0, *rest]], [8, 4]) == 0  # level: the leader keeps it
+    # two challengers are ranked with the leader on the rows all three were scored on (rows 0-3 here)
+    assert best_candidate([leader, [1.0, 1.0, 1.0, 1.0, 1.0, None, None, None], [1.0, 1.0, 1.0, 0.5, *rest]],
+                          [8, 5, 4]) == 1
+    assert best_candidate([leader, [1.0, 1.0, 1.0, 0.5, 1.0, None, None, None], [1.0, 1.0, 1.0, 1.0, *rest]],
+                          [8, 5, 4]) == 2
