@@ -399,6 +399,7 @@ class GepaEngine(Speculation):
                                    lambda row: sum(k not in charged for k in self.evaluator.keys(prompt, "val", [row]))))
         if len(rows) < self.config.min_validation_rows:  # only where a resumed run was given a lower -B
             return None, "better on minibatch, but the budget ran out before validation"
+        rows = await self._race(prompt, rows)
         row_scores = await self.evaluator.scores(prompt, "val", rows, priority=VALIDATION)
         self.ledger.charge(self.evaluator.keys(prompt, "val", rows))
         val_errored = self.evaluator.errored(prompt, "val", rows)
@@ -417,6 +418,23 @@ class GepaEngine(Speculation):
         if self.run_dir is not None:
             self.run_dir.save_candidate(state.candidates[-1])
         return child_idx, "accepted"
+
+    async def _race(self, prompt: str, rows: list[int]) -> list[int]:
+        """The validation rows a child is run on: its first half (in validation.py's order) first, and the rest
+        only if it is not below the best candidate there. A child below the best is kept, validated in part:
+        on the rows it was run on it is in the Pareto front, but the other half of a pass would buy a score
+        that cannot make it the best."""
+        half = max(self.config.min_validation_rows, self.num_val // 2)
+        if len(rows) <= half:
+            return rows
+        order = {row: i for i, row in enumerate(self.validation_order)}
+        first = sorted(rows, key=order.__getitem__)[:half]
+        scores = await self.evaluator.scores(prompt, "val", first, priority=VALIDATION)
+        best = self.state.best().val_scores
+        shared = [i for i, row in enumerate(first) if scores[i] is not None and best[row] is not None]
+        if shared and sum(scores[i] or 0.0 for i in shared) < sum(best[first[i]] or 0.0 for i in shared):
+            return sorted(first)
+        return rows
 
     async def _score_test(self, outcome: Outcome) -> None:
         """The seed's and the best's test passes. The best's starts here, when the last commit has decided

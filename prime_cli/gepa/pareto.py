@@ -17,6 +17,7 @@ from prime_cli.runs.intervals import paired_comparison
 from .scored import RowScore, both_scored, mean_scored
 
 EPSILON = 1e-9
+MARGIN_ROWS = 2
 
 
 def row_fronts(val_scores: Sequence[Sequence[RowScore]]) -> list[set[int]]:
@@ -76,13 +77,14 @@ def _best_on_common_rows(val_scores: Sequence[Sequence[RowScore]], group: Sequen
 
 
 def _beats_on_shared_rows(val_scores: Sequence[Sequence[RowScore]], challenger: int, leader: int) -> bool:
-    """The challenger is better on the rows both were scored on by the project's paired test (the 95% interval
-    of the difference above 0): a row or two more on a partial validation is the student's noise, and the
-    leader was measured on every row."""
+    """The challenger is better on the rows both were scored on, on at least MARGIN_ROWS more rows than it is
+    worse on: one row more on a partial validation is as likely the student's noise (the leader was measured
+    on every row), while a late child that found a rule gains several. (The paired test's 95% interval
+    would hold back such a child on the 30-odd rows a late validation gets.)"""
     mine, theirs = val_scores[challenger], val_scores[leader]
     shared = both_scored(mine, theirs)
     result = paired_comparison({r: [float(theirs[r] or 0.0)] for r in shared}, {r: [float(mine[r] or 0.0)] for r in shared})
-    return result is not None and result.low > 0
+    return result is not None and result.difference > 0 and result.better - result.worse >= MARGIN_ROWS
 
 
 def best_candidate(val_scores: Sequence[Sequence[RowScore]], val_rows_run: Sequence[int | None] | None = None) -> int:
@@ -94,7 +96,7 @@ def best_candidate(val_scores: Sequence[Sequence[RowScore]], val_rows_run: Seque
     A candidate validated on part of the rows (`val_rows_run[i]` below its row count: a late winner that the
     budget left paid for; the rows it was not run on are None, validation.py) never narrows the others'
     comparison down to its rows. It challenges their leader on the rows both were scored on and is in the
-    running only if it is better there by the paired test (_beats_on_shared_rows); the leader and the
+    running only if it is clearly better there (_beats_on_shared_rows); the leader and the
     challengers in the running are then ranked on the rows every one of them was scored on (the first rows of
     the shared validation order), the leader winning ties. So a candidate run on a few rows wins only a clear
     paired comparison on those rows, never on a mean over other rows than the leader's."""

@@ -81,6 +81,8 @@ def test_a_partially_validated_candidate_wins_only_a_paired_comparison_on_its_ro
     rest = [None] * 4
     assert best_candidate([leader, [1.0, 1.0, 1.0, 1.0, *rest]], [8, 4]) == 1  # +1 on each of rows 0-3
     assert best_candidate([leader, [1.0, 0.0, 0.0, 0.0, *rest]], [8, 4]) == 0  # one row more: noise, not a win
+    assert best_candidate([leader, [1.0, 1.0, 0.0, 0.0, *rest]], [8, 4]) == 1  # two rows more, none fewer
+    assert best_candidate([[1.0, *leader[1:]], [0.0, 1.0, 1.0, 0.0, *rest]], [8, 4]) == 0  # two more, one fewer
     assert best_candidate([leader, [0.0, 0.0, 0.0, 0.0, *rest]], [8, 4]) == 0  # level: the leader keeps it
     # two challengers are ranked with the leader on the rows all three were scored on (rows 0-3 here)
     assert best_candidate([leader, [1.0, 1.0, 1.0, 1.0, 1.0, None, None, None], [1.0, 1.0, 1.0, 0.5, *rest]],
