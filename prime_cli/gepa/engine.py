@@ -260,7 +260,7 @@ class GepaEngine(Speculation):
             assert state.sampler is not None
             plan = next_plan(self.config, state.candidates, self._planning_scores(), state.last_planned, state.rng,
                              state.sampler, self.ledger.charged, state.edited, state.merged, self._prompt,
-                             self.evaluator.r, self.stops.budget.known_rows_room(self._point()), dry)
+                             self.evaluator.r, self.stops.budget.known_rows_room(self._point()), self._train_scores, dry)
             state.dry_edits += dry
             self._launch(plan)
 
@@ -288,8 +288,7 @@ class GepaEngine(Speculation):
         if plan.kind == "merge":
             proposal = Proposal(merged_prompt(self.state.candidates, plan.parent, plan.other or 0), "merged")
         else:
-            records = [e["record"] for row in entries for e in row]
-            proposal = await self._reflect(self._reflection_text(plan, parent_prompt, records))
+            proposal = await self._reflect(self._reflection_text(plan, parent_prompt, entries))
         result.reflected = plan.kind != "merge"
         result.reflection_reply, result.reflection_truncated = proposal.raw, proposal.truncated
         if proposal.prompt is None:
@@ -309,7 +308,17 @@ class GepaEngine(Speculation):
         result.keys += self.evaluator.keys(proposal.prompt, "train", rows)
         return result
 
-    def _reflection_text(self, plan: Plan, parent_prompt: str, records: list[dict[str, Any]]) -> str:
+    def _train_scores(self, prompt: str, rows: list[int]) -> list[RowScore]:
+        """A prompt's scores on train rows whose rollouts are all in the cache (None for another row)."""
+        cache, keys = self.evaluator.cache, self.evaluator.keys
+        return [row_score([cache.get(k) for k in keys(prompt, "train", [row])])
+                if all(k in cache for k in keys(prompt, "train", [row])) else None for row in rows]
+
+    def _reflection_text(self, plan: Plan, parent_prompt: str, entries: list[list[dict[str, Any]]]) -> str:
+        """What the reflection reads: the parent on the plan's rows, then on its lowest other known rows."""
+        cache = self.evaluator.cache
+        records = [e["record"] for row in entries for e in row]
+        records += [cache.get(k)["record"] for k in self.evaluator.keys(parent_prompt, "train", plan.shown) if k in cache]
         if plan.kind == "edit":
             return self._edit_text(plan.parent, records)
         return reflection_prompt(parent_prompt, records, self.metric_names)

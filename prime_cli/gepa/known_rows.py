@@ -5,7 +5,7 @@ judge: a lucky child wins it and then costs a whole validation pass)."""
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 
 def known_rows(charged: Iterable[str], phash: str, rollouts_per_row: int, exclude: Iterable[int], limit: int,
@@ -24,3 +24,12 @@ def known_rows(charged: Iterable[str], phash: str, rollouts_per_row: int, exclud
     rows = [row for row, n in counts.items() if n >= rollouts_per_row and row not in skip]
     rows.sort(key=lambda row: (zlib.crc32(f"{salt}:{row}".encode()), row))
     return sorted(rows[:limit])
+
+
+def lowest_rows(rows: Iterable[int], scores: Callable[[list[int]], list[float | None]], limit: int,
+                salt: int) -> list[int]:
+    """Up to `limit` of `rows` with the lowest scores (rows without a score left out; ties vary with `salt`)."""
+    rows = list(rows)
+    scored = [(score, zlib.crc32(f"{salt}:{row}".encode()), row) for row, score in zip(rows, scores(rows), strict=True)
+              if score is not None]
+    return sorted(row for _, _, row in sorted(scored)[:limit])

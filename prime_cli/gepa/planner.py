@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from .config import GepaConfig
 from .evaluator import prompt_hash
 from .instructions import merged_prompt
-from .known_rows import known_rows
+from .known_rows import known_rows, lowest_rows
 from .pareto import best_candidate, front_counts, row_fronts, select_parent
 from .scored import RowScore
 from .state import Candidate, MinibatchSampler, Plan
@@ -42,9 +42,10 @@ def merge_partner(candidates: list[Candidate], best: int, merged: list[list[int]
 def next_plan(config: GepaConfig, candidates: list[Candidate], planning_scores: list[list[RowScore]],
               iteration: int, rng: random.Random, sampler: MinibatchSampler, charged: Iterable[str],
               edited: list[int], merged: list[list[int]], prompt_of: Callable[[int], str], rollouts_per_row: int,
-              known_room: int, dry: bool = False) -> Plan:
+              known_room: int, train_scores: Callable[[str, list[int]], list[RowScore]], dry: bool = False) -> Plan:
     """The plan of `iteration`. Appends to `edited` / `merged` what it schedules (pass copies to foresee).
-    `known_room`: the rollouts the budget lets it spend on known rows."""
+    `known_room`: the rollouts the budget lets it spend on known rows; `train_scores(prompt, rows)`: a prompt's
+    scores on train rows it was scored on."""
     parent = select_parent(planning_scores, rng)
     minibatch = sampler.next(config.minibatch_size, rng)
     kind, other = "reflect", None
@@ -56,6 +57,9 @@ def next_plan(config: GepaConfig, candidates: list[Candidate], planning_scores: 
         elif (partner := merge_partner(candidates, best, merged)) is not None:
             kind, parent, other = "merge", best, partner
             merged.append([best, partner])
-    known = known_rows(charged, prompt_hash(prompt_of(parent)), rollouts_per_row, minibatch,
+    prompt = prompt_of(parent)
+    known = known_rows(charged, prompt_hash(prompt), rollouts_per_row, minibatch,
                        min(config.known_rows, known_room // rollouts_per_row), salt=iteration)
-    return Plan(iteration, parent, minibatch, kind, known, other)
+    others = known_rows(charged, prompt_hash(prompt), rollouts_per_row, [*minibatch, *known], config.num_train, 0)
+    shown = lowest_rows(others, lambda rows: train_scores(prompt, rows), config.known_rows, salt=iteration)
+    return Plan(iteration, parent, minibatch, kind, known, other, shown)

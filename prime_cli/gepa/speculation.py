@@ -74,7 +74,8 @@ class Speculation:
                 break
             iteration += 1
             plan = next_plan(self.config, self.state.candidates, scores, iteration, rng, sampler, charged, edited,
-                             merged, self._prompt, self.evaluator.r, self.stops.budget.known_rows_room(point))
+                             merged, self._prompt, self.evaluator.r, self.stops.budget.known_rows_room(point),
+                             self._train_scores)
             plans.append(plan)
             charged.update(self.evaluator.keys(self._prompt(plan.parent), "train", plan.rows))
             point = point.after_launch()
@@ -134,7 +135,7 @@ class Speculation:
                 if child is not None:
                     await self.evaluator.row_results(child, "train", plan.rows)
                 return
-            text = self._reflection_text(plan, parent_prompt, [e["record"] for row in entries for e in row])
+            text = self._reflection_text(plan, parent_prompt, entries)
             if text not in self._replies:
                 reply = asyncio.ensure_future(self._call_reflection(text))
                 reply.add_done_callback(lambda t: t.cancelled() or t.exception())  # read by whoever takes it

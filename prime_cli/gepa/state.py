@@ -55,6 +55,9 @@ class Plan:
     kind: str = "reflect"
     known: list[int] = field(default_factory=list)
     other: int | None = None  # a "merge": the candidate whose instructions join the parent's (planner.py)
+    shown: list[int] = field(default_factory=list)
+    """More train rows the parent was scored on, its lowest: shown to the reflection, not judged on (an
+    unbiased judge needs rows not picked for failing), free (their rollouts are paid for)."""
 
     @property
     def rows(self) -> list[int]:
