@@ -6,7 +6,10 @@ minibatch. Commits happen strictly in iteration order: charge the budget, accept
 beats its parent on the same minibatch, score an accepted child on the validation set, save.
 Every decision is made at a commit from committed data only, so the run's choices do not depend
 on timing, and a run resumed from state.json makes exactly the choices an uninterrupted run
-makes. With P = 1 this is GEPA's serial loop.
+makes. With P = 1 this is GEPA's serial loop. A proposal is a reflection, an edit step or a merge
+(planner.py); the parent and the child are compared on the fresh minibatch and on train rows the
+parent was already scored on (known_rows.py); a winner is validated on the first half of the
+validation rows, and on the rest unless it is below its parent there (validating.py).
 
 Budget: never passed, and a child that wins its minibatch is always validated. Every proposal in
 flight keeps in reserve its minibatch rollouts and the validation of a winner on at least 10 rows
@@ -34,54 +37,39 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prime_cli.clients.errors import FatalEndpointError
-from prime_cli.envs.errors import ModelError
-from prime_cli.envs.messages import content_text
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.tasks import gather_or_cancel
 
 from .config import GepaConfig
-from .cost import CostCapReached, metered
-from .edit_step import edit_prompt
+from .cost import CostCapReached
 from .evaluator import (
     BACKGROUND,
     VALIDATION,
     EndpointAborted,
     Evaluator,
     Ledger,
-    prompt_hash,
-    rollout_key,
 )
-from .instructions import instructions_with_evidence, merged_prompt
 from .planner import next_plan
 from .proposal import ProposalResult, minibatch_verdict
-from .reflection import Proposal, parse_reply, reflection_prompt
+from .proposing import Proposing, ReflectionAborted
 from .run_dir import GepaRunDir, now_iso
 from .scored import (
     RowScore,
-    errored,
-    errored_note,
     errored_record,
     mean_scored,
-    mostly_errored,
-    row_score,
 )
 from .speculation import Speculation
 from .stages import Stages
 from .state import Candidate, Plan, SearchState
 from .stopping import SearchPoint, StopConditions
 from .uncertainty import intervals_record
-from .validation import payable_rows, rows_run, validation_order
+from .validating import Validating
+from .validation import validation_order
 
 logger = logging.getLogger("prime_cli.gepa")
 
 MAX_DRY_EDITS = 1
 """Edit steps tried when proposals run dry, before the search stops (reset by an accepted child)."""
-EVIDENCE_ROWS_PER_INSTRUCTION, MAX_EVIDENCE_ROWS = 2, 6
-
-
-class ReflectionAborted(Exception):
-    """The reflection model failed for good (endpoint unusable, or too many failures in a row)."""
 
 
 @dataclass
@@ -108,7 +96,7 @@ class Outcome:
         return self.state.best()
 
 
-class GepaEngine(Speculation):
+class GepaEngine(Proposing, Validating, Speculation):
     def __init__(self, config: GepaConfig, evaluator: Evaluator, state: SearchState, reflector: Any,
                  seed_prompt: str, *, run: GepaRunDir | None = None, display: Any = None,
                  metric_names: list[str] | None = None,
@@ -275,82 +263,6 @@ class GepaEngine(Speculation):
         self._plans[plan.iteration] = plan
         self._tasks[plan.iteration] = asyncio.ensure_future(self._propose(plan))
 
-    async def _propose(self, plan: Plan) -> ProposalResult:
-        parent_prompt, rows = self._prompt(plan.parent), plan.rows
-        entries = await self.evaluator.row_results(parent_prompt, "train", rows)
-        parent_scores = [row_score(row) for row in entries]
-        result = ProposalResult(plan, parent_scores, self.evaluator.keys(parent_prompt, "train", rows),
-                                parent_errored=errored(entries))
-        perfect = self.config.perfect_score
-        if perfect is not None and all(s is not None and s >= perfect for s in parent_scores):
-            result.reason = "minibatch already perfect"
-            return result
-        if plan.kind == "merge":
-            proposal = Proposal(merged_prompt(self.state.candidates, plan.parent, plan.other or 0), "merged")
-        else:
-            proposal = await self._reflect(self._reflection_text(plan, parent_prompt, entries))
-        result.reflected = plan.kind != "merge"
-        result.reflection_reply, result.reflection_truncated = proposal.raw, proposal.truncated
-        if proposal.prompt is None:
-            result.reason = proposal.reason
-            result.reflection_failed = proposal.reason.startswith("reflection failed")
-            return result
-        result.child_prompt = proposal.prompt
-        if proposal.prompt == parent_prompt:
-            result.reason = "reflection returned the parent prompt unchanged"
-            return result
-        duplicate = next((c.idx for c in self.state.candidates if c.prompt == proposal.prompt), None)
-        if duplicate is not None:  # committed already, so the commit finds it too: its rollouts would buy nothing
-            result.reason = f"same prompt as candidate {duplicate}"
-            return result
-        result.child_scores = await self.evaluator.scores(proposal.prompt, "train", rows)
-        result.child_errored = self.evaluator.errored(proposal.prompt, "train", rows)
-        result.keys += self.evaluator.keys(proposal.prompt, "train", rows)
-        return result
-
-    def _train_scores(self, prompt: str, rows: list[int]) -> list[RowScore]:
-        """A prompt's scores on train rows whose rollouts are all in the cache (None for another row)."""
-        cache, keys = self.evaluator.cache, self.evaluator.keys
-        return [row_score([cache.get(k) for k in keys(prompt, "train", [row])])
-                if all(k in cache for k in keys(prompt, "train", [row])) else None for row in rows]
-
-    def _reflection_text(self, plan: Plan, parent_prompt: str, entries: list[list[dict[str, Any]]]) -> str:
-        """What the reflection reads: the parent on the plan's rows, then on its lowest other known rows."""
-        cache = self.evaluator.cache
-        records = [e["record"] for row in entries for e in row]
-        records += [cache.get(k)["record"] for k in self.evaluator.keys(parent_prompt, "train", plan.shown) if k in cache]
-        if plan.kind == "edit":
-            return self._edit_text(plan.parent, records)
-        return reflection_prompt(parent_prompt, records, self.metric_names)
-
-    def _edit_text(self, idx: int, train_records: list[dict[str, Any]]) -> str:
-        """The edit step's reflection prompt: candidate idx's instructions with the validation rows each made
-        worse (its own records on them, from the cache), and its train records."""
-        candidate = self.state.candidates[idx]
-        instructions = instructions_with_evidence(self.state.candidates, idx)
-        phash, val_records = prompt_hash(candidate.prompt), {}
-        for item in instructions:
-            for row in item.worse_rows[:EVIDENCE_ROWS_PER_INSTRUCTION]:
-                key = rollout_key(phash, "val", row, 0)
-                if key in self.evaluator.cache and len(val_records) < MAX_EVIDENCE_ROWS:
-                    val_records[row] = self.evaluator.cache.get(key)["record"]
-        return edit_prompt(candidate.prompt, instructions, val_records, train_records, self.metric_names)
-
-    async def _call_reflection(self, text: str) -> Any:
-        client, model = self.reflector.for_group(0)
-        return await metered(self.evaluator.meter, client.chat([{"role": "user", "content": text}], model=model,
-                                                               sampling_args=self.config.reflection_request_args()))
-
-    async def _reflect(self, text: str) -> Proposal:
-        ahead = self._replies.pop(text, None)  # the same call, made ahead by a prefetch
-        try:
-            response = await (ahead if ahead is not None else self._call_reflection(text))
-        except FatalEndpointError as exc:
-            raise ReflectionAborted(f"reflection model {self.config.reflector}: {exc}") from None
-        except ModelError as exc:
-            return Proposal(None, f"reflection failed: {exc}")
-        return parse_reply(content_text(response.message), response.finish_reason)
-
     async def _commit(self, result: ProposalResult) -> dict[str, Any]:
         plan, state = result.plan, self.state
         spent = self.ledger.charge(result.keys)
@@ -395,55 +307,6 @@ class GepaEngine(Speculation):
             raise ReflectionAborted(f"{self.stops.reflections_failing.reason(point)}; the run stopped and kept "
                                     f"its {len(state.candidates)} candidate(s)")
         return line
-
-    async def _validate(self, result: ProposalResult) -> tuple[int | None, str]:
-        """Score a child that won its minibatch on every validation row the budget left pays for (all of them, or
-        the first rows of validation.py's order; the rest stay None) and keep it as a candidate, unless most of
-        its validation rollouts errored. Returns its index (None: not kept) and the reason."""
-        plan, prompt, state = result.plan, result.child_prompt, self.state
-        assert prompt is not None
-        charged = self.ledger.charged
-        allowance = self.stops.budget.validation_allowance(self._point())
-        rows = sorted(payable_rows(self.validation_order, allowance,
-                                   lambda row: sum(k not in charged for k in self.evaluator.keys(prompt, "val", [row]))))
-        if len(rows) < self.config.min_validation_rows:  # only where a resumed run was given a lower -B
-            return None, "better on minibatch, but the budget ran out before validation"
-        rows = await self._race(prompt, rows)
-        row_scores = await self.evaluator.scores(prompt, "val", rows, priority=VALIDATION)
-        self.ledger.charge(self.evaluator.keys(prompt, "val", rows))
-        val_errored = self.evaluator.errored(prompt, "val", rows)
-        parent = state.candidates[plan.parent]
-        parent_rows = set(rows_run(self.validation_order, parent.val_rows_run))
-        parent_val_errored = self.evaluator.errored(parent.prompt, "val", [r for r in rows if r in parent_rows])
-        val_rollouts = len(rows) * self.evaluator.r
-        if mostly_errored(val_errored, val_rollouts, parent_val_errored):
-            return None, "better on minibatch, but " + errored_note(val_errored, val_rollouts, "validation", parent_val_errored)
-        scores: list[RowScore] = [None] * self.num_val
-        for row, score in zip(rows, row_scores, strict=True):
-            scores[row] = score
-        child_idx = len(state.candidates)
-        state.candidates.append(Candidate(child_idx, prompt, plan.parent, scores, plan.iteration, self.ledger.used,
-                                          val_errored, len(rows)))
-        if self.run_dir is not None:
-            self.run_dir.save_candidate(state.candidates[-1])
-        return child_idx, "accepted"
-
-    async def _race(self, prompt: str, rows: list[int]) -> list[int]:
-        """The validation rows a child is run on: its first half (in validation.py's order) first, and the rest
-        only if it is not below the best candidate there. A child below the best is kept, validated in part:
-        on the rows it was run on it is in the Pareto front, but the other half of a pass would buy a score
-        that cannot make it the best."""
-        half = max(self.config.min_validation_rows, self.num_val // 2)
-        if len(rows) <= half:
-            return rows
-        order = {row: i for i, row in enumerate(self.validation_order)}
-        first = sorted(rows, key=order.__getitem__)[:half]
-        scores = await self.evaluator.scores(prompt, "val", first, priority=VALIDATION)
-        best = self.state.best().val_scores
-        shared = [i for i, row in enumerate(first) if scores[i] is not None and best[row] is not None]
-        if shared and sum(scores[i] or 0.0 for i in shared) < sum(best[first[i]] or 0.0 for i in shared):
-            return sorted(first)
-        return rows
 
     async def _score_test(self, outcome: Outcome) -> None:
         """The seed's and the best's test passes. The best's starts here, when the last commit has decided

@@ -1,0 +1,78 @@
+"""Validating a child that won its minibatch (a part of GepaEngine, kept apart for size): on every row the
+budget left pays for (validation.py), the first half of them first, and the rest only if the child is not
+below its parent there (_race)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .evaluator import VALIDATION
+from .proposal import ProposalResult
+from .scored import RowScore, errored_note, mostly_errored
+from .state import Candidate
+from .validation import payable_rows, rows_run
+
+
+class Validating:
+    """Methods of GepaEngine that validate a child; the commit asks them."""
+
+    config: Any
+    state: Any
+    evaluator: Any
+    ledger: Any
+    stops: Any
+    run_dir: Any
+    num_val: int
+    validation_order: list[int]
+    _point: Callable[..., Any]
+
+    async def _validate(self, result: ProposalResult) -> tuple[int | None, str]:
+        """Score a child that won its minibatch on every validation row the budget left pays for (all of them, or
+        the first rows of validation.py's order; the rest stay None) and keep it as a candidate, unless most of
+        its validation rollouts errored. Returns its index (None: not kept) and the reason."""
+        plan, prompt, state = result.plan, result.child_prompt, self.state
+        assert prompt is not None
+        charged = self.ledger.charged
+        allowance = self.stops.budget.validation_allowance(self._point())
+        rows = sorted(payable_rows(self.validation_order, allowance,
+                                   lambda row: sum(k not in charged for k in self.evaluator.keys(prompt, "val", [row]))))
+        if len(rows) < self.config.min_validation_rows:  # only where a resumed run was given a lower -B
+            return None, "better on minibatch, but the budget ran out before validation"
+        rows = await self._race(prompt, state.candidates[plan.parent], rows)
+        row_scores = await self.evaluator.scores(prompt, "val", rows, priority=VALIDATION)
+        self.ledger.charge(self.evaluator.keys(prompt, "val", rows))
+        val_errored = self.evaluator.errored(prompt, "val", rows)
+        parent = state.candidates[plan.parent]
+        parent_rows = set(rows_run(self.validation_order, parent.val_rows_run))
+        parent_val_errored = self.evaluator.errored(parent.prompt, "val", [r for r in rows if r in parent_rows])
+        val_rollouts = len(rows) * self.evaluator.r
+        if mostly_errored(val_errored, val_rollouts, parent_val_errored):
+            return None, "better on minibatch, but " + errored_note(val_errored, val_rollouts, "validation", parent_val_errored)
+        scores: list[RowScore] = [None] * self.num_val
+        for row, score in zip(rows, row_scores, strict=True):
+            scores[row] = score
+        child_idx = len(state.candidates)
+        state.candidates.append(Candidate(child_idx, prompt, plan.parent, scores, plan.iteration, self.ledger.used,
+                                          val_errored, len(rows)))
+        if self.run_dir is not None:
+            self.run_dir.save_candidate(state.candidates[-1])
+        return child_idx, "accepted"
+
+    async def _race(self, prompt: str, parent: Candidate, rows: list[int]) -> list[int]:
+        """The validation rows a child is run on: its first half (in validation.py's order) first, and the rest
+        only if it is not below its parent there. A child below its parent won its minibatch by luck; it is
+        kept, validated in part (on its rows it is in the Pareto front), and the other half of a pass is saved.
+        (Not against the best: the best's score is the luckiest of many, and every child would look worse.)"""
+        half = max(self.config.min_validation_rows, self.num_val // 2)
+        if len(rows) <= half:
+            return rows
+        order = {row: i for i, row in enumerate(self.validation_order)}
+        first = sorted(rows, key=order.__getitem__)[:half]
+        scores = await self.evaluator.scores(prompt, "val", first, priority=VALIDATION)
+        theirs = parent.val_scores
+        shared = [i for i, row in enumerate(first) if scores[i] is not None and theirs[row] is not None]
+        if shared and sum(scores[i] or 0.0 for i in shared) < sum(theirs[first[i]] or 0.0 for i in shared):
+            return sorted(first)
+        return rows
+
