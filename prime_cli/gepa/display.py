@@ -18,7 +18,9 @@ if TYPE_CHECKING:  # rich is imported only when the live panel is used (--plain 
 def _verdict(line: dict[str, Any], num_val: int | None = None) -> str:
     if line["accepted"]:
         rows = line.get("child_val_rows_run")
-        part = f" (validated on {rows} of {num_val} rows: the budget left)" if rows and num_val and rows < num_val else ""
+        why = ("it was below its parent on the first half" if line.get("child_val_cut") == "race"
+               else "the budget left")
+        part = f" (validated on {rows} of {num_val} rows: {why})" if rows and num_val and rows < num_val else ""
         return f"accepted as candidate {line['child_idx']}{part}"
     return f"rejected: {visible(line['reason'])}"  # a failed reflection quotes the server's words
 

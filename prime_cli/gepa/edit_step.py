@@ -38,10 +38,15 @@ missing. Reply with the complete new system prompt inside one ``` fenced block."
 
 
 def _evidence(item: Instruction, numbers: dict[int, int]) -> str:
-    origin = "in the seed prompt" if item.added_by is None else f"added by candidate {item.added_by}"
+    if item.added_by is None:
+        return "in the seed prompt: no earlier prompt to compare with"
     shown = [f"Example {numbers[r]}" for r in item.worse_rows if r in numbers]
-    return f"{origin}; " + (f"rows that got worse when it was added: {', '.join(shown)}" if shown
-                            else "no row got worse when it was added")
+    unshown = len(item.worse_rows) - len(shown)
+    if not item.worse_rows:
+        return f"added by candidate {item.added_by}; no validation row got worse when it was added"
+    listed = f": {', '.join(shown)}" + (f", and {unshown} more not shown" if unshown and shown else "")
+    return (f"added by candidate {item.added_by}; {len(item.worse_rows)} validation row(s) got worse when it was "
+            f"added" + (listed if shown else " (not shown)"))
 
 
 def edit_prompt(current: str, instructions: Sequence[Instruction], val_records: dict[int, dict[str, Any]],

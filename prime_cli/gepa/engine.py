@@ -268,7 +268,7 @@ class GepaEngine(Proposing, Validating, Speculation):
         spent = self.ledger.charge(result.keys)
         if result.reflected:
             state.consecutive_reflection_failures = state.consecutive_reflection_failures + 1 if result.reflection_failed else 0
-        accepted, child_idx, reason = False, None, result.reason
+        accepted, child_idx, reason, val_cut = False, None, result.reason, None
         if result.child_scores is not None:
             duplicate = next((c.idx for c in state.candidates if c.prompt == result.child_prompt), None)
             if duplicate is not None:
@@ -276,7 +276,7 @@ class GepaEngine(Proposing, Validating, Speculation):
             elif verdict := minibatch_verdict(result, self.evaluator.r):
                 reason = verdict
             else:
-                child_idx, reason = await self._validate(result)
+                child_idx, reason, val_cut = await self._validate(result)
                 accepted = child_idx is not None
         state.last_committed = plan.iteration
         if accepted:
@@ -295,6 +295,7 @@ class GepaEngine(Proposing, Validating, Speculation):
                 "parent_minibatch_errored": result.parent_errored, "child_minibatch_errored": result.child_errored,
                 "child_idx": child_idx, "child_prompt": result.child_prompt, "metric_calls": self.ledger.used,
                 "child_val_rows_run": None if child_idx is None else state.candidates[child_idx].val_rows_run,
+                "child_val_cut": val_cut,
                 "time_s": round(time.monotonic() - result.started, 3)}
         if result.reflected:
             line["reflection_reply"] = result.reflection_reply

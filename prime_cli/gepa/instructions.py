@@ -59,10 +59,20 @@ def instructions_with_evidence(candidates: Sequence[Candidate], idx: int) -> lis
     return result
 
 
+def dropped_lines(candidates: Sequence[Candidate]) -> set[str]:
+    """Instructions some accepted child took out of its parent's prompt (an edit step, or a rewrite)."""
+    return {line for child in candidates if child.parent is not None
+            for line in instruction_lines(candidates[child.parent].prompt) if line not in instruction_lines(child.prompt)}
+
+
 def merged_prompt(candidates: Sequence[Candidate], keep: int, other: int) -> str | None:
-    """Candidate `keep`'s prompt plus the instructions of `other` that `keep`'s lineage never had (one it
-    had and lost was taken out on purpose, so it does not come back). None when that adds nothing."""
-    have = instruction_lines(candidates[keep].prompt)
-    seen = {line for c in lineage(candidates, keep) for line in instruction_lines(c.prompt)}
-    extra = [line for line in instruction_lines(candidates[other].prompt) if line not in seen and line not in have]
-    return "\n".join([candidates[keep].prompt.rstrip(), *extra]) if extra else None
+    """Candidate `keep`'s prompt plus the instructions of `other` it lacks, except those some accepted child
+    took out of its parent (taken out on purpose somewhere, they do not come back through a merge). None when
+    that adds nothing."""
+    have = set(instruction_lines(candidates[keep].prompt))
+    gone = dropped_lines(candidates)
+    extra = list(dict.fromkeys(line for line in instruction_lines(candidates[other].prompt)
+                               if line not in have and line not in gone))
+    if not extra:
+        return None
+    return "\n".join([*([candidates[keep].prompt.rstrip()] if candidates[keep].prompt.strip() else []), *extra])

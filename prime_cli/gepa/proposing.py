@@ -16,7 +16,6 @@ from prime_cli.envs.messages import content_text
 
 from .cost import metered
 from .edit_step import edit_prompt
-from .evaluator import prompt_hash, rollout_key
 from .instructions import instructions_with_evidence, merged_prompt
 from .proposal import ProposalResult
 from .reflection import Proposal, parse_reply, reflection_prompt
@@ -64,8 +63,12 @@ class Proposing:
         if proposal.prompt == parent_prompt:
             result.reason = "reflection returned the parent prompt unchanged"
             return result
-        duplicate = next((c.idx for c in self.state.candidates if c.prompt == proposal.prompt), None)
-        if duplicate is not None:  # committed already, so the commit finds it too: its rollouts would buy nothing
+        # only candidates every run has committed by now (the plan came after the commit of iteration - P),
+        # so that a resumed or a differently timed run skips the same children; the commit finds the others
+        committed = plan.iteration - self.config.parallel_proposals
+        duplicate = next((c.idx for c in self.state.candidates if committed >= 1 and c.iteration <= committed
+                          and c.prompt == proposal.prompt), None)
+        if duplicate is not None:  # its rollouts would buy nothing
             result.reason = f"same prompt as candidate {duplicate}"
             return result
         result.child_scores = await self.evaluator.scores(proposal.prompt, "train", rows)
@@ -91,15 +94,17 @@ class Proposing:
     def _edit_text(self, idx: int, train_records: list[dict[str, Any]]) -> str:
         """The edit step's reflection prompt: candidate idx's instructions with the validation rows each made
         worse (its own records on them, from the cache), and its train records."""
-        candidate = self.state.candidates[idx]
+        candidate, cache = self.state.candidates[idx], self.evaluator.cache
         instructions = instructions_with_evidence(self.state.candidates, idx)
-        phash, val_records = prompt_hash(candidate.prompt), {}
-        for item in instructions:
+        val_records: dict[int, dict[str, Any]] = {}
+        for item in reversed(instructions):  # the newest first: the likeliest to be wrong, and least tested
             for row in item.worse_rows[:EVIDENCE_ROWS_PER_INSTRUCTION]:
-                key = rollout_key(phash, "val", row, 0)
-                if key in self.evaluator.cache and len(val_records) < MAX_EVIDENCE_ROWS:
-                    val_records[row] = self.evaluator.cache.get(key)["record"]
-        return edit_prompt(candidate.prompt, instructions, val_records, train_records, self.metric_names)
+                keys = self.evaluator.keys(candidate.prompt, "val", [row])
+                if len(val_records) < MAX_EVIDENCE_ROWS and all(k in cache for k in keys):
+                    worst = min((cache.get(k) for k in keys), key=lambda e: e.get("reward") is not None and e["reward"])
+                    val_records[row] = worst["record"]  # its failing rollout (with -r > 1 another may pass)
+        return edit_prompt(candidate.prompt, instructions, dict(sorted(val_records.items())), train_records,
+                           self.metric_names)
 
     async def _call_reflection(self, text: str) -> Any:
         client, model = self.reflector.for_group(0)

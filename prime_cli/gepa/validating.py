@@ -27,19 +27,23 @@ class Validating:
     validation_order: list[int]
     _point: Callable[..., Any]
 
-    async def _validate(self, result: ProposalResult) -> tuple[int | None, str]:
+    async def _validate(self, result: ProposalResult) -> tuple[int | None, str, str | None]:
         """Score a child that won its minibatch on every validation row the budget left pays for (all of them, or
-        the first rows of validation.py's order; the rest stay None) and keep it as a candidate, unless most of
-        its validation rollouts errored. Returns its index (None: not kept) and the reason."""
+        the first rows of validation.py's order; the rest stay None), or on the first half only when it is below
+        its parent there (_race), and keep it as a candidate, unless most of its validation rollouts errored.
+        Returns its index (None: not kept), the reason, and why it was validated in part ("budget", "race";
+        None: on every row)."""
         plan, prompt, state = result.plan, result.child_prompt, self.state
         assert prompt is not None
         charged = self.ledger.charged
         allowance = self.stops.budget.validation_allowance(self._point())
         rows = sorted(payable_rows(self.validation_order, allowance,
                                    lambda row: sum(k not in charged for k in self.evaluator.keys(prompt, "val", [row]))))
-        if len(rows) < self.config.min_validation_rows:  # only where a resumed run was given a lower -B
-            return None, "better on minibatch, but the budget ran out before validation"
+        if len(rows) < self.config.min_validation_rows:  # a guard: the reserves keep at least this much
+            return None, "better on minibatch, but the budget ran out before validation", None
+        payable = len(rows)
         rows = await self._race(prompt, state.candidates[plan.parent], rows)
+        cut = "race" if len(rows) < payable else "budget" if payable < self.num_val else None
         row_scores = await self.evaluator.scores(prompt, "val", rows, priority=VALIDATION)
         self.ledger.charge(self.evaluator.keys(prompt, "val", rows))
         val_errored = self.evaluator.errored(prompt, "val", rows)
@@ -48,7 +52,7 @@ class Validating:
         parent_val_errored = self.evaluator.errored(parent.prompt, "val", [r for r in rows if r in parent_rows])
         val_rollouts = len(rows) * self.evaluator.r
         if mostly_errored(val_errored, val_rollouts, parent_val_errored):
-            return None, "better on minibatch, but " + errored_note(val_errored, val_rollouts, "validation", parent_val_errored)
+            return None, "better on minibatch, but " + errored_note(val_errored, val_rollouts, "validation", parent_val_errored), None
         scores: list[RowScore] = [None] * self.num_val
         for row, score in zip(rows, row_scores, strict=True):
             scores[row] = score
@@ -57,7 +61,7 @@ class Validating:
                                           val_errored, len(rows)))
         if self.run_dir is not None:
             self.run_dir.save_candidate(state.candidates[-1])
-        return child_idx, "accepted"
+        return child_idx, "accepted", cut
 
     async def _race(self, prompt: str, parent: Candidate, rows: list[int]) -> list[int]:
         """The validation rows a child is run on: its first half (in validation.py's order) first, and the rest

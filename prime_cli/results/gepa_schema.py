@@ -30,7 +30,8 @@ class GepaCandidate(TypedDict, total=False):
     iteration: int  # the iteration that proposed it (0 for the seed)
     discovered_at_calls: int | None  # metric calls spent when it was accepted
     # validation rows it was run on: all of them, or fewer for a late winner validated on the rows the budget
-    # left paid for (the first rows of one seeded order; the others are None in val_scores; gepa/validation.py)
+    # left paid for, or for a child below its parent on the first half of them (the first rows of one seeded
+    # order; the others are None in val_scores; gepa/validation.py, gepa/validating.py)
     val_rows_run: int
 
 
@@ -53,7 +54,8 @@ class GepaIteration(TypedDict, total=False):
     """One iterations.jsonl line: a proposal and what became of it."""
 
     iteration: int
-    kind: str  # "reflect" (reflective mutation) or "edit" (the instructions with the evidence against each)
+    kind: str  # "reflect", "edit" (the instructions with the evidence against each) or "merge" (gepa/planner.py)
+    other_idx: int | None  # a merge: the candidate whose instructions joined the parent's
     parent_idx: int
     minibatch_rows: list[int]  # the fresh minibatch, then train rows the parent was already scored on
     parent_minibatch_scores: list[float | None]  # None: every rollout of that row errored
@@ -65,6 +67,7 @@ class GepaIteration(TypedDict, total=False):
     child_idx: int | None
     child_prompt: str | None
     child_val_rows_run: int | None  # the accepted child's validation rows (GepaCandidate.val_rows_run)
+    child_val_cut: str | None  # why fewer than all: "budget" (what was left) or "race" (below its parent on half)
     metric_calls: int
     time_s: float
     reflection_reply: str  # what the reflection model answered (absent when it was not called)

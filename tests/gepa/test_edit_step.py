@@ -142,3 +142,52 @@ def test_a_child_with_the_prompt_of_a_known_candidate_is_not_run(tmp_path):
     repeats = [it for it in read(tmp_path, "iterations.jsonl") if it["reason"].startswith("same prompt as candidate")]
     # known before its rollouts: none is run (they would buy nothing), none is charged
     assert repeats and all(it["child_minibatch_scores"] == [] for it in repeats)
+
+
+def test_a_resumed_parallel_run_skips_the_same_known_children(tmp_path, monkeypatch):
+    from tests.gepa.test_engine import config, lines, search, without_time
+
+    support.write_toy_env(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    fixed = "\n".join(f"Answer kind {k} with its kind name." for k in support.KINDS[:3])
+    constant = support.reflector(lambda messages, tools, sampling_args: f"ok\n```\n{fixed}\n```")
+    cfg = lambda name: config(tmp_path / name, max_calls=200, parallel_proposals=2)  # noqa: E731
+    search(cfg("full"), reflector=constant)
+
+    def interrupt(line):
+        if line["iteration"] == 1:
+            raise KeyboardInterrupt
+
+    first = search(cfg("part"), reflector=constant, on_commit=interrupt)[0]
+    assert first.status == "cancelled"
+    search(cfg("part"), reflector=constant, resume=True)
+    full, part = lines(tmp_path / "full" / "iterations.jsonl"), lines(tmp_path / "part" / "iterations.jsonl")
+    assert any(it["reason"].startswith("same prompt as candidate") for it in full)
+    assert without_time(part) == without_time(full)
+
+
+def test_the_edit_step_names_evidence_it_could_not_show_and_never_calls_a_seed_line_harmless():
+    from prime_cli.gepa.edit_step import edit_prompt
+    from prime_cli.gepa.instructions import Instruction
+
+    items = [Instruction("Be brief.", None), Instruction("Use capitals.", 1, [0, 3]),
+             Instruction("Count letters.", 2, [5]), Instruction("Say hi.", 3)]
+    record = {"input": "q", "completion": "a", "answer": "b", "reward": 0.0, "metrics": {}}
+    text = edit_prompt("Be brief.\nUse capitals.\nCount letters.\nSay hi.", items, {3: record}, [], [])
+    assert '"Be brief." (in the seed prompt: no earlier prompt to compare with)' in text
+    assert "2 validation row(s) got worse when it was added: Example 1, and 1 more not shown" in text
+    assert '"Count letters." (added by candidate 2; 1 validation row(s) got worse when it was added (not shown))' in text
+    assert '"Say hi." (added by candidate 3; no validation row got worse when it was added)' in text
+
+
+def test_a_merge_does_not_bring_back_an_instruction_an_accepted_child_took_out():
+    from prime_cli.gepa.instructions import merged_prompt
+
+    seed = candidate(0, "Base.", None, [0.0] * 4)
+    with_wrong = candidate(1, "Base.\nX\nW", 0, [1.0, 0.0, 0.0, 0.0])
+    without = candidate(2, "Base.\nX", 1, [1.0, 1.0, 0.0, 0.0])  # W taken out
+    other = candidate(3, "Base.\nY", 0, [0.0, 0.0, 1.0, 1.0])
+    candidates = [seed, with_wrong, without, other]
+    assert merged_prompt(candidates, 3, 1) == "Base.\nY\nX"
+    assert merged_prompt(candidates, 3, 2) == "Base.\nY\nX"
+    assert merged_prompt([candidate(0, "", None, [0.0]), candidate(1, "A\nA", 0, [1.0])], 0, 1) == "A"

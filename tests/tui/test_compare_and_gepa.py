@@ -165,5 +165,13 @@ async def test_gepa_candidate_validated_in_part_shows_the_rows_it_was_run_on(tmp
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         text = screen_text(app)
-        assert "per row: 0.50 – 1.00 –  (validated on 2 of" in text and "4 rows, all the budget left paid" in text, text
+        assert "per row: 0.50 – 1.00 –  (validated on 2 of" in text and "4 rows: what the budget left, or half" in text, text
         assert app.screen.run.candidates[0].val_rows_run == 2 and app.screen.run.candidates[1].val_rows_run is None
+
+
+def test_the_gain_over_the_parent_is_taken_on_the_rows_both_were_scored_on():
+    from prime_cli.tui.screens.gepa import shared_gain
+
+    # a child validated on rows 0-1 only: compared with its parent there, not with the parent's mean over 4 rows
+    assert shared_gain([1.0, 0.0, None, None], [0.0, 0.0, 1.0, 1.0]) == 0.5
+    assert shared_gain([None, None], [1.0, 0.0]) is None

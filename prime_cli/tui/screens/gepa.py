@@ -38,6 +38,13 @@ def prompt_diff(parent: str, child: str) -> Text:
     return text if text.plain else Text("(same text as its parent)", style="dim")
 
 
+
+def shared_gain(child: list, parent: list) -> float | None:
+    """The child's mean minus its parent's, over the validation rows both were scored on (a candidate validated
+    in part is not compared on other rows than its own)."""
+    rows = [i for i, (c, p) in enumerate(zip(child, parent, strict=False)) if c is not None and p is not None]
+    return sum(child[i] - parent[i] for i in rows) / len(rows) if rows else None
+
 class GepaScreen(Screen):
     HELP_TITLE = "GEPA run"
     HELP_TEXT = HELP
@@ -108,7 +115,7 @@ class GepaScreen(Screen):
         table.clear()
         for cand in run.candidates:
             parent = run.candidate(cand.parent_idx) if cand.parent_idx is not None else None
-            gain = cand.val_mean - parent.val_mean if parent and cand.val_mean is not None and parent.val_mean is not None else None
+            gain = shared_gain(cand.val_scores, parent.val_scores) if parent else None
             star = "★ " if cand.idx == run.best_idx else ""
             table.add_row(f"{star}{cand.idx}", fmt(cand.parent_idx), str(cand.iteration), fmt(cand.val_mean),
                           signed(gain), str(front.get(cand.idx, 0)), fmt(cand.discovered_at_calls))
@@ -175,8 +182,8 @@ class GepaScreen(Screen):
             Text.assemble(("validation ", "bold"), f"mean {fmt(cand.val_mean)}  per row: {scores}",
                           (f"  ({cand.val_errored} errored rollouts left out; – : a row whose rollouts all errored)", "dim")
                           if cand.val_errored else "",
-                          (f"  (validated on {cand.val_rows_run} of {len(cand.val_scores)} rows, all the budget left "
-                           "paid for; – : a row not run)", "dim") if cand.val_rows_run is not None
+                          (f"  (validated on {cand.val_rows_run} of {len(cand.val_scores)} rows: what the budget left, "
+                           "or half when it was below its parent there; – : a row not run)", "dim") if cand.val_rows_run is not None
                           and cand.val_rows_run < len(cand.val_scores) else ""),
             Text(f"diff against parent #{cand.parent_idx}" if parent else "seed prompt", style="bold underline"),
             body,
