@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 from prime_cli.results.cost import usd
+from prime_cli.results.gepa_reader import proposal_origin
 from prime_cli.runs import display as base
 from prime_cli.runs.visible import visible
 
@@ -130,7 +131,7 @@ class PlainDisplay(GepaDisplay, base.PlainLines):
         super().update(**s)
         line = s["line"]
         eta = self.progress()["eta_s"]
-        self._out(f"iteration {line['iteration']}: parent {line['parent_idx']} {_verdict(line, s.get('num_val'))} | "
+        self._out(f"iteration {line['iteration']}: {proposal_origin(line)} {_verdict(line, s.get('num_val'))} | "
                   f"budget {s['used']}/{s['max_calls']} | best {format_score(s['best_score'])} (candidate {s['best_idx']}, "
                   f"seed {format_score(s['seed_score'])}) | {s['candidates']} candidate(s) | ETA {_duration(eta)}"
                   f"{self.spent_text()}")
@@ -182,7 +183,7 @@ class RichDisplay(GepaDisplay, base.LivePanel):
             parts.append(Text.assemble(("best ", "dim"), (format_score(s["best_score"]), "bold green"),
                                        (f" (candidate {s['best_idx']})   seed ", "dim"), format_score(s["seed_score"])))
             style = "green" if line["accepted"] else "yellow"
-            parts.append(Text.assemble(("last proposal ", "dim"), (f"#{line['iteration']} from {line['parent_idx']}: ", ""),
+            parts.append(Text.assemble(("last proposal ", "dim"), (f"#{line['iteration']} ({proposal_origin(line)}): ", ""),
                                        (_verdict(line, s.get("num_val")), style)))
         elif self.seed_total:
             parts.append(Text(self.seed_line(), style="dim"))

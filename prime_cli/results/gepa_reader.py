@@ -132,6 +132,16 @@ class GepaRun:
         return cand.system_prompt if cand else ""
 
 
+def proposal_origin(line: dict[str, Any]) -> str:
+    """Where an iteration's child came from: `parent 3`, `edit of 3` (the edit step) or `merge of 3 + 5`."""
+    kind, parent = line.get("kind") or "reflect", line.get("parent_idx")
+    if kind == "edit":
+        return f"edit of {parent}"
+    if kind == "merge":
+        return f"merge of {parent} + {line.get('other_idx')}"
+    return f"parent {parent}"
+
+
 def is_gepa_run(run_dir: Path) -> bool:
     return GepaRunLayout(Path(run_dir)).looks_like_run()
 

@@ -68,6 +68,7 @@ def test_a_wrong_instruction_in_the_seed_prompt_is_taken_out_by_an_edit_step(tmp
     iterations = read(tmp_path, "iterations.jsonl")
     removed = [it for it in iterations if it["accepted"] and PLANTED not in it["child_prompt"]]
     assert removed and removed[0]["kind"] == "edit"
+    assert f"iteration {removed[0]['iteration']}: edit of {removed[0]['parent_idx']} accepted as candidate" in result.stdout
     meta = json.loads((tmp_path / "run" / "metadata.json").read_text())
     assert meta["best_score"] == 1.0 and meta["total_metric_calls"] <= 200
 
@@ -191,3 +192,11 @@ def test_a_merge_does_not_bring_back_an_instruction_an_accepted_child_took_out()
     assert merged_prompt(candidates, 3, 1) == "Base.\nY\nX"
     assert merged_prompt(candidates, 3, 2) == "Base.\nY\nX"
     assert merged_prompt([candidate(0, "", None, [0.0]), candidate(1, "A\nA", 0, [1.0])], 0, 1) == "A"
+
+
+def test_an_iteration_says_where_its_child_came_from():
+    from prime_cli.results.gepa_reader import proposal_origin
+
+    assert proposal_origin({"parent_idx": 2}) == "parent 2"  # runs written before the kinds
+    assert proposal_origin({"kind": "edit", "parent_idx": 4}) == "edit of 4"
+    assert proposal_origin({"kind": "merge", "parent_idx": 4, "other_idx": 1}) == "merge of 4 + 1"

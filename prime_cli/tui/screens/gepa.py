@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from prime_cli.results.eval_reader import metadata_mtime
-from prime_cli.results.gepa_reader import GepaRun, read_gepa_run
+from prime_cli.results.gepa_reader import GepaRun, proposal_origin, read_gepa_run
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import visible
 from prime_cli.tui.style import fmt, short_date, signed, status_text
@@ -159,7 +159,7 @@ class GepaScreen(Screen):
                 nums = [v for v in values or [] if isinstance(v, (int, float))] if isinstance(values, list) else []
                 return fmt(sum(nums) / len(nums)) if nums else "–"
             accepted = bool(it.get("accepted"))
-            table.add_row(fmt(it.get("iteration")), fmt(it.get("parent_idx")),
+            table.add_row(fmt(it.get("iteration")), proposal_origin(it).removeprefix("parent "),
                           ",".join(str(r) for r in it.get("minibatch_rows") or []),
                           mean(it.get("parent_minibatch_scores")), mean(it.get("child_minibatch_scores")),
                           Text("yes", style="green") if accepted else Text("no", style="red"),
