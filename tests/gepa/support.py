@@ -7,6 +7,7 @@ reflection model reads the kinds in the examples it is shown and adds the missin
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,20 @@ def load_environment(system_prompt: str = "Answer the question.", group: bool = 
         return vf.EnvGroup([make(system_prompt), make(other_prompt)], env_names=["a", "b"])
     return make(system_prompt or None)
 '''
+
+
+def toy_config(run_dir: Path, **overrides: Any) -> Any:
+    """An engine config for the toy environment (build_config, as `prime gepa run` makes it)."""
+    from prime_cli.gepa.config import build_config
+
+    values = {"env_id": "toy-gepa", "model": "student", "reflection_model": "reflector", "max_calls": 200,
+              "num_train": 20, "num_val": 10, "minibatch_size": 3, "run_dir": str(run_dir), "display": "plain"}
+    return build_config("test", **{**values, **overrides})
+
+
+def lines(path: Path) -> list[Any]:
+    """The JSON lines of a run file."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def write_toy_env(root: Path) -> None:

@@ -17,7 +17,6 @@ import zlib
 import pytest
 
 from prime_cli.gepa.api import run_search
-from prime_cli.gepa.config import build_config
 from prime_cli.gepa.pareto import best_candidate
 from tests.gepa import support
 
@@ -35,17 +34,8 @@ def noisy_student_reply(messages, tools, sampling_args) -> str:
     return support.student_reply(messages, tools, sampling_args)
 
 
-@pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    support.write_toy_env(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def config(run_dir, **overrides):
-    values = {"env_id": "toy-gepa", "model": "student", "reflection_model": "reflector", "max_calls": 100,
-              "num_train": 20, "num_val": NUM_VAL, "minibatch_size": 3, "run_dir": str(run_dir), "display": "plain"}
-    return build_config("test", **{**values, **overrides})
+    return support.toy_config(run_dir, **{"max_calls": 100, "num_val": NUM_VAL, **overrides})
 
 
 def search(cfg, resume=False, on_commit=None):
@@ -55,8 +45,7 @@ def search(cfg, resume=False, on_commit=None):
     return outcome, run_dir, student
 
 
-def lines(path):
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+lines = support.lines
 
 
 def sweep(workdir, parallel, speculate):

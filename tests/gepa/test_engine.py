@@ -8,7 +8,6 @@ import pytest
 
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.gepa.api import run_search
-from prime_cli.gepa.config import build_config
 from tests.gepa import support
 
 # every test writes the same toy environment into its own folder; the copy imported by the first is
@@ -16,17 +15,7 @@ from tests.gepa import support
 pytestmark = pytest.mark.filterwarnings("ignore::prime_cli.envs.loader.LocalEnvironmentWarning")
 
 
-@pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    support.write_toy_env(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def config(run_dir, **overrides):
-    values = {"env_id": "toy-gepa", "model": "student", "reflection_model": "reflector", "max_calls": 200,
-              "num_train": 20, "num_val": 10, "minibatch_size": 3, "run_dir": str(run_dir), "display": "plain"}
-    return build_config("test", **{**values, **overrides})
+config, lines = support.toy_config, support.lines
 
 
 def search(cfg, student=None, reflector=None, resume=False, on_commit=None):
@@ -35,10 +24,6 @@ def search(cfg, student=None, reflector=None, resume=False, on_commit=None):
     outcome, run_dir = asyncio.run(run_search(cfg, resume, io.StringIO(), pools=(student, reflector),
                                               on_commit=on_commit))
     return outcome, run_dir, student, reflector
-
-
-def lines(path):
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def without_time(rows):

@@ -12,7 +12,7 @@ from prime_cli.gepa.api import run_search
 from prime_cli.gepa.display import _verdict
 from prime_cli.gepa.validation import validation_order
 from tests.gepa import support
-from tests.gepa.test_budget_plan import NUM_VAL, config, lines, noisy_student_reply, workdir  # noqa: F401 - a fixture
+from tests.gepa.test_budget_plan import NUM_VAL, config, lines, noisy_student_reply
 
 
 def careless_reflector(messages, tools, sampling_args) -> str:
@@ -34,7 +34,7 @@ def search(cfg):
     return run_dir
 
 
-def test_a_child_below_its_parent_on_the_first_half_is_validated_there_only(workdir):  # noqa: F811
+def test_a_child_below_its_parent_on_the_first_half_is_validated_there_only(workdir):
     halves = 0
     for seed in (0, 1, 2):
         halves += check_run(search(config(workdir / f"run{seed}", max_calls=400, seed=seed)), seed)
