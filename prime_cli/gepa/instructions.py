@@ -47,11 +47,12 @@ def instructions_with_evidence(candidates: Sequence[Candidate], idx: int) -> lis
     that got worse at that step (rows still failing for `idx` only: those it could fix by taking it out)."""
     chain = lineage(candidates, idx)
     current = candidates[idx]
+    lines = [set(instruction_lines(c.prompt)) for c in chain]
     result = []
     for text in instruction_lines(current.prompt):
         added_by, rows = None, []
-        for before, after in zip(chain, chain[1:], strict=False):
-            if text in instruction_lines(after.prompt) and text not in instruction_lines(before.prompt):
+        for step, (before, after) in enumerate(zip(chain, chain[1:], strict=False)):
+            if text in lines[step + 1] and text not in lines[step]:
                 added_by = after.idx
                 rows = [r for r in worse_rows(before, after)
                         if current.val_scores[r] is not None and (current.val_scores[r] or 0.0) < (before.val_scores[r] or 0.0)]

@@ -8,22 +8,25 @@ import zlib
 from collections.abc import Callable, Iterable
 
 
-def known_rows(charged: Iterable[str], phash: str, rollouts_per_row: int, exclude: Iterable[int], limit: int,
-               salt: int) -> list[int]:
-    """Up to `limit` train rows all of whose rollouts of the prompt `phash` are charged, not in `exclude`.
-    Which ones varies with `salt` (the iteration), so a parent drawn again shows other rows; no RNG is used,
-    so the search's draws are those of a run without them."""
-    if limit <= 0:
-        return []
+def charged_rows(charged: Iterable[str], phash: str, rollouts_per_row: int) -> list[int]:
+    """The train rows all of whose rollouts of the prompt `phash` are charged, in row order."""
     counts: dict[int, int] = {}
     for key in charged:  # evaluator.rollout_key: "{split}/{row}/{rollout}/{phash}"
         split, row, _rollout, key_hash = key.split("/", 3)
         if split == "train" and key_hash == phash:
             counts[int(row)] = counts.get(int(row), 0) + 1
+    return sorted(row for row, n in counts.items() if n >= rollouts_per_row)
+
+
+def known_rows(rows: Iterable[int], exclude: Iterable[int], limit: int, salt: int) -> list[int]:
+    """Up to `limit` of `rows` (charged_rows) not in `exclude`. Which ones varies with `salt` (the iteration),
+    so a parent drawn again shows other rows; no RNG is used, so the search's draws are those of a run
+    without them."""
+    if limit <= 0:
+        return []
     skip = set(exclude)
-    rows = [row for row, n in counts.items() if n >= rollouts_per_row and row not in skip]
-    rows.sort(key=lambda row: (zlib.crc32(f"{salt}:{row}".encode()), row))
-    return sorted(rows[:limit])
+    picked = sorted((row for row in rows if row not in skip), key=lambda row: (zlib.crc32(f"{salt}:{row}".encode()), row))
+    return sorted(picked[:limit])
 
 
 def lowest_rows(rows: Iterable[int], scores: Callable[[list[int]], list[float | None]], limit: int,

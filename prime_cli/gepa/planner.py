@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from .config import GepaConfig
 from .evaluator import prompt_hash
 from .instructions import merged_prompt
-from .known_rows import known_rows, lowest_rows
+from .known_rows import charged_rows, known_rows, lowest_rows
 from .pareto import best_candidate, front_counts, row_fronts, select_parent
 from .scored import RowScore
 from .state import Candidate, MinibatchSampler, Plan
@@ -58,8 +58,8 @@ def next_plan(config: GepaConfig, candidates: list[Candidate], planning_scores: 
             kind, parent, other = "merge", best, partner
             merged.append([best, partner])
     prompt = prompt_of(parent)
-    known = known_rows(charged, prompt_hash(prompt), rollouts_per_row, minibatch,
-                       min(config.known_rows, known_room // rollouts_per_row), salt=iteration)
-    others = known_rows(charged, prompt_hash(prompt), rollouts_per_row, [*minibatch, *known], config.num_train, 0)
+    paid = charged_rows(charged, prompt_hash(prompt), rollouts_per_row)
+    known = known_rows(paid, minibatch, min(config.known_rows, known_room // rollouts_per_row), salt=iteration)
+    others = [row for row in paid if row not in minibatch and row not in known]
     shown = lowest_rows(others, lambda rows: train_scores(prompt, rows), config.known_rows, salt=iteration)
     return Plan(iteration, parent, minibatch, kind, known, other, shown)

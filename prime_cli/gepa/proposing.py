@@ -78,9 +78,9 @@ class Proposing:
 
     def _train_scores(self, prompt: str, rows: list[int]) -> list[RowScore]:
         """A prompt's scores on train rows whose rollouts are all in the cache (None for another row)."""
-        cache, keys = self.evaluator.cache, self.evaluator.keys
-        return [row_score([cache.get(k) for k in keys(prompt, "train", [row])])
-                if all(k in cache for k in keys(prompt, "train", [row])) else None for row in rows]
+        cache = self.evaluator.cache
+        row_keys = [self.evaluator.keys(prompt, "train", [row]) for row in rows]
+        return [row_score([cache.get(k) for k in keys]) if all(k in cache for k in keys) else None for keys in row_keys]
 
     def _reflection_text(self, plan: Plan, parent_prompt: str, entries: list[list[dict[str, Any]]]) -> str:
         """What the reflection reads: the parent on the plan's rows, then on its lowest other known rows."""
