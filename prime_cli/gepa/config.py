@@ -163,7 +163,7 @@ class GepaConfig(BaseModel):
             raise EnvConfigError(
                 f"--max-calls {self.max_calls} is below the minimum of {self.minimum_budget()} rollouts for "
                 f"this run (one validation pass of {self.num_val} rows x {self.rollouts_per_example} rollout(s), "
-                f"plus {self.proposal_cost} for one proposal and {self.min_validation_cost} to validate its child on "
+                f"plus {self.minibatch_cost} for one proposal and {self.min_validation_cost} to validate its child on "
                 f"{self.min_validation_rows} rows); raise -B to at least {self.minimum_budget()} "
                 f"or lower -N/--num-val")
 

@@ -94,7 +94,9 @@ def test_budget_is_reported_exactly_and_spent_up_to_less_than_one_proposal_and_i
 
 
 def test_budget_below_one_validation_pass_is_a_clear_error(workdir):
-    with pytest.raises(EnvConfigError, match=r"below the minimum of 26 rollouts.*validate its child on 10 rows.*at least 26"):
+    # the parts add up to the minimum: 10 validation rollouts + 6 for a proposal's minibatch + 10 to validate
+    with pytest.raises(EnvConfigError, match=r"below the minimum of 26 rollouts.*of 10 rows x 1 rollout\(s\), plus 6 for "
+                                             r"one proposal and 10 to validate its child on 10 rows.*at least 26"):
         search(config(workdir / "run", max_calls=12))
 
 
