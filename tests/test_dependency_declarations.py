@@ -35,6 +35,7 @@ NOT_IMPORTED = {
     "prime-cli": {
         "gguf": "transformers needs it to load the embedded model's GGUF (serve/convert.py)",
         "accelerate": "transformers needs it to load a GGUF file (serve/convert.py)",
+        "build": "`prime env push` runs it as `python -m build` (workspace/push.py)",
         "wandb": "an install alias (`pip install 'prime-cli[wandb]'`); prime-lora imports and declares it",
     },
     "math-python": {"sympy": "the model's python tool code imports it (the prompt says it is available)"},
