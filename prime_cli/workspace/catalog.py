@@ -13,6 +13,8 @@ from typing import Any
 from prime_cli.runs.visible import visible, visible_data
 
 from .names import check_env_name, dist_name, module_name
+from .provenance import describe as describe_provenance
+from .provenance import installed_provenance
 
 FRAMEWORKS = {"prime-cli", "verifiers"}
 
@@ -120,6 +122,7 @@ class EnvironmentInfo:
     reward_functions: list[tuple[str, float]] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
     eval_defaults: dict[str, Any] = field(default_factory=dict)
+    provenance: str | None = None  # how the installed package was pushed (prime env push), one line
 
 
 def _arguments(factory: Any) -> list[tuple[str, str, str]]:
@@ -162,7 +165,7 @@ def _shown(info: EnvironmentInfo) -> EnvironmentInfo:
         visible(info.doc, multiline=True), visible(info.env_class), info.dataset_size, info.eval_dataset_size,
         None if info.dataset_problem is None else visible(info.dataset_problem, multiline=True),
         [(visible(name), weight) for name, weight in info.reward_functions], [visible(t) for t in info.tools],
-        visible_data(info.eval_defaults))
+        visible_data(info.eval_defaults), None if info.provenance is None else visible(info.provenance))
 
 
 def _environment_info(env_id: str, env_args: dict[str, Any] | None, root: Path | None) -> EnvironmentInfo:
@@ -178,6 +181,9 @@ def _environment_info(env_id: str, env_args: dict[str, Any] | None, root: Path |
         info.arguments = _arguments(factory)
         info.doc = inspect.getdoc(factory) or ""
     info.eval_defaults = _eval_defaults(module, env_id, root)
+    pushed = installed_provenance(module.__name__, getattr(module, "__file__", None))
+    if pushed is not None:
+        info.provenance = f"{pushed[0]} {pushed[1]}: {describe_provenance(pushed[2])}"
     try:
         env = load_environment(env_id, **(env_args or {}))
     except Exception as exc:  # the description so far is still useful; say why loading stopped

@@ -28,7 +28,6 @@ class _Links(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
         self.names: list[str] = []
-        self._in_anchor = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
@@ -42,7 +41,12 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 def _version_of(filename: str, project: str) -> str | None:
-    from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
+    from packaging.utils import (
+        InvalidSdistFilename,
+        InvalidWheelFilename,
+        parse_sdist_filename,
+        parse_wheel_filename,
+    )
 
     try:
         if filename.endswith(".whl"):

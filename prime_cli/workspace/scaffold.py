@@ -15,6 +15,7 @@ build-backend = "setuptools.build_meta"
 name = "{dist}"
 version = "0.1.0"
 description = "{name}: a prime environment."
+readme = "README.md"
 requires-python = ">=3.11"
 dependencies = ["prime-cli"]
 

@@ -1,0 +1,205 @@
+"""`prime env push` against real package indexes (pypiserver on loopback, with and without authentication),
+through the installed `prime`; the pushed package installed into a fresh virtualenv and evaluated there."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from prime_cli.workspace.index_client import published_versions
+from prime_cli.workspace.indexes import PackageIndex
+from tests.support.cli import REPO, prime_env, run_prime
+from tests.support.scripted_server import ScriptedOpenAIServer
+
+TOKEN_VAR = "TEAM_INDEX_TOKEN"
+
+BROKEN_REWARD = '''import prime_cli.envs as vf
+
+
+def load_environment() -> vf.Environment:
+    def always_right(completion, answer) -> float:
+        return 1.0
+
+    rows = [{"question": f"What is {i} + {i}?", "answer": str(2 * i)} for i in range(4)]
+    return vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric(funcs=[always_right]))
+'''
+
+
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in result.stderr, result.stderr
+    return lines[0]
+
+
+def versions_on(server, name: str = "my-env", creds: tuple[str, str] | None = None) -> list[str]:
+    index = PackageIndex("t", server.simple_url, server.url, "test", user=creds[0] if creds else None,
+                         password=creds[1] if creds else None)
+    return published_versions(index, name)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, open_index, private_index) -> Path:
+    """A workspace with one new environment and both indexes configured, HOME pointing inside it."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "home").mkdir()
+    assert run_prime(["env", "init", "my-env"], ws).returncode == 0
+    (ws / "configs").mkdir()
+    (ws / "configs" / "endpoints.toml").write_text(
+        private_index.endpoints_table("team", token_var=TOKEN_VAR, user="alice", visibility="private") + "\n"
+        + open_index.endpoints_table("pub", visibility="public"))
+    return ws
+
+
+def push(ws: Path, *args: str, token: str | None = None) -> subprocess.CompletedProcess:
+    env = {"HOME": str(ws / "home")}
+    if token is not None:
+        env[TOKEN_VAR] = token
+    return run_prime(["env", "push", *args], ws, env)
+
+
+def bump(ws: Path, version: str) -> None:
+    pyproject = ws / "environments" / "my_env" / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('version = "0.1.0"', f'version = "{version}"'))
+
+
+def fresh_venv(where: Path) -> Path:
+    """A new virtualenv with prime installed in it (its console script, not a copy of ours), seeing the dev
+    virtualenv's libraries through a .pth file so that nothing is downloaded; it has no environment."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    site = next((where / "lib").glob("python3*/site-packages"))
+    dev_site = next(p for p in map(Path, sys.path) if p.name == "site-packages" and str(p).startswith(sys.prefix))
+    (site / "_dev_libraries.pth").write_text(f"import site; site.addsitedir({str(dev_site)!r})\n")
+    subprocess.run([str(where / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    "--no-deps", "--no-build-isolation", "-e", str(REPO)], check=True, capture_output=True)
+    return where
+
+
+def all_text_under(*folders: Path) -> bytes:
+    return b"".join(p.read_bytes() for folder in folders for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def test_push_then_install_in_a_fresh_venv_then_eval(workspace, private_index, tmp_path):
+    token = private_index.token
+    pushed = push(workspace, "-p", "environments/my_env", "--visibility", "private", token=token)
+    assert pushed.returncode == 0, pushed.stderr
+    assert "pushed my-env 0.1.0 to team" in pushed.stdout and "prime env check passed on 3 rows" in pushed.stdout
+    assert "prime env install team/my-env" in pushed.stdout
+    assert versions_on(private_index, creds=("alice", token)) == ["0.1.0"]
+
+    venv = fresh_venv(tmp_path / "fresh")
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "configs").mkdir(parents=True)
+    (elsewhere / "configs" / "endpoints.toml").write_text(
+        private_index.endpoints_table("team", token_var=TOKEN_VAR, user="alice"))
+    env = prime_env({"HOME": str(workspace / "home"), TOKEN_VAR: token, "PATH": f"{venv / 'bin'}:/usr/bin:/bin"})
+
+    def fresh_prime(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(venv / "bin" / "prime"), *args], cwd=elsewhere, env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    installed = fresh_prime("env", "install", "team/my-env")
+    assert installed.returncode == 0, installed.stderr
+    located = subprocess.run([str(venv / "bin" / "python"), "-c", "import my_env; print(my_env.__file__)"],
+                             cwd=elsewhere, capture_output=True, text=True)
+    assert located.stdout.strip().startswith(str(venv)), located  # installed into the fresh venv, not a folder
+
+    info = fresh_prime("env", "info", "team/my-env")
+    assert info.returncode == 0, info.stderr
+    assert "provenance: my-env 0.1.0: pushed " in info.stdout and "to team with prime 0.1.0" in info.stdout
+    assert "prime env check passed on 3 rows" in info.stdout
+
+    with ScriptedOpenAIServer() as server:
+        evaluated = fresh_prime("eval", "run", "team/my-env", "-m", "student", "-b", server.url, "-n", "3", "-r", "1", "-s")
+    assert evaluated.returncode == 0, evaluated.stderr
+    runs = list((elsewhere / "outputs" / "evals").glob("*/*/results.jsonl"))
+    assert len(runs) == 1 and len(runs[0].read_text().splitlines()) == 3
+    assert json.loads((runs[0].parent / "metadata.json").read_text())["env_id"] in ("team/my-env", "my-env")
+
+    outputs = "".join(r.stdout + r.stderr for r in (pushed, installed, info, evaluated))
+    assert token not in outputs
+    assert token.encode() not in all_text_under(workspace, elsewhere, venv / "lib")
+
+
+def test_push_without_authentication_from_a_pypirc_section(workspace, open_index):
+    (workspace / "configs" / "endpoints.toml").unlink()
+    (workspace / "home" / ".pypirc").write_text(f"[distutils]\nindex-servers = shared\n\n[shared]\nrepository = {open_index.url}\n")
+    bump(workspace, "0.3.0")
+    pushed = push(workspace, "-p", "environments/my_env", "-r", "shared")
+    assert pushed.returncode == 0, pushed.stderr
+    assert "pushed my-env 0.3.0 to shared" in pushed.stdout
+    assert "0.3.0" in versions_on(open_index)
+
+
+def test_a_failing_environment_check_refuses_the_push(workspace, open_index):
+    (workspace / "environments" / "my_env" / "my_env.py").write_text(BROKEN_REWARD)
+    bump(workspace, "0.4.0")
+    refused = push(workspace, "-p", "environments/my_env", "--visibility", "public")
+    assert refused.returncode == 1, refused.stderr
+    assert "push refused: `prime env check my-env` found" in refused.stderr and "--skip-check" in refused.stderr
+    assert "always_right" in refused.stderr  # the check's own problem lines
+    assert "0.4.0" not in versions_on(open_index)
+    assert not (workspace / "environments" / "my_env" / "dist").exists()  # refused before the build
+
+    skipped = push(workspace, "-p", "environments/my_env", "--visibility", "public", "--skip-check")
+    assert skipped.returncode == 0, skipped.stderr
+    assert "warning: --skip-check" in skipped.stderr and "0.4.0" in versions_on(open_index)
+    wheel = workspace / "environments" / "my_env" / "dist" / "my_env-0.4.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as archive:
+        recorded = json.loads(archive.read("my_env-0.4.0.dist-info/prime_provenance.json"))
+    assert recorded["check"] == {"verdict": "skipped"} and recorded["prime_version"]
+
+
+def test_a_repeated_version_is_one_line_with_the_next_version(workspace, open_index):
+    bump(workspace, "0.5.0")
+    assert push(workspace, "--visibility", "public", "-p", "environments/my_env").returncode == 0
+    again = push(workspace, "--visibility", "public", "-p", "environments/my_env")
+    line = one_error_line(again)
+    assert "my-env 0.5.0 is already on index pub" in line and 'set version = "0.5.1"' in line
+    assert again.stdout == ""
+
+
+def test_a_wrong_token_is_one_line_and_never_shown(workspace, private_index):
+    wrong = "wrong-" + private_index.token[::-1]
+    refused = push(workspace, "--visibility", "private", "-p", "environments/my_env", token=wrong)
+    line = one_error_line(refused)
+    assert "index team" in line and "refused the credentials" in line and f"${TOKEN_VAR}" in line
+    assert wrong not in refused.stderr + refused.stdout
+    missing = push(workspace, "--visibility", "private", "-p", "environments/my_env")
+    assert f"{TOKEN_VAR}, which is not set" in one_error_line(missing)
+
+
+def test_a_stopped_index_is_one_line(workspace, open_index):
+    open_index.stop()
+    try:
+        down = push(workspace, "--visibility", "public", "-p", "environments/my_env")
+    finally:
+        open_index.start()
+    line = one_error_line(down)
+    assert "cannot reach index pub" in line and "is it running" in line
+
+
+def test_dry_run_builds_and_uploads_nothing(workspace, open_index):
+    bump(workspace, "0.6.0")
+    dry = push(workspace, "--visibility", "public", "-p", "environments/my_env", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "dry run: prime env check passed on 3 rows" in dry.stdout and "would upload my-env 0.6.0 to pub" in dry.stdout
+    assert "0.6.0" not in versions_on(open_index)
+    built = sorted(p.name for p in (workspace / "environments" / "my_env" / "dist").iterdir())
+    assert built == ["my_env-0.6.0-py3-none-any.whl", "my_env-0.6.0.tar.gz"]
+    assert not (workspace / "environments" / "my_env" / "build").exists()  # the wheel is built from the sdist
+
+
+def test_bad_flags_are_one_line(workspace):
+    several = push(workspace, "-p", "environments/my_env")
+    assert "several package indexes are configured (team (private), pub (public))" in one_error_line(several)
+    assert "--visibility must be public or private" in one_error_line(push(workspace, "--visibility", "secret"))
+    assert "no package index named 'nope'" in one_error_line(push(workspace, "-r", "nope", "-p", "environments/my_env"))
+    not_a_folder = push(workspace, "--visibility", "public", "-p", "environments/nothing")
+    assert "no ./environments/nothing/" in one_error_line(not_a_folder) or "not a folder" in not_a_folder.stderr
