@@ -34,20 +34,43 @@ def init(
 
 @env_app.command("install")
 def install(
-    target: str = typer.Argument(..., help="An environment name (./environments/<module>/) or the path of a folder with a pyproject.toml."),
+    target: str = typer.Argument(..., help="What to install: NAME (./environments/<module>/ when that folder exists, "
+                                 "else NAME from the only configured package index), OWNER/NAME[==VERSION] (from "
+                                 "the index named OWNER), or the path of a folder with a pyproject.toml."),
     path: Path = typer.Option(Path("."), "-p", "--path", help="Workspace holding the environments/ folder."),
+    endpoints_path: Path | None = typer.Option(
+        None, "-e", "--endpoints-path",
+        help="The file whose [[index]] tables name the package indexes (~/.pypirc's sections count too). "
+        "Default: configs/endpoints.toml in the workspace."),
 ) -> None:
-    """Install an environment editable (pip install -e) into this Python environment."""
+    """Install an environment into this Python environment: a local folder editable (pip install -e), or a
+    published one from a package index.
+
+    \b
+      prime env install my-env              ./environments/my_env/, editable
+      prime env install ./path/to/env       that folder, editable
+      prime env install team/my-env         the newest my-env on the index named team
+      prime env install team/my-env==1.2.0  that version
+
+    OWNER is the `name` of an [[index]] table in configs/endpoints.toml or a section of ~/.pypirc. Only that
+    index can provide the environment itself (a same-named project elsewhere is never installed); its
+    dependencies come from your usual indexes and that one.
+    """
     from rich.console import Console
 
-    from prime_cli.workspace import WorkspaceError, install_environment
+    from prime_cli.workspace import WorkspaceError, install_target
+    from prime_cli.workspace.install import InstallResult
 
     try:
         with Console(stderr=True).status(f"installing {target} with pip ..."):
-            result = install_environment(target, path)
+            result = install_target(target, path, endpoints_path)
     except WorkspaceError as exc:
         fail(str(exc))
-    typer.echo(f"installed {result.folder} (editable)")
+    if isinstance(result, InstallResult):
+        typer.echo(f"installed {result.folder} (editable)")
+    else:
+        typer.echo(f"installed {result.project} {result.version} from index {result.index.name} "
+                   f"({result.index.simple_url})")
 
 
 @env_app.command("list")

@@ -72,10 +72,12 @@ def unknown_eval_word(argv: list[str]) -> str | None:
 
     if word.endswith(".toml") or Path(word).is_file():
         return None
-    from prime_cli.envs.loader import environment_exists, module_name
+    from prime_cli.envs.loader import environment_exists, missing_owned_environment, module_name
 
     if environment_exists(word):
         return None
+    if word.count("/") == 1 and module_name(word).isidentifier():
+        return missing_owned_environment(word, module_name(word))
     import difflib
 
     close = difflib.get_close_matches(word, EVAL_COMMANDS, n=1)

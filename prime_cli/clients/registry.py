@@ -42,6 +42,7 @@ NO_KEY = "EMPTY"
 REQUIRED_KEYS = ("endpoint_id", "model", "url")
 OPTIONAL_KEYS = ("key", "headers", "input_price", "output_price")
 PRICE_KEYS = ("input_price", "output_price")
+TOP_LEVEL_KEYS = ("endpoint", "index")  # [[index]]: package indexes, read by prime_cli/workspace/indexes.py
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -149,9 +150,9 @@ def load_registry(path: str | os.PathLike[str]) -> dict[str, list[EndpointSpec]]
     else:
         data = _read_toml(path, text)
     for name in data:
-        if name != "endpoint":
-            raise ClientConfigError(f"{path}: unknown top-level key '{name}'{_suggest(name, ['endpoint'])}; "
-                                    "endpoints are [[endpoint]] blocks")
+        if name not in TOP_LEVEL_KEYS:
+            raise ClientConfigError(f"{path}: unknown top-level key '{name}'{_suggest(name, TOP_LEVEL_KEYS)}; "
+                                    "endpoints are [[endpoint]] blocks (and package indexes [[index]] tables)")
     blocks = data.get("endpoint", [])
     if not isinstance(blocks, list):
         raise ClientConfigError(f"{path}: 'endpoint' must be written as [[endpoint]] blocks")

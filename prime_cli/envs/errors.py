@@ -66,6 +66,10 @@ class EnvironmentLoadError(EnvConfigError):
     """`load_environment` could not find or call an environment."""
 
 
+class EnvironmentNotInstalledError(EnvironmentLoadError):
+    """`owner/my-env` is not installed; the message is the one command that installs it."""
+
+
 def error_record(exc: BaseException) -> dict[str, str]:
     """The JSON form of an error kept in state and results: its type name and message."""
     return {"type": type(exc).__name__, "message": str(exc) or type(exc).__name__}

@@ -1,6 +1,7 @@
 """`load_environment(env_id, **env_args)`: find an environment module and call its factory.
 
-Lookup: `owner/` is dropped and dashes become underscores. A local `./environments/<module>/` (a
+Lookup: `owner/` is dropped and dashes become underscores (`owner/my-env` is my-env published on the
+package index named `owner`, installed with `prime env install owner/my-env`). A local `./environments/<module>/` (a
 `<module>.py` file or a `<module>/` package inside it) wins: it is what the user is editing, and it
 works before it is installed. When an installed module of that name comes from somewhere else, a
 `LocalEnvironmentWarning` says which one is used and how to install the local one. Without a local
@@ -20,7 +21,7 @@ from typing import Any
 
 from .arguments import check_env_args
 from .environment import Environment
-from .errors import EnvironmentLoadError
+from .errors import EnvironmentLoadError, EnvironmentNotInstalledError
 
 
 def module_name(env_id: str) -> str:
@@ -141,6 +142,12 @@ def _close_matches(module: str, root: Path | None) -> list[str]:
     return difflib.get_close_matches(module, known, n=3, cutoff=0.6)
 
 
+def missing_owned_environment(env_id: str, module: str) -> str:
+    """Why `owner/my-env` cannot be used, and the one command that installs it."""
+    return (f"no environment {env_id!r} is installed (module {module}): "
+            f"install it with `prime env install {env_id}`")
+
+
 def import_environment_module(env_id: str, root: Path | None = None) -> Any:
     module = module_name(env_id)
     if not module.isidentifier():
@@ -156,6 +163,8 @@ def import_environment_module(env_id: str, root: Path | None = None) -> Any:
     loaded = _import_local(module, root)
     if loaded is not None:
         return loaded
+    if "/" in env_id.strip():  # a published environment: the index named by its owner has it
+        raise EnvironmentNotInstalledError(missing_owned_environment(env_id.strip(), module))
     hint = ""
     matches = _close_matches(module, root)
     if matches:

@@ -118,6 +118,7 @@ def check_environments(config: RLConfig) -> None:
     """Each `orchestrator.env[i]` (and `orchestrator.eval.env[i]`) loads with its args (the orchestrator
     would fail later otherwise)."""
     import prime_cli.envs as vf
+    from prime_cli.envs.errors import EnvironmentNotInstalledError
 
     entries = [("orchestrator.env", index, entry) for index, entry in enumerate(config.orchestrator.env)]
     if config.orchestrator.eval is not None:
@@ -125,6 +126,8 @@ def check_environments(config: RLConfig) -> None:
     for where, index, entry in entries:
         try:
             vf.load_environment(entry.id, **entry.args)
+        except EnvironmentNotInstalledError as exc:  # its message is the command that installs it
+            raise TrainConfigError(f"{where}[{index}].id: {exc}") from None
         except Exception as exc:  # an environment's own code may raise anything
             lines = str(exc).strip().splitlines()
             reason = lines[0] if lines else type(exc).__name__

@@ -12,7 +12,7 @@ from typing import Any
 
 from prime_cli.runs.visible import visible, visible_data
 
-from .names import check_env_name, dist_name, module_name
+from .names import check_env_id, dist_name, module_name
 from .provenance import describe as describe_provenance
 from .provenance import installed_provenance
 
@@ -172,7 +172,7 @@ def _environment_info(env_id: str, env_args: dict[str, Any] | None, root: Path |
     from prime_cli.envs.errors import EnvConfigError
     from prime_cli.envs.loader import import_environment_module, load_environment
 
-    env_id = check_env_name(env_id)
+    env_id = check_env_id(env_id)
     module = import_environment_module(env_id, root)
     factory = getattr(module, "load_environment", None)
     info = EnvironmentInfo(env_id, getattr(module, "__file__", None), "", [], "")

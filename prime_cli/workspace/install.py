@@ -1,4 +1,5 @@
-"""`prime env install NAME|PATH`: an editable pip install into the running interpreter's environment."""
+"""`prime env install NAME|PATH|OWNER/NAME`: an editable pip install of a local environment into the running
+interpreter's environment, or an install from a package index (index_install.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,14 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import WorkspaceError
 from .names import check_env_name, module_name
+
+if TYPE_CHECKING:
+    from .index_install import IndexInstallResult, IndexRequest
+    from .indexes import PackageIndex
 
 
 @dataclass
@@ -59,3 +65,46 @@ def install_environment(target: str, root: Path | None = None) -> InstallResult:
         raise WorkspaceError(f"pip could not install {folder} (exit {done.returncode}):\n{tail}")
     importlib.invalidate_caches()
     return InstallResult(folder, command, output)
+
+
+def is_local_target(target: str, root: Path | None = None) -> bool:
+    """A folder here (a path, or a name with ./environments/<module>/), rather than a name on an index."""
+    base = root or Path.cwd()
+    text = target.strip()
+    if "==" in text:
+        return False
+    if text.startswith((".", "/", "~")) or os.sep in text.replace("/", "") or (base / text).expanduser().is_dir():
+        return True
+    return "/" not in text and (base / "environments" / module_name(text)).is_dir()
+
+
+def _index_for(request: IndexRequest, indexes: list[PackageIndex], target: str) -> PackageIndex:
+    from .indexes import SETUP_HINT, index_named
+
+    if request.owner is not None:
+        try:
+            return index_named(request.owner, indexes)
+        except WorkspaceError as exc:
+            raise WorkspaceError(f"{exc} (and {target} is not a folder here)") from None
+    if len(indexes) == 1:
+        return indexes[0]
+    if not indexes:
+        raise WorkspaceError(f"no ./environments/{module_name(request.project)}/ folder and no package index is "
+                             f"configured; create it with `prime env init {request.project}`, give the path of the "
+                             f"environment's folder, or, to install it from an index, {SETUP_HINT}")
+    names = ", ".join(index.name for index in indexes)
+    raise WorkspaceError(f"several package indexes are configured ({names}); say which one holds it: "
+                         f"`prime env install OWNER/{request.project}` with OWNER one of {names}")
+
+
+def install_target(target: str, root: Path | None = None,
+                   endpoints_path: Path | None = None) -> InstallResult | IndexInstallResult:
+    """`prime env install TARGET`: InstallResult (a local folder, editable) or IndexInstallResult."""
+    if is_local_target(target, root):
+        return install_environment(target, root)
+    from .index_install import install_from_index, parse_request
+    from .indexes import configured_indexes
+
+    request = parse_request(target)
+    indexes = configured_indexes(endpoints_path or (root or Path.cwd()) / "configs" / "endpoints.toml")
+    return install_from_index(request, _index_for(request, indexes, target.strip()))

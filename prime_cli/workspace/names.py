@@ -1,4 +1,5 @@
-"""Environment names: `my-env` is the id, `my_env` the module and folder name."""
+"""Environment names: `my-env` is the id, `my_env` the module and folder name; `owner/my-env` is my-env
+published on the package index named `owner`."""
 
 from __future__ import annotations
 
@@ -25,8 +26,20 @@ def check_env_name(name: str) -> str:
     return name
 
 
+OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def check_env_id(env_id: str) -> str:
+    """`my-env` or `owner/my-env` (as `prime eval run` takes them), stripped, or WorkspaceError."""
+    env_id = env_id.strip()
+    owner, _, name = env_id.rpartition("/")
+    if "/" in owner or (owner and (not OWNER.match(owner) or ".." in owner)):
+        check_env_name(env_id)  # raises: a path, not owner/name
+    return f"{owner}/{check_env_name(name)}" if owner else check_env_name(name)
+
+
 def module_name(name: str) -> str:
-    return name.replace("-", "_")
+    return name.rpartition("/")[2].replace("-", "_")
 
 
 def dist_name(name: str) -> str:

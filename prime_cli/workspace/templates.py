@@ -69,6 +69,21 @@ endpoint_id = "deepseek-chat"
 model = "deepseek-chat"
 url = "https://api.deepseek.com/v1"
 key = "DEEPSEEK_API_KEY"
+
+# Package indexes: where `prime env push` publishes environments and `prime env install OWNER/my-env`
+# installs them from (any index with the standard upload and simple APIs: pypiserver, devpi, a cloud
+# package registry). Uncomment and fill in one table per index:
+#
+# [[index]]
+# name = "my-team"                          # the OWNER in `prime env install my-team/my-env`
+# url = "https://pypi.example.com/simple/"  # the simple index pip installs from
+# upload_url = "https://pypi.example.com/"  # where `prime env push` uploads (default: url without simple/)
+# user = "__token__"                        # the user name on the index (default: __token__)
+# token = "MY_TEAM_INDEX_TOKEN"             # the NAME of the variable holding the token, never the token
+# visibility = "private"                    # `prime env push --visibility private` picks this index
+#
+# ~/.pypirc (twine's file) is read too: each section is an index named after it, with `repository` the
+# upload URL, `username` and `password`; pip reads repository + simple/ unless the section sets simple_url.
 '''
 
 GITIGNORE = '''# prime outputs: eval runs, GEPA runs, training checkpoints

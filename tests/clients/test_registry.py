@@ -95,6 +95,12 @@ def test_invalid_toml_and_unknown_top_level_key(tmp_path):
         load_registry(write(tmp_path, '[[endpoints]]\nendpoint_id = "a"\n'))
 
 
+def test_index_tables_are_left_to_the_package_index_reader(tmp_path):
+    path = write(tmp_path, '[[index]]\nname = "team"\nurl = "http://h/simple/"\n\n'
+                           '[[endpoint]]\nendpoint_id = "a"\nmodel = "m"\nurl = "http://h/v1"\n')
+    assert list(load_registry(path)) == ["a"]
+
+
 def test_client_config_error_is_an_env_config_error():
     assert issubclass(ClientConfigError, EnvConfigError)
 

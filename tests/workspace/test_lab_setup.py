@@ -108,3 +108,24 @@ def test_setup_refuses_a_file_as_the_target(tmp_path):
     target.write_text("x")
     result = run_prime(["lab", "setup", "--path", str(target)], tmp_path)
     assert result.returncode == 2 and "is a file" in result.stderr
+
+
+def test_the_commented_index_table_parses_once_uncommented_and_evals_still_run(workspace):
+    from prime_cli.workspace.indexes import INDEX_KEYS, endpoints_indexes
+
+    path = workspace / "configs" / "endpoints.toml"
+    text = path.read_text()
+    start = text.index("# [[index]]")
+    block = text[start:text.index("\n#\n", start)]
+    assert all(f"# {key} = " in block for key in INDEX_KEYS), block  # every key shown, each explained
+    assert "~/.pypirc" in text[start:]
+    uncommented = "\n".join(line[2:] for line in block.splitlines())
+    with ScriptedOpenAIServer() as server:
+        path.write_text(text + "\n" + uncommented + "\n\n[[endpoint]]\nendpoint_id = \"scripted\"\nmodel = \"m\"\n"
+                        f"url = \"{server.url}\"\n")
+        result = run_prime(["eval", "run", "reverse-text", "-m", "scripted", "-n", "2", "-r", "1"], workspace)
+    assert result.returncode == 0, result.stderr
+    [index] = endpoints_indexes(path)  # what configured_indexes reads first, ~/.pypirc aside
+    assert (index.name, index.simple_url, index.upload_url, index.user, index.token_var, index.visibility) == (
+        "my-team", "https://pypi.example.com/simple/", "https://pypi.example.com/", "__token__",
+        "MY_TEAM_INDEX_TOKEN", "private")

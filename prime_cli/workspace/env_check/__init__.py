@@ -67,9 +67,9 @@ def check_environment(env_id: str, env_args: dict[str, Any] | None = None, num_e
     from prime_cli.envs.errors import EnvConfigError
     from prime_cli.envs.loader import load_environment
 
-    from .. import check_env_name
+    from ..names import check_env_id
 
-    env_id = check_env_name(env_id)
+    env_id = check_env_id(env_id)
     specs = judge_specs(judge) if judge else None  # bad -m/-b/-k/-e fail before the environment loads
     try:
         env = load_environment(env_id, **(env_args or {}))

@@ -1,0 +1,158 @@
+"""`prime env install [OWNER/]NAME[==VERSION]`: install a published environment from a package index.
+
+OWNER names a configured index (indexes.py); NAME is the distribution on it. pip runs twice so that a
+project of the same name on PyPI (or on any index the user's pip reads) can never be installed in its
+place (dependency confusion):
+
+1. `pip install --no-deps NAME==VERSION` with our index as pip's only source: PIP_INDEX_URL, no config
+   files (PIP_CONFIG_FILE=/dev/null drops their extra-index-url and find-links; their network settings
+   are carried over as variables), no find-links or extra indexes from the environment;
+2. `pip install NAME==VERSION`, now satisfied, so pip only adds its dependencies, from the user's usual
+   indexes plus ours (PIP_EXTRA_INDEX_URL appended to theirs).
+
+The index URL carries the token, so it goes only into the child's environment, never argv, and pip's
+output is redacted before it is shown.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from .errors import WorkspaceError
+from .indexes import PackageIndex, redact, with_credentials
+
+# pip settings that only say how to reach a server: kept in step 1, where the config files are not read
+NETWORK_SETTINGS = ("cert", "client-cert", "proxy", "trusted-host", "timeout", "default-timeout", "retries")
+SOURCE_VARIABLES = ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX", "PIP_INDEX_URL", "PIP_CONFIG_FILE")
+_CONFIG_LINE = re.compile(r"^(?P<section>[^.]+)\.(?P<key>[A-Za-z0-9_-]+)='(?P<value>.*)'$")
+
+
+@dataclass(frozen=True)
+class IndexRequest:
+    """What `prime env install` was asked for: `owner/my-env==1.2.0` -> ("owner", "my-env", "1.2.0")."""
+
+    owner: str | None
+    project: str
+    version: str | None
+
+    def __str__(self) -> str:
+        return f"{self.owner + '/' if self.owner else ''}{self.project}{'==' + self.version if self.version else ''}"
+
+
+@dataclass
+class IndexInstallResult:
+    project: str
+    version: str
+    index: PackageIndex
+    output: str  # pip's, redacted
+
+
+def parse_request(target: str) -> IndexRequest:
+    """`[OWNER/]NAME[==VERSION]`, each part checked (WorkspaceError says which is wrong)."""
+    from packaging.version import InvalidVersion, Version
+
+    from .names import check_env_name
+
+    text = target.strip()
+    version = None
+    if "==" in text:
+        text, version = (part.strip() for part in text.split("==", 1))
+        try:
+            Version(version)
+        except InvalidVersion:
+            raise WorkspaceError(f"{version!r} is not a version (in {target!r}); write e.g. owner/my-env==1.2.0") from None
+    owner = None
+    if "/" in text:
+        owner, text = text.split("/", 1)
+        if not owner or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", owner) or ".." in owner:
+            raise WorkspaceError(f"{target!r}: the part before '/' must name a configured package index "
+                                 "(OWNER in OWNER/my-env)")
+    return IndexRequest(owner, check_env_name(text), version)
+
+
+def _pip_config() -> dict[str, str]:
+    """The settings pip reads from its config files and PIP_* variables, as `section.key` -> value."""
+    done = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True)
+    settings = {}
+    for line in done.stdout.splitlines() if done.returncode == 0 else []:
+        if match := _CONFIG_LINE.match(line.strip()):
+            settings[f"{match['section']}.{match['key']}"] = match["value"]
+    return settings
+
+
+def _setting(config: dict[str, str], key: str) -> str | None:
+    """The value pip uses for `key`: a variable, else the [install] section, else [global]."""
+    for section in (":env:", "install", "global"):
+        if f"{section}.{key}" in config:
+            return config[f"{section}.{key}"]
+    return None
+
+
+def only_index_environment(index_url: str, config: dict[str, str]) -> dict[str, str]:
+    """Step 1's environment: `index_url` is the one place pip may look."""
+    env = {key: value for key, value in os.environ.items() if key not in SOURCE_VARIABLES}
+    for key in NETWORK_SETTINGS:
+        variable = "PIP_" + key.upper().replace("-", "_")
+        value = _setting(config, key)
+        if value is not None and variable not in env:
+            env[variable] = value
+    env.update({"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": index_url})
+    return env
+
+
+def extra_index_environment(index_url: str, config: dict[str, str]) -> dict[str, str]:
+    """Step 2's environment: the user's own indexes, and ours after them."""
+    env = dict(os.environ)
+    theirs = (_setting(config, "extra-index-url") or "").split()
+    env["PIP_EXTRA_INDEX_URL"] = " ".join([*theirs, index_url])
+    return env
+
+
+def _pip(arguments: list[str], env: dict[str, str], secrets: list[str], what: str) -> str:
+    command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", *arguments]
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    output = redact((done.stdout + done.stderr).strip(), secrets)
+    if done.returncode != 0:
+        tail = "\n".join(output.splitlines()[-15:])
+        raise WorkspaceError(f"pip could not install {what} (exit {done.returncode}):\n{tail}")
+    return output
+
+
+def choose_version(request: IndexRequest, index: PackageIndex, published: list[str]) -> str:
+    """The version asked for, or the newest one on the index."""
+    from packaging.version import Version
+
+    where = f"index {index.name} ({index.simple_url})"
+    if not published:
+        raise WorkspaceError(f"{request.project} is not on {where}; push it with `prime env push`")
+    if request.version is None:
+        return published[-1]
+    for version in published:
+        if Version(version) == Version(request.version):
+            return version
+    raise WorkspaceError(f"{request.project} {request.version} is not on {where}; it has {', '.join(published)}")
+
+
+def install_from_index(request: IndexRequest, index: PackageIndex) -> IndexInstallResult:
+    from .index_client import published_versions
+
+    version = choose_version(request, index, published_versions(index, request.project))
+    credentials = index.credentials()
+    secrets = [credentials[1]] if credentials else []
+    index_url = with_credentials(index.simple_url, credentials)
+    config = _pip_config()
+    requirement = f"{request.project}=={version}"
+    no_isolation = ["--no-build-isolation"] if all(
+        importlib.util.find_spec(name) is not None for name in ("setuptools", "wheel")) else []
+    what = f"{requirement} from index {index.name} ({index.simple_url})"
+    output = _pip(["--no-deps", *no_isolation, requirement], only_index_environment(index_url, config), secrets, what)
+    output += "\n" + _pip([requirement], extra_index_environment(index_url, config), secrets,
+                          f"the dependencies of {requirement}")
+    importlib.invalidate_caches()
+    return IndexInstallResult(request.project, version, index, output)
