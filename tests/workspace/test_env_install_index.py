@@ -96,6 +96,10 @@ def test_owner_form_installs_from_the_private_index_and_evals(tmp_path, venv, pr
     assert info.returncode == 0 and info.stdout.startswith(f"team/{NAME}  ({site_packages(venv)}"), info.stderr
     checked = prime_in(venv, ["env", "check", f"team/{NAME}"], elsewhere)
     assert checked.returncode == 0 and "ok: the reference gets the top reward" in checked.stdout, checked.stderr
+    config = elsewhere / "rl.toml"
+    config.write_text(f'[orchestrator]\nbatch_size = 8\nrollouts_per_example = 2\n\n[[orchestrator.env]]\nid = "team/{NAME}"\n')
+    planned = prime_in(venv, ["train", str(config), "--dry-run"], elsewhere)
+    assert planned.returncode == 0 and 'id = "team/share-demo"' in planned.stdout, planned.stderr
 
 
 def test_a_bare_name_comes_from_the_only_index_newest_unless_a_version_is_given(tmp_path, venv, open_index,
