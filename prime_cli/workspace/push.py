@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -137,19 +137,26 @@ def build(project: Project) -> list[Path]:
     return files
 
 
-def metadata_warnings(files: list[Path]) -> list[str]:
-    """twine's metadata check: problems raise, warnings are returned (once each)."""
-    from twine.commands.check import check
-
+@contextlib.contextmanager
+def _twine_quiet() -> Iterator[io.StringIO]:
+    """twine prints and logs for a terminal; its lines are captured (and only ever shown as our own)."""
     log = io.StringIO()
     handler = logging.StreamHandler(log)
     logger = logging.getLogger("twine")
     logger.addHandler(handler)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            failed = check([str(path) for path in files])
+            yield log
     finally:
         logger.removeHandler(handler)
+
+
+def metadata_warnings(files: list[Path]) -> list[str]:
+    """twine's metadata check: problems raise, warnings are returned (once each)."""
+    from twine.commands.check import check
+
+    with _twine_quiet() as log:
+        failed = check([str(path) for path in files])
     messages = list(dict.fromkeys(line.strip() for line in log.getvalue().splitlines() if line.strip()))
     if failed:
         raise WorkspaceError(f"twine check found a metadata problem in {files[0].parent}: {'; '.join(messages)}")
@@ -167,7 +174,7 @@ def upload(files: list[Path], index: PackageIndex) -> None:
                         disable_progress_bar=True)
     kept = f"; the built files are kept in {files[0].parent}"
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        with _twine_quiet():
             twine_upload(settings, [str(path) for path in files])
     except OSError as exc:  # requests' errors are OSErrors: an HTTP error has a response, a connection error none
         response = getattr(exc, "response", None)

@@ -89,6 +89,8 @@ key = "DEEPSEEK_API_KEY"
 GITIGNORE = '''# prime outputs: eval runs, GEPA runs, training checkpoints
 outputs/
 environments/*/outputs/
+environments/*/dist/
+environments/*/build/
 __pycache__/
 *.egg-info/
 .venv/

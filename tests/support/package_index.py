@@ -31,9 +31,11 @@ def free_port() -> int:
 
 
 class PackageIndexServer:
-    def __init__(self, folder: Path, users: dict[str, str] | None = None) -> None:
+    def __init__(self, folder: Path, users: dict[str, str] | None = None, protects: str = "update,download,list") -> None:
+        """`protects`: the actions that need the users' credentials (pypiserver's -a), when there are users."""
         self.folder = Path(folder)
         self.users = dict(users or {})
+        self.protects = protects
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"  # twine uploads here
         self.simple_url = self.url + "simple/"  # pip reads here
@@ -56,7 +58,7 @@ class PackageIndexServer:
         server = Path(sys.executable).parent / "pypi-server"
         command = [str(server), "run", "-p", str(self.port), "-i", "127.0.0.1", "--disable-fallback"]
         if self.users:
-            command += ["-a", "update,download,list", "-P", str(self.htpasswd)]
+            command += ["-a", self.protects, "-P", str(self.htpasswd)]
         else:
             command += ["-a", ".", "-P", "."]
         return command + [str(self.folder)]

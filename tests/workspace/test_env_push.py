@@ -4,8 +4,8 @@ through the installed `prime`; the pushed package installed into a fresh virtual
 from __future__ import annotations
 
 import json
+import secrets
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -13,8 +13,10 @@ import pytest
 
 from prime_cli.workspace.index_client import published_versions
 from prime_cli.workspace.indexes import PackageIndex
-from tests.support.cli import REPO, prime_env, run_prime
+from tests.support.cli import prime_env, run_prime
+from tests.support.package_index import PackageIndexServer
 from tests.support.scripted_server import ScriptedOpenAIServer
+from tests.support.throwaway_venv import prime_venv
 
 TOKEN_VAR = "TEAM_INDEX_TOKEN"
 
@@ -69,18 +71,6 @@ def bump(ws: Path, version: str) -> None:
     pyproject.write_text(pyproject.read_text().replace('version = "0.1.0"', f'version = "{version}"'))
 
 
-def fresh_venv(where: Path) -> Path:
-    """A new virtualenv with prime installed in it (its console script, not a copy of ours), seeing the dev
-    virtualenv's libraries through a .pth file so that nothing is downloaded; it has no environment."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
-    site = next((where / "lib").glob("python3*/site-packages"))
-    dev_site = next(p for p in map(Path, sys.path) if p.name == "site-packages" and str(p).startswith(sys.prefix))
-    (site / "_dev_libraries.pth").write_text(f"import site; site.addsitedir({str(dev_site)!r})\n")
-    subprocess.run([str(where / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                    "--no-deps", "--no-build-isolation", "-e", str(REPO)], check=True, capture_output=True)
-    return where
-
-
 def all_text_under(*folders: Path) -> bytes:
     return b"".join(p.read_bytes() for folder in folders for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
@@ -93,7 +83,7 @@ def test_push_then_install_in_a_fresh_venv_then_eval(workspace, private_index, t
     assert "prime env install team/my-env" in pushed.stdout
     assert versions_on(private_index, creds=("alice", token)) == ["0.1.0"]
 
-    venv = fresh_venv(tmp_path / "fresh")
+    venv = prime_venv(tmp_path / "fresh").parent  # a new virtualenv with prime installed and no environment
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / "configs").mkdir(parents=True)
     (elsewhere / "configs" / "endpoints.toml").write_text(
@@ -173,6 +163,21 @@ def test_a_wrong_token_is_one_line_and_never_shown(workspace, private_index):
     assert wrong not in refused.stderr + refused.stdout
     missing = push(workspace, "--visibility", "private", "-p", "environments/my_env")
     assert f"{TOKEN_VAR}, which is not set" in one_error_line(missing)
+
+
+def test_a_token_refused_only_at_upload_is_one_line_and_keeps_the_built_files(workspace, tmp_path):
+    """An index that lets anyone read and only checks the token on upload: the refusal comes from twine."""
+    users = {"alice": "right-" + secrets.token_urlsafe(12)}
+    with PackageIndexServer(tmp_path / "upload-only" / "packages", users, protects="update") as index:
+        (workspace / "configs" / "endpoints.toml").write_text(index.endpoints_table("team", token_var=TOKEN_VAR, user="alice"))
+        bump(workspace, "0.7.0")
+        wrong = "wrong-" + secrets.token_urlsafe(12)
+        refused = push(workspace, "-p", "environments/my_env", token=wrong)
+        assert versions_on(index) == []
+    line = one_error_line(refused)
+    assert "index team" in line and "refused the credentials (HTTP 403)" in line and wrong not in refused.stderr
+    assert "the built files are kept in" in line
+    assert (workspace / "environments" / "my_env" / "dist" / "my_env-0.7.0-py3-none-any.whl").is_file()
 
 
 def test_a_stopped_index_is_one_line(workspace, open_index):
