@@ -60,6 +60,12 @@ STAND_INS = {
     "prime train configs/rl/reverse-text-cpu-distill.toml":
         ("prime train configs/rl/reverse-text-cpu-distill.toml --dry-run", "tests/integration/test_train_teacher.py"),
     "prime env install my-env": (None, "test_env_install_then_eval below (installs, then uninstalls)"),
+    # the lines of "Share an environment" need a package index: they run against pypiserver there
+    **{line: ("prime env push --help", "tests/workspace/test_env_push.py") for line in (
+        "prime env push -p environments/my_env", "prime env push -p environments/my_env --visibility private",
+        "prime env push -p environments/my_env -r team", "prime env push -p environments/my_env -r https://host/ --dry-run")},
+    **{line: ("prime env install --help", "tests/workspace/test_env_install_index.py, tests/workspace/test_env_push.py")
+       for line in ("prime env install team/my-env", "prime env install team/my-env==1.2.0")},
     # no network here: the same LiteLLM route with provider openai, whose base URL litellm reads from
     # OPENAI_BASE_URL (set to the scripted server for this line); a missing key is tested in test_model_names
     "prime eval run reverse-text -m anthropic/claude-sonnet-4":
@@ -81,7 +87,7 @@ def readme_command_lines() -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-SUBCOMMANDS = {"eval": {"run", "view", "tui", "export"}, "gepa": {"run"}, "env": {"init", "install", "list", "info", "check"},
+SUBCOMMANDS = {"eval": {"run", "view", "tui", "export"}, "gepa": {"run"}, "env": {"init", "install", "list", "info", "check", "push"},
                "lab": {"setup"}, "serve": set(), "train": set()}
 # subcommands run through the real script by other tests of this folder
 RUN_ELSEWHERE = {"prime eval tui": "tests/cli/test_tui_command.py (a pseudo-terminal)",
@@ -281,6 +287,8 @@ def check_effect(command: str, cwd: Path, before: list[Path], result: subprocess
         assert "reference" in out and out.rstrip().splitlines()[-1].startswith("ok:"), out
     elif args[0] == "serve":
         assert "--port" in out
+    elif args[:2] == ["env", "push"] or args[:2] == ["env", "install"]:  # stand-ins: --help
+        assert args[-1] == "--help" and f"prime env {args[1]}" in out and "index" in out, out
     else:
         raise AssertionError(f"no effect check for {command}; add one")
 
