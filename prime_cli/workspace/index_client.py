@@ -8,8 +8,8 @@ project of that name look like ours), and every failure turned into one line.
 from __future__ import annotations
 
 import base64
-import re
 import urllib.error
+import urllib.parse
 import urllib.request
 from html.parser import HTMLParser
 
@@ -21,7 +21,9 @@ TIMEOUT_S = 15.0
 
 def normalized(name: str) -> str:
     """The project name as the simple API spells it (PEP 503)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    from packaging.utils import canonicalize_name
+
+    return str(canonicalize_name(name))
 
 
 class _Links(HTMLParser):
@@ -35,9 +37,14 @@ class _Links(HTMLParser):
             self.names.append(href.split("#", 1)[0].rsplit("/", 1)[-1])
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):  # noqa: ANN002, ANN003
-        return None
+class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect on the same host (a moved index, http to https); one to another host is not
+    followed, and reads as "not on this index" (pypiserver sends unknown projects on to PyPI)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001, ANN201
+        if urllib.parse.urlsplit(newurl).hostname != urllib.parse.urlsplit(req.full_url).hostname:
+            return None
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
 def _version_of(filename: str, project: str) -> str | None:
@@ -79,7 +86,7 @@ def published_versions(index: PackageIndex, project: str) -> list[str]:
     if credentials is not None:
         pair = base64.b64encode(f"{credentials[0]}:{credentials[1]}".encode()).decode()
         request.add_header("Authorization", f"Basic {pair}")
-    opener = urllib.request.build_opener(_NoRedirect)
+    opener = urllib.request.build_opener(_SameHostRedirects)
     try:
         with opener.open(request, timeout=TIMEOUT_S) as response:
             page = response.read().decode("utf-8", "replace")

@@ -24,6 +24,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from .build_backend import builds_in_place
 from .errors import WorkspaceError
 from .indexes import PackageIndex, redact, with_credentials
 
@@ -148,8 +149,7 @@ def install_from_index(request: IndexRequest, index: PackageIndex) -> IndexInsta
     index_url = with_credentials(index.simple_url, credentials)
     config = _pip_config()
     requirement = f"{request.project}=={version}"
-    no_isolation = ["--no-build-isolation"] if all(
-        importlib.util.find_spec(name) is not None for name in ("setuptools", "wheel")) else []
+    no_isolation = ["--no-build-isolation"] if builds_in_place() else []
     what = f"{requirement} from index {index.name} ({index.simple_url})"
     output = _pip(["--no-deps", *no_isolation, requirement], only_index_environment(index_url, config), secrets, what)
     output += "\n" + _pip([requirement], extra_index_environment(index_url, config), secrets,

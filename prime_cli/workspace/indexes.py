@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import configparser
 import os
+import re
 import tomllib
 import urllib.parse
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ KNOWN_SIMPLE_URLS = {
     "https://test.pypi.org/legacy/": "https://test.pypi.org/simple/",
 }
 PYPIRC_DEFAULT_REPOSITORIES = {"pypi": "https://upload.pypi.org/legacy/", "testpypi": "https://test.pypi.org/legacy/"}
+TOKEN_VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]*")
 INDEX_KEYS = ("name", "url", "upload_url", "user", "token", "visibility")
 
 
@@ -52,6 +54,7 @@ class PackageIndex:
     token_var: str | None = None  # the environment variable holding the token (endpoints.toml)
     password: str | None = None  # from ~/.pypirc only: the user's own file
     visibility: str | None = None
+    from_pypirc: bool = False  # never picked without being named: its `pypi` section would publish to PyPI
 
     def credentials(self) -> tuple[str, str] | None:
         """(user, token), or None for an index without authentication. A token variable that is named
@@ -75,12 +78,13 @@ def _with_slash(url: str) -> str:
 
 
 def _check_url(url: object, where: str, key: str) -> str:
+    if isinstance(url, str) and urllib.parse.urlsplit(url).password:
+        fix = ("set TWINE_USERNAME and TWINE_PASSWORD instead" if where == "--repository" else
+               "put the token in an environment variable and name it with token = \"VAR\"")
+        raise WorkspaceError(f"{where}: {key} holds a password, which would be shown and saved; {fix}")
     if not isinstance(url, str) or urllib.parse.urlsplit(url).scheme not in ("http", "https") \
             or not urllib.parse.urlsplit(url).netloc:
         raise WorkspaceError(f"{where}: {key} must be an http(s) URL (got {url!r})")
-    if urllib.parse.urlsplit(url).password:
-        raise WorkspaceError(f"{where}: {key} holds a password; put the token in an environment variable "
-                             "and name it with token = \"VAR\"")
     return _with_slash(url)
 
 
@@ -111,9 +115,9 @@ def _index_block(block: object, number: int, path: Path) -> PackageIndex:
     if visibility is not None and visibility not in VISIBILITIES:
         raise WorkspaceError(f"{where}: visibility must be public or private (got {visibility!r})")
     token = block.get("token")
-    if token is not None and (not isinstance(token, str) or not token.replace("_", "a").isalnum()):
-        raise WorkspaceError(f"{where}: token names an environment variable (like MY_INDEX_TOKEN), "
-                             "never the token itself")
+    if token is not None and (not isinstance(token, str) or not TOKEN_VARIABLE.fullmatch(token)):
+        raise WorkspaceError(f"{where}: token must be the NAME of an environment variable in capitals (like "
+                             "MY_INDEX_TOKEN), never the token itself (its value is not shown here)")
     user = block.get("user")
     return PackageIndex(name.strip(), simple, upload, str(path), user if isinstance(user, str) else None,
                         token, None, visibility)
@@ -161,13 +165,17 @@ def pypirc_indexes(path: Path | None = None) -> list[PackageIndex]:
         simple = _check_url(section["simple_url"], where, "simple_url") if "simple_url" in section \
             else upload_to_simple(upload)
         indexes.append(PackageIndex(name, simple, upload, str(path), section.get("username"), None,
-                                    section.get("password"), None))
+                                    section.get("password"), None, from_pypirc=True))
     return indexes
 
 
-def configured_indexes(endpoints_path: Path | None = None) -> list[PackageIndex]:
-    """Every index: endpoints.toml's first, then ~/.pypirc's sections not named there too."""
-    indexes = endpoints_indexes(endpoints_path or Path("configs/endpoints.toml"))
+def configured_indexes(endpoints_path: Path | None = None, root: Path | None = None) -> list[PackageIndex]:
+    """Every index: endpoints.toml's first, then ~/.pypirc's sections not named there too. A path given
+    (-e) must exist; the default configs/endpoints.toml may not."""
+    if endpoints_path is not None and not endpoints_path.is_file():
+        raise WorkspaceError(f"{endpoints_path} does not exist (-e/--endpoints-path names the file with the "
+                             "[[index]] tables)")
+    indexes = endpoints_indexes(endpoints_path or (root or Path.cwd()) / "configs" / "endpoints.toml")
     named = {index.name for index in indexes}
     return indexes + [index for index in pypirc_indexes() if index.name not in named]
 
@@ -206,11 +214,14 @@ def pick_index(indexes: list[PackageIndex], repository: str | None = None,
                                  f"(configured: {_names(indexes)}); {SETUP_HINT}")
         raise WorkspaceError(f"several indexes have visibility = \"{visibility}\" ({_names(matching)}); "
                              "pick one with --repository NAME")
-    if len(indexes) == 1:
-        return indexes[0]
-    if not indexes:
-        raise WorkspaceError(f"no package index is configured; {SETUP_HINT}, or give --repository URL")
-    raise WorkspaceError(f"several package indexes are configured ({_names(indexes)}); "
+    tables = [index for index in indexes if not index.from_pypirc]
+    if len(tables) == 1:
+        return tables[0]
+    if not tables:
+        named = f" (~/.pypirc has {_names(indexes)}: name one with --repository NAME)" if indexes else ""
+        raise WorkspaceError(f"no package index is configured in an [[index]] table{named}; {SETUP_HINT}, "
+                             "or give --repository URL")
+    raise WorkspaceError(f"several package indexes are configured ({_names(tables)}); "
                          "pick one with --repository NAME or --visibility public|private")
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .build_backend import builds_in_place
 from .errors import WorkspaceError
 from .names import check_env_name, module_name
 
@@ -48,7 +49,7 @@ def environment_folder(target: str, root: Path | None = None) -> Path:
 
 def pip_command(folder: Path) -> list[str]:
     command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-e", str(folder)]
-    if all(importlib.util.find_spec(name) is not None for name in ("setuptools", "wheel")):
+    if builds_in_place(folder):
         command.insert(4, "--no-build-isolation")  # no download of a build backend we already have
     return command
 
@@ -106,5 +107,5 @@ def install_target(target: str, root: Path | None = None,
     from .indexes import configured_indexes
 
     request = parse_request(target)
-    indexes = configured_indexes(endpoints_path or (root or Path.cwd()) / "configs" / "endpoints.toml")
+    indexes = configured_indexes(endpoints_path, root)
     return install_from_index(request, _index_for(request, indexes, target.strip()))

@@ -11,7 +11,6 @@ happens after the build, and the message of a failed upload says so.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
 import logging
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from . import provenance
+from .build_backend import builds_in_place
 from .errors import WorkspaceError
 from .index_client import next_version, published_versions, refused, unreachable
 from .indexes import PackageIndex, redact
@@ -111,9 +111,7 @@ def run_check(project: Project, num_examples: int) -> dict[str, Any]:
 
 def _build_command(project: Project, outdir: Path) -> list[str]:
     command = [sys.executable, "-m", "build", "--outdir", str(outdir), str(project.folder)]
-    data = tomllib.loads((project.folder / "pyproject.toml").read_text(encoding="utf-8"))
-    backend = (data.get("build-system") or {}).get("build-backend")
-    if backend == "setuptools.build_meta" and all(importlib.util.find_spec(n) for n in ("setuptools", "wheel")):
+    if builds_in_place(project.folder):
         command.insert(3, "--no-isolation")  # no download of a build backend this Python already has
     return command
 

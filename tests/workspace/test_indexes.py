@@ -55,8 +55,11 @@ visibility = "private"
         indexes[0].credentials()
     monkeypatch.setenv("TEAM_TOKEN", "t0k")
     assert indexes[0].credentials() == ("alice", "t0k")
-    with pytest.raises(WorkspaceError, match="several package indexes are configured"):
-        pick_index(indexes)
+    assert pick_index(indexes).name == "team"  # the only [[index]]: a ~/.pypirc section is never the default
+    with pytest.raises(WorkspaceError, match=r"~/.pypirc has pypi, devpi: name one with --repository NAME"):
+        pick_index(indexes[1:])
+    with pytest.raises(WorkspaceError, match="does not exist"):
+        configured_indexes(tmp_path / "nonexistent.toml")
     with pytest.raises(WorkspaceError, match='no index is configured with visibility = "public"'):
         pick_index(indexes, visibility="public")
 
@@ -64,15 +67,18 @@ visibility = "private"
 @pytest.mark.parametrize(("table", "message"), [
     ('name = "a"\nurl = "ftp://x/"', "url must be an http"),
     ('name = "a"\nurl = "https://u:secret@x/simple/"', "holds a password"),
-    ('name = "a"\nurl = "https://x/simple/"\ntoken = "pypi-AgEIcHlwaS5vcmc"', "names an environment variable"),
+    ('name = "a"\nurl = "https://x/simple/"\ntoken = "pypi-AgEIcHlwaS5vcmc"', "NAME of an environment variable"),
+    ('name = "a"\nurl = "https://x/simple/"\ntoken = "ghp_R8x2aQ7LmZ9wK3vN5tY1uB6c"', "value is not shown"),
+    ('name = "a"\nurl = "ftp://bob:SUPERSECRET@x/"', "holds a password"),
     ('name = "a/b"\nurl = "https://x/simple/"', "without '/'"),
     ('name = "a"\nurl = "https://x/simple/"\nvisibility = "team"', "public or private"),
     ('name = "a"\nurl = "https://x/simple/"\npassword = "x"', "unknown key 'password'"),
 ])
 def test_bad_index_tables_name_the_problem(tmp_path, table, message):
     path = write(tmp_path / "endpoints.toml", f"[[index]]\n{table}\n")
-    with pytest.raises(WorkspaceError, match=message):
+    with pytest.raises(WorkspaceError, match=message) as raised:
         endpoints_indexes(path)
+    assert "SUPERSECRET" not in str(raised.value) and "R8x2aQ7" not in str(raised.value)
 
 
 def test_credentials_only_in_urls_for_pip_and_redacted():
