@@ -203,15 +203,17 @@ def push(
     repository: str | None = typer.Option(None, "-r", "--repository", help="The index to upload to: the name of an "
                                           "[[index]] in configs/endpoints.toml or of a ~/.pypirc section, or an upload "
                                           "URL (credentials then from TWINE_USERNAME / TWINE_PASSWORD)."),
-    visibility: str | None = typer.Option(None, "--visibility", help="public or private: the index configured "
-                                          "with that visibility. Default: the only index configured."),
+    visibility: str | None = typer.Option(None, "--visibility", help="public or private: the [[index]] configured "
+                                          "with that visibility. Default: the only [[index]] table (a ~/.pypirc "
+                                          "section is used only when -r names it)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check and build, and say what would be uploaded where; "
-                                 "upload nothing."),
+                                 "upload nothing (the index is still asked whether the version is new)."),
     skip_check: bool = typer.Option(False, "--skip-check", help="Push without running `prime env check` first "
                                     "(recorded in the package)."),
-    num_examples: int = typer.Option(20, "-n", "--num-examples", help="Eval rows `prime env check` checks."),
+    num_examples: int = typer.Option(20, "-n", "--num-examples", help="Eval rows `prime env check` checks (-1: all)."),
     endpoints_path: str | None = typer.Option(None, "-e", "--endpoints-path", help="The TOML file holding the "
-                                              "[[index]] tables. Default: configs/endpoints.toml."),
+                                              "[[index]] tables. Default: configs/endpoints.toml here, else in "
+                                              "the workspace of an environments/<module>/ folder."),
 ) -> None:
     """Share an environment: check it, build it, upload it to a package index.
 
@@ -224,43 +226,42 @@ def push(
     """
     if visibility is not None and visibility.lower() not in ("public", "private"):
         fail(f"--visibility must be public or private (got {visibility!r})")
-    if num_examples < 1:
-        fail(f"-n/--num-examples must be at least 1 (got {num_examples})")
+    if num_examples == 0 or num_examples < -1:
+        fail(f"-n/--num-examples must be a positive number, or -1 for all (got {num_examples})")
     from rich.console import Console
 
     from prime_cli.workspace import WorkspaceError
-    from prime_cli.workspace.indexes import configured_indexes, pick_index, redact
-    from prime_cli.workspace.install import environment_folder
-    from prime_cli.workspace.push import CheckRefused, push_environment, token_values
+    from prime_cli.workspace.push import CheckRefused, push_environment
 
-    index = None
+    if skip_check:
+        typer.echo("warning: --skip-check: pushing without running `prime env check` (recorded in the package)", err=True)
     try:
-        folder = environment_folder(str(path))
-        index = pick_index(configured_indexes(Path(endpoints_path) if endpoints_path else None), repository,
-                           visibility.lower() if visibility else None)
-        if skip_check:
-            typer.echo("warning: --skip-check: pushing without running `prime env check` (recorded in the package)",
-                       err=True)
         with Console(stderr=True).status("pushing ...") as status:
-            result = push_environment(folder, index, skip_check=skip_check, dry_run=dry_run,
-                                      num_examples=num_examples, step=lambda text: status.update(f"{text} ..."))
+            result = push_environment(str(path), repository=repository, visibility=visibility.lower() if visibility else None,
+                                      endpoints_path=Path(endpoints_path) if endpoints_path else None,
+                                      skip_check=skip_check, dry_run=dry_run, num_examples=num_examples,
+                                      step=lambda text: status.update(f"{text} ..."))
     except CheckRefused as exc:
         typer.echo(f"error: {exc}:", err=True)
         for problem in exc.problems:
             typer.echo(f"  {problem}", err=True)
         raise typer.Exit(1) from None
     except WorkspaceError as exc:
-        fail(redact(str(exc), token_values(index) if index else []))
+        fail(str(exc))
     for warning in result.metadata_warnings:
         typer.echo(f"twine check: {warning}", err=True)
     check = result.check
     verdict = (f"prime env check passed on {check.get('examples')} rows" if check["verdict"] == "passed"
                else "prime env check skipped")
     files = ", ".join(f"{p.name} ({p.stat().st_size / 1024:.1f} KiB)" for p in result.files)
-    name, version, where = result.project.name, result.version, index.describe()
+    name, version, where = result.project.name, result.project.version, result.index.describe()
     if not result.uploaded:
         typer.echo(f"dry run: {verdict}; built {files} in {result.files[0].parent}; would upload {name} {version} "
                    f"to {where}")
         return
     typer.echo(f"pushed {name} {version} to {where}: {verdict}; {files}")
-    typer.echo(f"install it elsewhere with: prime env install {index.name}/{name}")
+    if result.install_command:
+        typer.echo(f"install it elsewhere with: {result.install_command}")
+    else:
+        typer.echo(f"to install it by name elsewhere, add an [[index]] table for {where} to configs/endpoints.toml "
+                   "(its name is the OWNER in `prime env install OWNER/NAME`)")

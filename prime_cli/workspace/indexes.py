@@ -70,7 +70,7 @@ class PackageIndex:
         return None
 
     def describe(self) -> str:
-        return f"{self.name} ({self.upload_url})"
+        return f"{self.name} ({self.upload_url})" if self.name else self.upload_url
 
 
 def _with_slash(url: str) -> str:
@@ -200,9 +200,12 @@ def pick_index(indexes: list[PackageIndex], repository: str | None = None,
     """The index `--repository NAME|URL` or `--visibility` names, or the only one configured."""
     if repository and "://" in repository:
         upload = _check_url(repository, "--repository", "the URL")
+        for index in indexes:  # a configured index given by its URL keeps its name and credentials
+            if upload in (index.upload_url, index.simple_url):
+                return index
         user, token = os.environ.get("TWINE_USERNAME"), os.environ.get("TWINE_PASSWORD")
-        return PackageIndex(upload.rstrip("/").rsplit("/", 1)[-1] or "index", upload_to_simple(upload), upload,
-                            "--repository", user, "TWINE_PASSWORD" if token else None, None, visibility)
+        return PackageIndex("", upload_to_simple(upload), upload, "--repository", user,
+                            "TWINE_PASSWORD" if token else None, None, visibility)
     if repository:
         return index_named(repository, indexes)
     if visibility:

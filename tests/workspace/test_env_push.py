@@ -4,6 +4,7 @@ through the installed `prime`; the pushed package installed into a fresh virtual
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import subprocess
 import zipfile
@@ -68,7 +69,7 @@ def push(ws: Path, *args: str, token: str | None = None) -> subprocess.Completed
 
 def bump(ws: Path, version: str) -> None:
     pyproject = ws / "environments" / "my_env" / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text().replace('version = "0.1.0"', f'version = "{version}"'))
+    pyproject.write_text(re.sub(r'^version = ".*"$', f'version = "{version}"', pyproject.read_text(), count=1, flags=re.M))
 
 
 def all_text_under(*folders: Path) -> bytes:
@@ -208,3 +209,87 @@ def test_bad_flags_are_one_line(workspace):
     assert "no package index named 'nope'" in one_error_line(push(workspace, "-r", "nope", "-p", "environments/my_env"))
     not_a_folder = push(workspace, "--visibility", "public", "-p", "environments/nothing")
     assert "no ./environments/nothing/" in one_error_line(not_a_folder) or "not a folder" in not_a_folder.stderr
+
+
+PACKAGE_ENV = '''import atexit
+
+import prime_cli.envs as vf
+
+__version__ = "{version}"
+atexit.register(lambda: print("{{bye}}"))  # printed after the check's JSON report
+
+
+def load_environment() -> vf.Environment:
+    def exact(completion, answer) -> float:
+        return 1.0 if (completion[-1]["content"] or "").strip() == answer else 0.0
+
+    rows = [{{"question": f"Say {{i}}", "answer": str(i)}} for i in range(3)]
+    return vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric(funcs=[exact]))
+'''
+
+
+def src_layout_env(root: Path, version: str) -> Path:
+    """A src/ layout package whose version is dynamic (read from the module by setuptools)."""
+    folder = root / "pkg-env"
+    (folder / "src" / "pkg_env").mkdir(parents=True, exist_ok=True)
+    (folder / "src" / "pkg_env" / "__init__.py").write_text(PACKAGE_ENV.format(version=version))
+    (folder / "pyproject.toml").write_text('''[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "pkg-env"
+dynamic = ["version"]
+dependencies = ["prime-cli"]
+
+[tool.setuptools.dynamic]
+version = { attr = "pkg_env.__version__" }
+
+[tool.setuptools.packages.find]
+where = ["src"]
+''')
+    return folder
+
+
+def test_a_src_layout_with_a_dynamic_version_is_refused_before_the_check_when_published(workspace, open_index):
+    folder = src_layout_env(workspace, "2.0.0")
+    first = push(workspace, "-p", "pkg-env", "-r", "pub", "-n", "-1")
+    assert first.returncode == 0, first.stderr
+    assert "pushed pkg-env 2.0.0 to pub" in first.stdout and "passed on 3 rows" in first.stdout  # -n -1: all rows
+    published = {p.name: p.read_bytes() for p in (folder / "dist").iterdir()}
+    again = push(workspace, "-p", "pkg-env", "-r", "pub")
+    line = one_error_line(again)
+    assert "pkg-env 2.0.0 is already on index pub" in line and "where the version is set (it is dynamic)" in line
+    assert {p.name: p.read_bytes() for p in (folder / "dist").iterdir()} == published  # nothing rebuilt
+    src_layout_env(workspace, "2.0")  # the same version by PEP 440
+    assert "pkg-env 2.0 is already on index pub" in one_error_line(push(workspace, "-p", "pkg-env", "-r", "pub"))
+
+
+def test_where_the_index_comes_from(workspace, open_index):
+    bump(workspace, "0.8.0")
+    inside = workspace / "environments" / "my_env"
+    from_inside = run_prime(["env", "push", "--visibility", "public", "--dry-run"], inside, {"HOME": str(workspace / "home")})
+    assert from_inside.returncode == 0 and "would upload my-env 0.8.0 to pub" in from_inside.stdout, from_inside.stderr
+    by_url = push(workspace, "-p", "environments/my_env", "-r", open_index.url)
+    assert by_url.returncode == 0 and "pushed my-env 0.8.0 to pub" in by_url.stdout, by_url.stderr  # the table's name
+    with PackageIndexServer(workspace.parent / "unnamed" / "packages") as unnamed:
+        bump(workspace, "0.9.0")
+        anonymous = push(workspace, "-p", "environments/my_env", "-r", unnamed.url)
+    assert anonymous.returncode == 0, anonymous.stderr
+    assert f"pushed my-env 0.9.0 to {unnamed.url}" in anonymous.stdout and "install it elsewhere with" not in anonymous.stdout
+    assert "add an [[index]] table" in anonymous.stdout
+    (workspace / "configs" / "endpoints.toml").unlink()
+    (workspace / "home" / ".pypirc").write_text("[pypi]\nusername = __token__\npassword = pypi-not-a-real-token\n")
+    never_pypi = push(workspace, "-p", "environments/my_env", "--dry-run")
+    assert "~/.pypirc has pypi: name one with --repository NAME" in one_error_line(never_pypi)
+    missing = push(workspace, "-p", "environments/my_env", "-e", "nonexistent.toml")
+    assert "nonexistent.toml does not exist" in one_error_line(missing)
+
+
+def test_names_and_folders_a_push_cannot_use(workspace):
+    dotted = workspace / "environments" / "my_env" / "pyproject.toml"
+    dotted.write_text(dotted.read_text().replace('name = "my-env"', 'name = "my.dotted.env"'))
+    assert "use dashes: 'my-dotted-env'" in one_error_line(push(workspace, "-p", "environments/my_env", "-r", "pub"))
+    (workspace / "no-project").mkdir()
+    assert "no-project has no pyproject.toml, so it cannot be built" in one_error_line(
+        push(workspace, "-p", "no-project", "-r", "pub"))

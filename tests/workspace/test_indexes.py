@@ -109,3 +109,14 @@ def test_provenance_is_added_to_the_wheel_record(tmp_path):
     assert provenance.describe({"prime_version": "0.1.0", "index": "team", "pushed_at": "2026-11-29T04:00Z",
                                 "check": {"verdict": "passed", "examples": 3}}) == (
         "pushed 2026-11-29T04:00Z to team with prime 0.1.0; prime env check passed on 3 rows")
+
+
+def test_upload_refusals_and_check_reports_are_read_right():
+    from prime_cli.workspace.push import _report_from
+    from prime_cli.workspace.push_upload import _already_there
+
+    assert _already_there(409, "Conflict") and _already_there(400, "File already exists")
+    assert not _already_there(400, "Bad Request: invalid metadata") and not _already_there(500, "exists")
+    report = '{\n "ok": true,\n "examples": 3\n}'
+    assert _report_from("loading...\n" + report + "\n{bye}\n") == {"ok": True, "examples": 3}
+    assert _report_from("{bye}\n") is None and _report_from("") is None
