@@ -72,8 +72,15 @@ def unknown_eval_word(argv: list[str]) -> str | None:
 
     if word.endswith(".toml") or Path(word).is_file():
         return None
-    from prime_cli.envs.loader import environment_exists, missing_owned_environment, module_name
+    from prime_cli.envs.loader import (
+        environment_exists,
+        malformed_id,
+        missing_owned_environment,
+        module_name,
+    )
 
+    if problem := malformed_id(word):
+        return problem
     if environment_exists(word):
         return None
     if word.count("/") == 1 and module_name(word).isidentifier():

@@ -142,6 +142,13 @@ def _close_matches(module: str, root: Path | None) -> list[str]:
     return difflib.get_close_matches(module, known, n=3, cutoff=0.6)
 
 
+def malformed_id(env_id: str) -> str | None:
+    """Why `env_id` (e.g. `a/b/c`) is no id at all, else None."""
+    if env_id.strip().count("/") > 1:
+        return f"{env_id.strip()!r} is not an environment id: an id is NAME or OWNER/NAME (e.g. team/my-env)"
+    return None
+
+
 def missing_owned_environment(env_id: str, module: str) -> str:
     """Why `owner/my-env` cannot be used, and the one command that installs it."""
     return (f"no environment {env_id!r} is installed (module {module}): "
@@ -150,6 +157,8 @@ def missing_owned_environment(env_id: str, module: str) -> str:
 
 def import_environment_module(env_id: str, root: Path | None = None) -> Any:
     module = module_name(env_id)
+    if problem := malformed_id(env_id):
+        raise EnvironmentLoadError(problem)
     if not module.isidentifier():
         raise EnvironmentLoadError(f"{env_id!r} is not a valid environment id (expected a name like 'reverse-text')")
     shadowed = shadowed_install(module, root)

@@ -119,11 +119,14 @@ def check_environments(config: RLConfig) -> None:
     would fail later otherwise)."""
     import prime_cli.envs as vf
     from prime_cli.envs.errors import EnvironmentNotInstalledError
+    from prime_cli.envs.loader import malformed_id
 
     entries = [("orchestrator.env", index, entry) for index, entry in enumerate(config.orchestrator.env)]
     if config.orchestrator.eval is not None:
         entries += [("orchestrator.eval.env", index, entry) for index, entry in enumerate(config.orchestrator.eval.env)]
     for where, index, entry in entries:
+        if problem := malformed_id(entry.id):
+            raise TrainConfigError(f"{where}[{index}].id: {problem}")
         try:
             vf.load_environment(entry.id, **entry.args)
         except EnvironmentNotInstalledError as exc:  # its message is the command that installs it

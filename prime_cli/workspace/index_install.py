@@ -4,20 +4,21 @@ OWNER names a configured index (indexes.py); NAME is the distribution on it. pip
 project of the same name on PyPI (or on any index the user's pip reads) can never be installed in its
 place (dependency confusion):
 
-1. `pip install --no-deps NAME==VERSION` with our index as pip's only source: PIP_INDEX_URL, no config
+1. `pip install --no-deps --force-reinstall NAME==VERSION` with our index as pip's only source: PIP_INDEX_URL, no config
    files (PIP_CONFIG_FILE=/dev/null drops their extra-index-url and find-links; their network settings
    are carried over as variables), no find-links or extra indexes from the environment;
 2. `pip install NAME==VERSION`, now satisfied, so pip only adds its dependencies, from the user's usual
    indexes plus ours (PIP_EXTRA_INDEX_URL appended to theirs).
 
 The index URL carries the token, so it goes only into the child's environment, never argv, and pip's
-output is redacted before it is shown.
+output is redacted before it is shown. A failure is one line: pip's most telling one, or that the index
+stopped answering.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
+import importlib.metadata
 import os
 import re
 import subprocess
@@ -27,6 +28,8 @@ from dataclasses import dataclass
 from .build_backend import builds_in_place
 from .errors import WorkspaceError
 from .indexes import PackageIndex, redact, with_credentials
+from .install import pip_failure_reason
+from .names import module_name
 
 # pip settings that only say how to reach a server: kept in step 1, where the config files are not read
 NETWORK_SETTINGS = ("cert", "client-cert", "proxy", "trusted-host", "timeout", "default-timeout", "retries")
@@ -115,14 +118,56 @@ def extra_index_environment(index_url: str, config: dict[str, str]) -> dict[str,
     return env
 
 
-def _pip(arguments: list[str], env: dict[str, str], secrets: list[str], what: str) -> str:
+def _pip(arguments: list[str], env: dict[str, str], secrets: list[str], what: str, index: PackageIndex) -> str:
+    """pip's output; WorkspaceError of one line when it fails (`what`: what it was installing)."""
     command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", *arguments]
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     output = redact((done.stdout + done.stderr).strip(), secrets)
     if done.returncode != 0:
-        tail = "\n".join(output.splitlines()[-15:])
-        raise WorkspaceError(f"pip could not install {what} (exit {done.returncode}):\n{tail}")
+        if not answers(index.simple_url):
+            raise WorkspaceError(f"index {index.name} ({index.simple_url}) stopped answering while pip installed "
+                                 f"{what}; is it running?")
+        raise WorkspaceError(f"pip could not install {what} (index {index.name}): {pip_failure_reason(output)}")
     return output
+
+
+def answers(url: str) -> bool:
+    """Whether a server answers at `url` at all (an HTTP error, 401 included, is an answer)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=10):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def step_two_build_options(credentials: tuple[str, str] | None) -> list[str]:
+    """How step 2 may build a dependency that comes as an sdist.
+
+    pip's isolated build installs the build backend with a child `pip install -i URL --extra-index-url URL`:
+    every index URL, ours with its token, would be in that child's argv (readable by anyone in `ps`). With
+    credentials, step 2 therefore builds with the setuptools already here (--no-build-isolation; a dependency
+    needing another backend then fails with pip's line naming it), or, without a setuptools that can,
+    takes wheels only. Without credentials nothing is secret and pip builds as it always does.
+    """
+    if credentials is None:
+        return []
+    return ["--no-build-isolation"] if builds_in_place() else ["--only-binary", ":all:"]
+
+
+def provides_module(project: str, module: str) -> bool:
+    """Whether the installed distribution `project` has the top-level module or package `module`."""
+    try:
+        files = importlib.metadata.distribution(project).files or []
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return any(file.parts and (file.parts[0] in (module, f"{module}.py") or
+                               (file.parts[0].startswith(f"{module}.") and file.suffix in (".so", ".pyd")))
+               for file in files)
 
 
 def choose_version(request: IndexRequest, index: PackageIndex, published: list[str]) -> str:
@@ -149,10 +194,20 @@ def install_from_index(request: IndexRequest, index: PackageIndex) -> IndexInsta
     index_url = with_credentials(index.simple_url, credentials)
     config = _pip_config()
     requirement = f"{request.project}=={version}"
-    no_isolation = ["--no-build-isolation"] if builds_in_place() else []
-    what = f"{requirement} from index {index.name} ({index.simple_url})"
-    output = _pip(["--no-deps", *no_isolation, requirement], only_index_environment(index_url, config), secrets, what)
-    output += "\n" + _pip([requirement], extra_index_environment(index_url, config), secrets,
-                          f"the dependencies of {requirement}")
+    where = f"index {index.name} ({index.simple_url})"
+    # --force-reinstall: the same name and version installed from elsewhere (an editable local copy, another
+    # index) would otherwise leave pip "already satisfied", nothing taken from our index.
+    # --no-build-isolation always: our index is the only source here, so an isolated build could only fetch
+    # its backend from it (and would carry the token in a child's argv, see step_two_build_options).
+    output = _pip(["--no-deps", "--force-reinstall", "--no-build-isolation", requirement],
+                  only_index_environment(index_url, config), secrets, requirement, index)
+    importlib.invalidate_caches()
+    module = module_name(request.project)
+    if not provides_module(request.project, module):
+        raise WorkspaceError(f"{requirement} on {where} does not contain module {module} (prime loads environment "
+                             f"{request.project} from module {module}); it is installed but cannot be used")
+    output += "\n" + _pip([*step_two_build_options(credentials), requirement],
+                          extra_index_environment(index_url, config), secrets,
+                          f"the dependencies of {requirement}", index)
     importlib.invalidate_caches()
     return IndexInstallResult(request.project, version, index, output)

@@ -54,6 +54,23 @@ def pip_command(folder: Path) -> list[str]:
     return command
 
 
+# pip's lines that say why an install failed, most telling first
+TELLING = ("No matching distribution", "Could not find a version", "requires a different Python",
+           "Could not build", "Failed to build", "ResolutionImpossible", "conflicting dependencies",
+           "ModuleNotFoundError", "No module named", "BackendUnavailable")
+
+
+def pip_failure_reason(output: str) -> str:
+    """The one line of a failed pip's output that says the most (it prints many, and retries)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for phrase in TELLING:
+        for line in lines:
+            if phrase in line:
+                return line.removeprefix("ERROR: ")
+    errors = [line.removeprefix("ERROR: ") for line in lines if line.startswith("ERROR:")]
+    return errors[0] if errors else (lines[-1] if lines else "pip printed nothing")
+
+
 def install_environment(target: str, root: Path | None = None) -> InstallResult:
     folder = environment_folder(target, root)
     if importlib.util.find_spec("pip") is None:
@@ -62,8 +79,7 @@ def install_environment(target: str, root: Path | None = None) -> InstallResult:
     done = subprocess.run(command, capture_output=True, text=True)
     output = (done.stdout + done.stderr).strip()
     if done.returncode != 0:
-        tail = "\n".join(output.splitlines()[-15:])
-        raise WorkspaceError(f"pip could not install {folder} (exit {done.returncode}):\n{tail}")
+        raise WorkspaceError(f"pip could not install {folder}: {pip_failure_reason(output)}")
     importlib.invalidate_caches()
     return InstallResult(folder, command, output)
 
@@ -74,9 +90,12 @@ def is_local_target(target: str, root: Path | None = None) -> bool:
     text = target.strip()
     if "==" in text:
         return False
-    if text.startswith((".", "/", "~")) or os.sep in text.replace("/", "") or (base / text).expanduser().is_dir():
+    if text.startswith((".", "/", "~")) or os.sep in text.replace("/", ""):
         return True
-    return "/" not in text and (base / "environments" / module_name(text)).is_dir()
+    if "/" in text:  # a path when that folder exists, else OWNER/NAME
+        return (base / text).expanduser().is_dir()
+    # as environment_folder decides: a folder named like the environment counts only with its pyproject.toml
+    return (base / text / "pyproject.toml").is_file() or (base / "environments" / module_name(text)).is_dir()
 
 
 def _index_for(request: IndexRequest, indexes: list[PackageIndex], target: str) -> PackageIndex:

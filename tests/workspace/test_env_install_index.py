@@ -162,3 +162,24 @@ def test_refusals_are_one_line(tmp_path, open_index, private_index, published):
 def test_no_index_configured_keeps_the_local_hint(tmp_path):
     line = one_error_line(run_prime(["env", "install", "ghost"], tmp_path, {"HOME": str(tmp_path)}))
     assert "prime env init ghost" in line and "[[index]]" in line
+
+
+def test_the_index_copy_replaces_the_same_version_installed_from_elsewhere(tmp_path, venv, private_index, published):
+    """An editable local share-demo 0.1.0 is installed: pip must not call the index's 0.1.0 "already satisfied"."""
+    local = tmp_path / "local"
+    local.mkdir()
+    assert run_prime(["env", "init", NAME], local).returncode == 0
+    code = local / "environments" / MODULE / f"{MODULE}.py"
+    code.write_text(code.read_text() + f"\n{EVIL_MARKER}\n")
+    assert in_venv(venv, ["env", "install", NAME], local).returncode == 0  # editable, version 0.1.0
+    endpoints(tmp_path, private_index.endpoints_table("team", token_var="TEAM_TOKEN", user=private_index.user))
+    result = prime_in(venv, ["env", "install", f"team/{NAME}"], tmp_path, {"TEAM_TOKEN": private_index.token})
+    assert result.stdout.strip() == f"installed {NAME} 0.1.0 from index team ({private_index.simple_url})", result.stderr
+    assert EVIL_MARKER not in installed_code(venv) and "def load_environment" in installed_code(venv)
+
+
+def test_a_stray_folder_named_like_the_environment_does_not_hide_the_index(tmp_path, venv, open_index, published):
+    (tmp_path / NAME).mkdir()  # no pyproject.toml: not an environment's folder
+    endpoints(tmp_path, open_index.endpoints_table("lab"))
+    result = in_venv(venv, ["env", "install", NAME], tmp_path, {"HOME": str(tmp_path)})
+    assert result.stdout.strip() == f"installed {NAME} 0.2.0 from index lab ({open_index.simple_url})", result.stderr

@@ -13,7 +13,7 @@ from prime_cli.workspace.index_install import (
     only_index_environment,
     parse_request,
 )
-from prime_cli.workspace.install import is_local_target
+from prime_cli.workspace.install import environment_folder, is_local_target, pip_failure_reason
 
 
 @pytest.mark.parametrize(("target", "expected"), [
@@ -45,6 +45,28 @@ def test_local_targets_are_folders_and_names_with_a_local_folder(tmp_path):
     assert is_local_target("environments/my_env", tmp_path) and is_local_target("team/other", tmp_path)
     assert not is_local_target("team/my-env", tmp_path) and not is_local_target("ghost", tmp_path)
     assert not is_local_target("my-env==0.1.0", tmp_path)  # a version is only ever on an index
+
+
+def test_a_stray_folder_named_like_the_environment_is_not_local_without_a_pyproject(tmp_path):
+    """As environment_folder decides: `pkg-env/` without pyproject.toml is no environment, so an index may hold it."""
+    (tmp_path / "pkg-env").mkdir()
+    assert not is_local_target("pkg-env", tmp_path)
+    (tmp_path / "pkg-env" / "pyproject.toml").write_text("[project]\nname = 'pkg-env'\n")
+    assert is_local_target("pkg-env", tmp_path)
+    assert environment_folder("pkg-env", tmp_path) == (tmp_path / "pkg-env").resolve()
+
+
+@pytest.mark.parametrize(("output", "reason"), [
+    ("Looking in indexes: x\nERROR: Could not find a version that satisfies the requirement a==1 (from versions: none)\n"
+     "ERROR: No matching distribution found for a==1", "No matching distribution found for a==1"),
+    ("  error: subprocess-exited-with-error\n  x\n  note: This error originates from a subprocess\n"
+     "ERROR: Failed to build 'a' when getting requirements to build wheel",
+     "Failed to build 'a' when getting requirements to build wheel"),
+    ("WARNING: something\nERROR: Some new failure\nmore", "Some new failure"),
+    ("only this", "only this"),
+])
+def test_a_pip_failure_is_its_most_telling_line(output, reason):
+    assert pip_failure_reason(output) == reason
 
 
 def test_step_one_reads_only_our_index_and_keeps_network_settings(monkeypatch):

@@ -43,3 +43,15 @@ def test_info_and_check_take_the_owner_form(tmp_path):
     for command in ("info", "check"):
         assert one_error_line(run_prime(["env", command, "team/ghost"], tmp_path)) == INSTALL
         assert "path separator" in one_error_line(run_prime(["env", command, "a/b/c"], tmp_path))
+
+
+def test_an_id_with_two_slashes_is_refused_in_one_line_not_sent_to_install(tmp_path):
+    """`a/b/c` is neither NAME nor OWNER/NAME: no `prime env install a/b/c` is suggested."""
+    expected = "'a/b/c' is not an environment id: an id is NAME or OWNER/NAME (e.g. team/my-env)"
+    assert one_error_line(run_prime(["eval", "run", "a/b/c", "-m", "x"], tmp_path)) == f"error: {expected}"
+    assert one_error_line(run_prime(["eval", "a/b/c"], tmp_path)) == f"error: {expected}"
+    config = tmp_path / "rl.toml"
+    config.write_text('[orchestrator]\nbatch_size = 16\nrollouts_per_example = 4\n\n'
+                      '[[orchestrator.env]]\nid = "a/b/c"\n')
+    result = run_prime(["train", str(config), "--dry-run"], tmp_path)
+    assert one_error_line(result) == f"error: orchestrator.env[0].id: {expected}"
