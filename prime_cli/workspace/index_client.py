@@ -67,8 +67,10 @@ def _version_of(filename: str, project: str) -> str | None:
     return str(version) if normalized(name) == normalized(project) else None
 
 
-def unreachable(index: PackageIndex, reason: object) -> WorkspaceError:
-    return WorkspaceError(f"cannot reach index {index.describe()}: {reason}; is it running, and is the URL right?")
+def unreachable(index: PackageIndex, reason: object, url: str | None = None) -> WorkspaceError:
+    """`url`: the one that failed, when it is not the upload URL (describe's)."""
+    where = f"{index.name} ({url})" if url and index.name else (url or index.describe())
+    return WorkspaceError(f"cannot reach index {where}: {reason}; is it running, and is the URL right?")
 
 
 def refused(index: PackageIndex, status: int) -> WorkspaceError:
@@ -95,9 +97,9 @@ def published_versions(index: PackageIndex, project: str) -> list[str]:
             raise refused(index, exc.code) from None
         if exc.code == 404 or 300 <= exc.code < 400:
             return []
-        raise unreachable(index, f"HTTP {exc.code} from {index.simple_url}") from None
+        raise unreachable(index, f"HTTP {exc.code}", index.simple_url) from None
     except (urllib.error.URLError, OSError) as exc:
-        raise unreachable(index, getattr(exc, "reason", exc)) from None
+        raise unreachable(index, getattr(exc, "reason", exc), index.simple_url) from None
     links = _Links()
     links.feed(page)
     versions = {version for name in links.names if (version := _version_of(name, project))}
