@@ -232,6 +232,7 @@ def push(
 
     from prime_cli.workspace import WorkspaceError
     from prime_cli.workspace.push import CheckRefused, push_environment
+    from prime_cli.workspace.push_project import shown
 
     if skip_check:
         typer.echo("warning: --skip-check: pushing without running `prime env check` (recorded in the package)", err=True)
@@ -256,7 +257,7 @@ def push(
     files = ", ".join(f"{p.name} ({p.stat().st_size / 1024:.1f} KiB)" for p in result.files)
     name, version, where = result.project.name, result.project.version, result.index.describe()
     if not result.uploaded:
-        typer.echo(f"dry run: {verdict}; built {files} in {result.files[0].parent}; would upload {name} {version} "
+        typer.echo(f"dry run: {verdict}; built {files} in {shown(result.files[0].parent)}; would upload {name} {version} "
                    f"to {where}")
         return
     typer.echo(f"pushed {name} {version} to {where}: {verdict}; {files}")
