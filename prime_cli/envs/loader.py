@@ -83,6 +83,16 @@ def shadowed_install(module: str, root: Path | None = None) -> Path | None:
     return origin
 
 
+class _SourceLoader(importlib.machinery.SourceFileLoader):
+    """Compiles the environment's file from its source on every load, never from __pycache__: a .pyc is
+    trusted when the source's mtime (whole seconds) and size match, so an edit of the same size within the
+    same second (a reward's 0.2 made 0.0) would run the old code, and `prime eval rescore` exists to run
+    the new one."""
+
+    def get_code(self, fullname: str) -> Any:
+        return self.source_to_code(self.get_data(self.path), self.path)
+
+
 def _import_local(module: str, root: Path | None) -> Any | None:
     folder = (root or Path.cwd()) / "environments" / module
     if _local_entry(folder, module) is None:
@@ -94,6 +104,8 @@ def _import_local(module: str, root: Path | None) -> Any | None:
     spec = importlib.machinery.PathFinder.find_spec(module, [folder_str])  # this folder, whatever else is installed
     if spec is None or spec.loader is None:
         return None
+    if isinstance(spec.loader, importlib.machinery.SourceFileLoader) and spec.origin:
+        spec.loader = _SourceLoader(module, spec.origin)
     loaded = importlib.util.module_from_spec(spec)
     sys.modules[module] = loaded
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import shutil
 import signal
@@ -113,9 +114,13 @@ def test_rescoring_with_an_unchanged_rubric_reproduces_every_reward_exactly(tmp_
 
 
 def test_a_changed_reward_function_gives_a_new_run_and_the_paired_difference(tmp_path):
-    write_env(tmp_path, version=1)
-    source = eval_run(tmp_path)
+    first = write_env(tmp_path, version=1)
+    stamp = first.stat().st_mtime_ns
+    source = eval_run(tmp_path)  # leaves __pycache__/toy_rescore.*.pyc, stamped with the source's mtime and size
     write_env(tmp_path, version=2)  # the fix: no partial credit for a prefix
+    # an edit of the same size within the same second as the first write: a timestamp-checked .pyc still looks
+    # fresh (this happened in CI), and the old reward must not be what rescores
+    os.utime(first, ns=(stamp, stamp))
     done = run_prime(["eval", "rescore", str(source), "--json"], tmp_path)
     assert done.returncode == 0, done.stderr
     event = json.loads(done.stdout.strip().splitlines()[-1])
