@@ -113,6 +113,23 @@ def published_versions(index: PackageIndex, project: str) -> list[str]:
     return sorted(versions, key=key)
 
 
+def published_as(version: str, published: list[str]) -> str | None:
+    """The published version equal to `version` by PEP 440 (`2.0` is `2.0.0`), as the index spells it."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        wanted = Version(version)
+    except InvalidVersion:
+        return version if version in published else None
+    for candidate in published:
+        try:
+            if Version(candidate) == wanted:
+                return candidate
+        except InvalidVersion:
+            continue
+    return None
+
+
 def next_version(version: str, published: list[str]) -> str:
     """The version to suggest instead of `version`: the newest published one with its last number raised."""
     from packaging.version import InvalidVersion, Version

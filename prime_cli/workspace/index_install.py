@@ -61,7 +61,7 @@ def parse_request(target: str) -> IndexRequest:
     """`[OWNER/]NAME[==VERSION]`, each part checked (WorkspaceError says which is wrong)."""
     from packaging.version import InvalidVersion, Version
 
-    from .names import check_env_name
+    from .names import check_env_name, is_owner
 
     text = target.strip()
     version = None
@@ -74,7 +74,7 @@ def parse_request(target: str) -> IndexRequest:
     owner = None
     if "/" in text:
         owner, text = text.split("/", 1)
-        if not owner or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", owner) or ".." in owner:
+        if not is_owner(owner):
             raise WorkspaceError(f"{target!r}: the part before '/' must name a configured package index "
                                  "(OWNER in OWNER/my-env)")
     return IndexRequest(owner, check_env_name(text), version)
@@ -172,16 +172,15 @@ def provides_module(project: str, module: str) -> bool:
 
 def choose_version(request: IndexRequest, index: PackageIndex, published: list[str]) -> str:
     """The version asked for, or the newest one on the index."""
-    from packaging.version import Version
+    from .index_client import published_as
 
     where = f"index {index.name} ({index.simple_url})"
     if not published:
         raise WorkspaceError(f"{request.project} is not on {where}; push it with `prime env push`")
     if request.version is None:
         return published[-1]
-    for version in published:
-        if Version(version) == Version(request.version):
-            return version
+    if (version := published_as(request.version, published)) is not None:
+        return version
     raise WorkspaceError(f"{request.project} {request.version} is not on {where}; it has {', '.join(published)}")
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from . import provenance
 from .build_backend import builds_in_place
 from .errors import WorkspaceError
-from .index_client import next_version, published_versions
+from .index_client import next_version, published_as, published_versions
 from .indexes import PackageIndex, configured_indexes, pick_index, redact
 from .push_project import Project, project_folder, read_project, shown, workspace_of
 from .push_upload import metadata_warnings, upload
@@ -57,15 +57,8 @@ class PushResult:
 
 
 def refuse_published(project: Project, index: PackageIndex) -> None:
-    from packaging.version import InvalidVersion, Version
-
     published = published_versions(index, project.name)
-    try:
-        ours = Version(project.version)
-        taken = any(Version(v) == ours for v in published)
-    except InvalidVersion:
-        taken = project.version in published
-    if taken:
+    if published_as(project.version, published) is not None:
         raise WorkspaceError(
             f"{project.name} {project.version} is already on index {index.describe()} (a version cannot be "
             f"replaced; newest there: {published[-1]}); set version = \"{next_version(project.version, published)}\" "
