@@ -1,0 +1,162 @@
+"""The process inside a bwrap (or unsandboxed) sandbox that runs commands for the host.
+
+Standard library only: it is copied into the sandbox and run by the sandbox's own Python as
+`python -I -S agent.py`. It reads one JSON request per line on stdin and answers one JSON line per
+request on stdout, tagged with the request's id, so several commands run at once:
+
+  {"id": 1, "op": "exec", "argv": [...], "input": b64, "cwd": ..., "env": {...}, "timeout": s, "max_output": n}
+  {"id": 2, "op": "read", "path": ...}            {"id": 3, "op": "write", "path": ..., "data": b64, "mode": 420}
+
+It is not a security boundary (the kernel's namespaces and cgroups around it are): code in the sandbox
+may kill or impersonate it, which only breaks its own sandbox. The host treats every reply as untrusted
+input.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+OUTPUT_GRACE_S = 0.05  # after the command exits, how long a background child may keep its output open
+MAX_READ_BYTES = 64 * 1024 * 1024
+
+_write_lock = threading.Lock()
+
+
+def reply(message: dict) -> None:
+    line = (json.dumps(message) + "\n").encode()
+    with _write_lock:
+        os.write(1, line) if len(line) < 65536 else _write_all(line)
+
+
+def _write_all(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view):]
+
+
+class CappedReader(threading.Thread):
+    """Reads a pipe to its end, keeping the first `limit` bytes and counting the rest."""
+
+    def __init__(self, stream, limit: int) -> None:
+        super().__init__(daemon=True)
+        self.stream, self.limit = stream, limit
+        self.kept, self.dropped = bytearray(), 0
+
+    def run(self) -> None:
+        fd = self.stream.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            room = max(self.limit - len(self.kept), 0)
+            self.kept += chunk[:room]
+            self.dropped += len(chunk) - min(len(chunk), room)
+
+
+def run_command(request: dict) -> dict:
+    env = request.get("env")
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            request["argv"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=request.get("cwd") or None, env=env, start_new_session=True,
+        )
+    except OSError as exc:
+        message = f"{request['argv'][0]}: {exc.strerror or exc}\n".encode()
+        return {"exit_code": 127, "stdout": "", "stderr": base64.b64encode(message).decode()}
+    limit = int(request.get("max_output") or 65536)
+    readers = [CappedReader(proc.stdout, limit), CappedReader(proc.stderr, limit)]
+    for reader in readers:
+        reader.start()
+    data = base64.b64decode(request.get("input") or "")
+    feeder = threading.Thread(target=_feed, args=(proc.stdin, data), daemon=True)
+    feeder.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=request.get("timeout"))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc.pid)
+        proc.wait()
+    for reader in readers:
+        reader.join(OUTPUT_GRACE_S if not timed_out else 1.0)
+    out, err = readers
+    return {
+        "exit_code": None if timed_out else proc.returncode,
+        "stdout": base64.b64encode(bytes(out.kept)).decode(), "stderr": base64.b64encode(bytes(err.kept)).decode(),
+        "stdout_dropped": out.dropped, "stderr_dropped": err.dropped, "timed_out": timed_out,
+        "duration_s": time.monotonic() - started,
+    }
+
+
+def _feed(stream, data: bytes) -> None:
+    try:
+        if data:
+            stream.write(data)
+        stream.close()
+    except OSError:
+        pass
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def read_file(request: dict) -> dict:
+    with open(request["path"], "rb") as handle:
+        data = handle.read(MAX_READ_BYTES + 1)
+    if len(data) > MAX_READ_BYTES:
+        raise OSError(f"{request['path']} is larger than {MAX_READ_BYTES} bytes")
+    return {"data": base64.b64encode(data).decode()}
+
+
+def write_file(request: dict) -> dict:
+    path = request["path"]
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(base64.b64decode(request["data"]))
+    os.chmod(path, int(request.get("mode") or 0o644))
+    return {}
+
+
+OPERATIONS = {"exec": run_command, "read": read_file, "write": write_file}
+
+
+def handle(request: dict) -> None:
+    try:
+        answer = OPERATIONS[request["op"]](request)
+    except Exception as exc:  # reported to the host as this request's error, the agent goes on
+        answer = {"error": f"{type(exc).__name__}: {exc}"}
+    reply({"id": request.get("id"), **answer})
+
+
+def main() -> None:
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # stray warnings never mix into the protocol
+    reply({"id": 0, "ready": True, "uid": os.getuid(), "python": sys.version.split()[0]})
+    for line in sys.stdin.buffer:
+        try:
+            request = json.loads(line)
+        except ValueError:
+            continue
+        threading.Thread(target=handle, args=(request,), daemon=True).start()
+    # the host closed our stdin: the sandbox is being closed
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""The `none` provider: the same agent as bwrap's, run as a plain child in a temporary folder.
+
+No isolation at all: only when a user names it (`--sandbox none`), and every summary and metadata
+file of the run says "unsandboxed". It exists for machines where nothing else runs and for
+debugging an environment; it is never chosen silently.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+
+from .agent_channel import AGENT_SOURCE, AgentSandbox
+from .base import SandboxProvider
+from .spec import SandboxSpec
+
+
+class UnsandboxedSandbox(AgentSandbox):
+    provider = "none"
+
+    async def start(self) -> None:
+        self.workdir = tempfile.mkdtemp(prefix=f"prime-unsandboxed-{self.id}-")
+        self.unenforced = ("cpus", "memory", "pids", "disk", "network", "filesystem")
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.workdir, "LANG": "C.UTF-8"}
+        await self._launch([sys.executable, "-I", "-S", str(AGENT_SOURCE)], env=env, cwd=self.workdir)
+
+    async def _release(self) -> None:
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class UnsandboxedProvider(SandboxProvider):
+    name = "none"
+    isolated = False
+
+    def unavailable_reason(self) -> str | None:
+        return None
+
+    async def _start(self, spec: SandboxSpec) -> UnsandboxedSandbox:
+        sandbox = UnsandboxedSandbox(spec)
+        try:
+            await sandbox.start()
+        except BaseException:
+            await sandbox.close()
+            raise
+        return sandbox
