@@ -103,7 +103,10 @@ class BwrapSandbox(AgentSandbox):
                  "--perms", "0755", "--dir", "/.prime", "--ro-bind", str(AGENT_SOURCE), AGENT_PATH,
                  *python_args,
                  "--chdir", WORKDIR, "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
-                 "--setenv", "HOME", WORKDIR, "--setenv", "LANG", "C.UTF-8"]
+                 "--setenv", "HOME", WORKDIR, "--setenv", "LANG", "C.UTF-8",
+                 # bwrap's own / and /dev are unsized tmpfs, owned by the caller in a user namespace:
+                 # read-only once everything is mounted, so /sandbox and /tmp (sized) are all that is writable
+                 "--remount-ro", "/dev", "--remount-ro", "/"]
         return args
 
     def inner_command(self) -> list[str]:
