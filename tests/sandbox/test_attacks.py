@@ -267,7 +267,10 @@ def test_no_host_services_and_no_network(provider, host):
 def test_signals_renice_ptrace_of_host_processes_fail(provider, host):
     async def scenario():
         async with await sb.start_sandbox(base_spec(provider), provider) as box:
-            results = await attack(box, provider, kit.SIGNALS, pids=[host.sleeper.pid, os.getpid(), os.getppid()],
+            # host pids only: a small one (say a parent shell's) could name a process of the sandbox's own
+            # pid namespace, and killing that proves nothing about the host
+            targets = [pid for pid in (host.sleeper.pid, os.getpid(), os.getppid()) if pid > 200]
+            results = await attack(box, provider, kit.SIGNALS, pids=targets,
                                    address=host.address)
         async with await sb.start_sandbox(base_spec(provider), provider) as box:
             try:  # kill(-1): everything this uid may signal; at most its own sandbox dies
@@ -336,6 +339,27 @@ def test_no_process_survives_close_and_the_next_sandbox_starts_clean(provider, h
     assert not left, f"processes of the sandbox outlived close(): {left}"
     assert marker not in listing["listing"], f"the next sandbox sees the old one's files: {listing}"
     assert not list(Path("/tmp").glob(f"*{marker}*")), "a daemon planted files on the host"
+
+
+# ---------------------------------------------------------------- what the host reads back
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_left_behind_process_cannot_forge_the_graders_result(provider, host):
+    """The model's turn leaves a process that writes replies into the agent's protocol pipe, or
+    ptraces the agent: the grader's command run afterwards must still read back its real result."""
+    claim = token("ALL-TESTS-PASSED")
+
+    async def scenario():
+        async with await sb.start_sandbox(base_spec(provider), provider) as box:
+            await attack(box, provider, kit.FORGER, claim=claim)
+            await asyncio.sleep(0.3)
+            grader = await box.exec("sleep 0.3; echo 2 tests failed; exit 1")
+            traced = await attack(box, provider, kit.PTRACE_AGENT)
+            return grader, traced
+    grader, traced = run(scenario())
+    assert (grader.exit_code, grader.stdout) == (1, "2 tests failed\n"), f"the host read a forged result: {grader}"
+    attached = {k: v for k, v in traced.items() if v == "OK 'attached'"}
+    assert not attached, f"a sandboxed process ptraced the sandbox's agent (it can forge any reply): {attached}"
 
 
 # ---------------------------------------------------------------- limits
@@ -457,6 +481,7 @@ def test_as_an_unprivileged_user_under_bwrap(host, tmp_path):
                                  abstract=host.abstract_name, token=host.secret, pids=["__DRIVER_PID__"]), "timeout": 60},
             {"code": kit.payload(kit.SIGNALS, pids=["__SLEEP_PID__", "__DRIVER_PID__"], address=host.address)},
             {"code": kit.payload(kit.SURVIVORS, marker=marker, digits="1"), "after_close_marker": marker},
+            {"code": kit.payload(kit.FORGER, claim="FORGED-BY-THE-SANDBOX"), "then": "sleep 0.3; echo 2 tests failed; exit 1"},
             {"code": kit.payload(kit.DISK, mb=64, folders=["/sandbox", "/tmp", "/dev/shm", "/", "/etc", "/.prime"]),
              "spec": {"disk_mb": 32}, "timeout": 60},
         ]
@@ -482,8 +507,10 @@ def test_as_an_unprivileged_user_under_bwrap(host, tmp_path):
         host.assert_untouched()
         # limits: without a writable cgroup the provider must say what it does not enforce
         assert {"memory", "pids", "cpus"} <= set(report["unenforced"]), report["unenforced"]
-        disk = json.loads([line for line in outputs[5]["stdout"].splitlines() if line.startswith("{")][-1])
+        disk = json.loads([line for line in outputs[6]["stdout"].splitlines() if line.startswith("{")][-1])
         assert disk["max_one"] <= 32 * 1024 * 1024, f"uid 65534 wrote past disk_mb: {disk}"
+        assert (outputs[5]["then"]["exit_code"], outputs[5]["then"]["stdout"]) == (1, "2 tests failed\n"), \
+            f"as uid 65534, the host read a forged result: {outputs[5]['then']}"
     finally:
         shutil.rmtree(own, ignore_errors=True)
         shutil.rmtree(other, ignore_errors=True)
