@@ -7,14 +7,24 @@ request on stdout, tagged with the request's id, so several commands run at once
   {"id": 1, "op": "exec", "argv": [...], "input": b64, "cwd": ..., "env": {...}, "timeout": s, "max_output": n}
   {"id": 2, "op": "read", "path": ...}            {"id": 3, "op": "write", "path": ..., "data": b64, "mode": 420}
 
-It is not a security boundary (the kernel's namespaces and cgroups around it are): code in the sandbox
-may kill or impersonate it, which only breaks its own sandbox. The host treats every reply as untrusted
-input.
+It is not a security boundary (the kernel's namespaces and cgroups around it are), but what it says
+must be the truth, since a grader reads test results through it. So:
+- its first input line is a fresh key from the host, read before any command runs; every reply line
+  is `HMAC-SHA256(key, body) body`, and the host drops a line whose MAC is wrong. A process left in the
+  sandbox can write to the pipe (bwrap's pid 1 holds it too, with the sandbox's uid in a user
+  namespace) but cannot sign: the key is only in the agent's memory;
+- it makes itself non-dumpable, so code of the same uid can neither ptrace it nor open its
+  /proc/<pid>/fd or mem (that needs CAP_SYS_PTRACE, which nothing in the sandbox has);
+- `{"op": "killall"}` kills every other process it can signal (kill(-1) spares itself and pid 1):
+  what the model left running, before a grader's commands.
+Code in the sandbox may still kill or stop it: the host then sees no answer, an infrastructure error.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -27,10 +37,12 @@ OUTPUT_GRACE_S = 0.05  # after the command exits, how long a background child ma
 MAX_READ_BYTES = 64 * 1024 * 1024
 
 _write_lock = threading.Lock()
+_key = b""
 
 
 def reply(message: dict) -> None:
-    line = (json.dumps(message) + "\n").encode()
+    body = json.dumps(message).encode()
+    line = hmac.new(_key, body, hashlib.sha256).hexdigest().encode() + b" " + body + b"\n"
     with _write_lock:
         os.write(1, line) if len(line) < 65536 else _write_all(line)
 
@@ -74,6 +86,7 @@ def run_command(request: dict) -> dict:
     except OSError as exc:
         message = f"{request['argv'][0]}: {exc.strerror or exc}\n".encode()
         return {"exit_code": 127, "stdout": "", "stderr": base64.b64encode(message).decode()}
+    _started_groups.add(proc.pid)
     limit = int(request.get("max_output") or 65536)
     readers = [CappedReader(proc.stdout, limit), CappedReader(proc.stderr, limit)]
     for reader in readers:
@@ -134,7 +147,30 @@ def write_file(request: dict) -> dict:
     return {}
 
 
-OPERATIONS = {"exec": run_command, "read": read_file, "write": write_file}
+_started_groups: set[int] = set()
+
+
+def kill_all(request: dict) -> dict:
+    if request.get("scope") == "started":  # unsandboxed: kill(-1) would reach every process of the user
+        for group in list(_started_groups):
+            _kill_group(group)
+        return {}
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # nothing else was running
+    return {}
+
+
+def make_undumpable() -> None:
+    import ctypes
+
+    pr_set_dumpable = 4
+    if ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+
+
+OPERATIONS = {"exec": run_command, "read": read_file, "write": write_file, "killall": kill_all}
 
 
 def handle(request: dict) -> None:
@@ -146,7 +182,10 @@ def handle(request: dict) -> None:
 
 
 def main() -> None:
+    global _key
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    make_undumpable()
+    _key = bytes.fromhex(json.loads(sys.stdin.buffer.readline())["key"])
     os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # stray warnings never mix into the protocol
     reply({"id": 0, "ready": True, "uid": os.getuid(), "python": sys.version.split()[0]})
     for line in sys.stdin.buffer:

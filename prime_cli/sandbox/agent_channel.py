@@ -1,9 +1,10 @@
 """The host side of agent.py: one long-lived process per sandbox, many requests in flight.
 
 `AgentSandbox` starts a launcher argv (bwrap ... python agent.py, or python agent.py alone for
-`none`), waits for the agent's ready line, then sends JSON requests and matches replies by id. Every
-reply is untrusted (code in the sandbox can impersonate the agent): a malformed or oversized line
-ends the sandbox with a `SandboxError`, never a crash of the run.
+`none`), sends it a fresh key, waits for its ready line, then sends JSON requests and matches replies
+by id. Only a line signed with the key is a reply (code in the sandbox can write to the pipe but not
+sign; see agent.py); anything else is ignored, and an oversized line ends the sandbox with a
+`SandboxError`, never a crash of the run.
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import hashlib
+import hmac
 import itertools
 import json
 import os
+import secrets
 import signal
 import time
 from pathlib import Path
@@ -36,6 +40,7 @@ class AgentSandbox(Sandbox):
         self._reader: asyncio.Task | None = None
         self._lifetime: asyncio.TimerHandle | None = None
         self._broken: str | None = None
+        self._key = secrets.token_bytes(32)
         self.agent_uid: int | None = None
 
     async def _launch(self, argv: list[str], env: dict[str, str], cwd: str | None = None) -> None:
@@ -46,6 +51,8 @@ class AgentSandbox(Sandbox):
             )
         except OSError as exc:
             raise SandboxError(f"could not start the {self.provider} sandbox: {exc}") from None
+        assert self._proc.stdin is not None
+        self._proc.stdin.write((json.dumps({"key": self._key.hex()}) + "\n").encode())
         ready: asyncio.Future = asyncio.get_running_loop().create_future()
         self._pending[0] = ready
         self._reader = asyncio.create_task(self._read_replies())
@@ -79,8 +86,11 @@ class AgentSandbox(Sandbox):
                 if not line:
                     self._fail("the sandbox's agent exited (its processes were killed, or it ran out of memory)")
                     return
+                mac, _, body = line.rstrip(b"\n").partition(b" ")
+                if not hmac.compare_digest(mac, hmac.new(self._key, body, hashlib.sha256).hexdigest().encode()):
+                    continue  # not signed by the agent: something else in the sandbox wrote it
                 try:
-                    message = json.loads(line)
+                    message = json.loads(body)
                     future = self._pending.pop(int(message["id"]))
                 except (ValueError, KeyError, TypeError):
                     continue  # not a reply to anything we asked: ignore it
@@ -136,6 +146,11 @@ class AgentSandbox(Sandbox):
                 timed_out=bool(message.get("timed_out")), duration_s=time.monotonic() - started)
         except (TypeError, ValueError) as exc:
             raise SandboxError(f"the sandbox sent a malformed exec reply ({exc})") from None
+
+    kill_scope = "all"  # kill(-1) inside the sandbox's pid namespace
+
+    async def _stop_processes(self) -> None:
+        await self._request("killall", wait_s=30.0, scope=self.kill_scope)
 
     async def _read(self, path: str) -> bytes:
         message = await self._request("read", wait_s=60.0, path=path)

@@ -94,6 +94,17 @@ class Sandbox(abc.ABC):
         self._check_open()
         await self._write(inside(self.workdir, path), as_bytes(data), mode)
 
+    async def stop_processes(self) -> None:
+        """Kill every process the sandbox's commands started, background ones too, and keep its files.
+        A grader calls this before its own commands, so nothing the model left running can change the
+        files under test or the grader's output."""
+        self._check_open()
+        await self._stop_processes()
+
+    async def _stop_processes(self) -> None:
+        # in a container, `kill -9 -1` from an exec'd process spares itself and pid 1 (the keep-alive sleep)
+        await self.exec(["kill", "-9", "-1"], timeout=30)
+
     async def close(self) -> None:
         """Kill every process of the sandbox and remove what it made; safe to call twice."""
         if self.closed:

@@ -92,14 +92,19 @@ class BwrapSandbox(AgentSandbox):
                     args += ["--symlink", os.readlink(target), f"/{link}"]
                 elif target.is_dir():
                     args += ["--ro-bind", str(target), f"/{link}"]
+            args += ["--perms", "0755", "--dir", "/etc"]  # bwrap would make it 0700: unreadable for uid 65534
             for name in ETC_FILES:
                 if os.path.exists(f"/etc/{name}"):
                     args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
         python_args = bind_with_parents(python_binds()) if spec.python and not spec.image else []
-        half = max(spec.disk_mb // 2, 1) * 1024 * 1024
+        # the disk limit is shared out: half to /sandbox, the rest to /tmp and a small /dev/shm
+        total = max(spec.disk_mb, 4) * 1024 * 1024
+        shm = min(total // 8, 64 * 1024 * 1024)
+        half = total // 2
         args += ["--proc", "/proc", "--dev", "/dev",
-                 "--perms", "1777", "--size", str(half), "--tmpfs", "/tmp",
-                 "--perms", "0777", "--size", str(spec.disk_mb * 1024 * 1024 - half), "--tmpfs", WORKDIR,
+                 "--perms", "1777", "--size", str(half - shm), "--tmpfs", "/tmp",
+                 "--perms", "0777", "--size", str(total - half), "--tmpfs", WORKDIR,
+                 "--perms", "1777", "--size", str(shm), "--tmpfs", "/dev/shm",
                  "--perms", "0755", "--dir", "/.prime", "--ro-bind", str(AGENT_SOURCE), AGENT_PATH,
                  *python_args,
                  "--chdir", WORKDIR, "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",

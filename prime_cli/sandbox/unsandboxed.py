@@ -18,6 +18,7 @@ from .spec import SandboxSpec
 
 class UnsandboxedSandbox(AgentSandbox):
     provider = "none"
+    kill_scope = "started"  # the process groups of its own commands; a daemon that left its group is not found
 
     async def start(self) -> None:
         self.workdir = tempfile.mkdtemp(prefix=f"prime-unsandboxed-{self.id}-")

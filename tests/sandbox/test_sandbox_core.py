@@ -172,3 +172,26 @@ def _processes_named(marker: str) -> list[int]:
             except OSError:
                 pass
     return found
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_stop_processes_kills_what_the_model_left_and_keeps_the_files(provider):
+    async def scenario():
+        async with await sb.start_sandbox(SandboxSpec(), provider) as box:
+            await box.exec("echo kept > notes.txt; (while true; do echo tampered > notes.txt; sleep 0.05; done) "
+                           "> /dev/null 2>&1 &")
+            await box.stop_processes()
+            await box.write_file("notes.txt", "graded\n")
+            await asyncio.sleep(0.3)
+            assert await box.read_file("notes.txt") == b"graded\n"
+            assert (await box.exec("echo still usable")).stdout == "still usable\n"
+    run(scenario())
+
+
+def test_stop_processes_unsandboxed_kills_only_its_own_commands():
+    bystander = subprocess.Popen(["sleep", "30"])
+    try:
+        test_stop_processes_kills_what_the_model_left_and_keeps_the_files("none")
+        assert bystander.poll() is None, "stop_processes of an unsandboxed sandbox killed a process it did not start"
+    finally:
+        bystander.kill()
