@@ -25,7 +25,9 @@ from .errors import (
 from .loader import LocalEnvironmentWarning, load_environment
 from .multiturn_env import MultiTurnEnv
 from .parsers import MaybeThinkParser, Parser, ThinkParser, XMLParser
+from .python_env import PythonEnv
 from .rubrics import JudgeRubric, RolloutScore, Rubric, RubricGroup
+from .sandbox_env import SandboxEnv
 from .singleturn_env import SingleTurnEnv
 from .tool_env import StatefulToolEnv, ToolEnv
 from .tool_schema import tool_schema
@@ -35,8 +37,8 @@ __all__ = [
     "ChatClient", "ChatResponse", "DatasetError", "EmptyModelResponseError", "EnvConfigError",
     "EnvGroup", "EnvGroupRubric", "Environment", "EnvironmentLoadError", "Error", "Info", "InfraError",
     "JudgeRubric", "LocalEnvironmentWarning", "MaybeThinkParser", "Message", "Messages", "ModelError", "MultiTurnEnv",
-    "OverlongPromptError", "Parser", "RolloutScore", "Rubric", "RubricError", "RubricGroup",
-    "SamplingArgs", "SingleTurnEnv", "State", "StatefulToolEnv", "ThinkParser", "ToolCallError",
+    "OverlongPromptError", "Parser", "PythonEnv", "RolloutScore", "Rubric", "RubricError", "RubricGroup",
+    "SamplingArgs", "SandboxEnv", "SingleTurnEnv", "State", "StatefulToolEnv", "ThinkParser", "ToolCallError",
     "ToolEnv", "ToolError", "ToolParseError", "Usage", "XMLParser", "cleanup", "load_environment",
     "messages", "stop", "tool_schema",
 ]
