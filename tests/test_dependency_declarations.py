@@ -38,7 +38,8 @@ NOT_IMPORTED = {
         "build": "`prime env push` runs it as `python -m build` (workspace/push.py)",
         "wandb": "an install alias (`pip install 'prime-cli[wandb]'`); prime-lora imports and declares it",
     },
-    "math-python": {"sympy": "the model's python tool code imports it (the prompt says it is available)"},
+    "math-python": {"sympy": "the model's python tool code imports it (the prompt says it is available)",
+                    "numpy": "the model's python tool code may import it (PythonEnv checks it in the sandbox)"},
 }
 EXCLUDED_FOLDERS = {"build", "dist", "tests", "__pycache__"}
 
