@@ -46,6 +46,7 @@ def run(
     temperature: float | None = typer.Option(None, "-T", "--temperature", help="Sampling temperature."),
     sampling_args: str | None = typer.Option(None, "-S", "--sampling-args", help="JSON of extra sampling arguments, e.g. '{\"top_p\": 0.9}'."),
     env_args: options.EnvArgsOpt = None,
+    sandbox: options.SandboxOpt = None,
     extra_env_kwargs: str | None = typer.Option(None, "-x", "--extra-env-kwargs", help="JSON of environment attributes to set after loading, e.g. '{\"max_turns\": 5}'."),
     state_columns: str | None = typer.Option(None, "-C", "--state-columns", help="Comma-separated extra state keys to save per rollout (e.g. trajectory,turn)."),
     save_results: bool | None = typer.Option(None, "-s", "--save-results", help="Save the run (metadata.json, results.jsonl, eval.log)."),
@@ -83,7 +84,7 @@ def run(
         "save_results": save_results, "resume": NEWEST_RUN if resume == options.BARE else resume, "retry_errors": retry_errors,
         "independent_scoring": independent_scoring, "verbose": verbose, "output_dir": output_dir,
         "headers": _headers(header), "max_retries": max_retries, "timeout": timeout, "seed": seed,
-        "pass_threshold": pass_threshold, "max_error_rate": max_error_rate, "power_delta": power_delta, "max_cost": max_cost, "display": "json" if json_output else None,
+        "pass_threshold": pass_threshold, "max_error_rate": max_error_rate, "power_delta": power_delta, "max_cost": max_cost, "display": "json" if json_output else None, "sandbox": sandbox,
     }
     values = {k: v for k, v in values.items() if v is not None}
     if values.get("resume") or values.get("retry_errors"):

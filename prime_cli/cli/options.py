@@ -29,6 +29,12 @@ EndpointsPathOpt = Annotated[str | None, typer.Option(
     "Default: configs/endpoints.toml, else configs/endpoints.py.")]
 MaxRetriesOpt = Annotated[int | None, typer.Option(
     "--max-retries", help="Retries per model call on 429/5xx/timeouts. Default 3.")]
+# `prime eval run`: where environments that run model-written code run it
+SandboxOpt = Annotated[str | None, typer.Option(
+    "--sandbox", metavar="bwrap|podman|docker|none",
+    help="Sandbox provider for environments that run model-written code (SandboxEnv, PythonEnv, math-python): "
+    "bwrap (bubblewrap, the default on Linux), podman, docker, or none (unsandboxed: a plain process, said in "
+    "the summary and metadata). Default: $PRIME_SANDBOX, else the environment's choice, else bwrap.")]
 # `prime eval run`, `prime gepa run` and `prime env check`
 EnvArgsOpt = Annotated[str | None, typer.Option(
     "-a", "--env-args", help="JSON of arguments for the environment's load_environment().")]

@@ -55,6 +55,7 @@ class EvalConfig(BaseModel):
     seed: int | None = None
     verbose: bool = False
     display: Literal["auto", "rich", "plain", "json"] = "auto"
+    sandbox: str | None = None  # the sandbox provider for environments that run model-written code (bwrap, podman, docker, none)
     # set by `served_locally`: the model is a built-in one ("local", "local-moe") on a server of this
     # session (recorded in metadata.json so that -R goes back to it rather than to that server's URL)
     _local_name: str | None = PrivateAttr(default=None)
@@ -94,6 +95,14 @@ class EvalConfig(BaseModel):
     def _delta(cls, value: float | None) -> float | None:
         if value is not None and (value == 0 or not math.isfinite(value)):
             raise ValueError("must be a non-zero reward difference to detect, e.g. 0.05")
+        return value
+
+    @field_validator("sandbox")
+    @classmethod
+    def _sandbox(cls, value: str | None) -> str | None:
+        names = ("bwrap", "podman", "docker", "none")  # prime_cli.sandbox.NAMES, not imported here (kept light)
+        if value is not None and value not in names:
+            raise ValueError(f"must be one of {', '.join(names)}")
         return value
 
     @field_validator("max_error_rate")

@@ -43,6 +43,9 @@ def preflight(config: EvalConfig) -> tuple[EvalConfig, vf.Environment]:
     Raises EnvConfigError (one line for the CLI) on any bad input; writes nothing."""
     config = with_saved_run(config)
     env = load_env(config)
+    from .sandboxing import check_sandbox
+
+    check_sandbox(config, env)
     show_routes(check_endpoints(config))
     from .cost_meter import check_cost_cap
 

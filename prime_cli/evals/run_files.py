@@ -113,6 +113,8 @@ def command_prefix(config: EvalConfig) -> list[str]:
         parts += ["-a", json.dumps(config.env_args)]
     if config.extra_env_kwargs:
         parts += ["-x", json.dumps(config.extra_env_kwargs)]
+    if config.sandbox:
+        parts += ["--sandbox", config.sandbox]
     if config.max_error_rate != DEFAULT_MAX_ERROR_RATE:
         parts += ["--max-error-rate", str(config.max_error_rate)]
     return parts

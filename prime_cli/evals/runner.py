@@ -36,6 +36,7 @@ from .jobs import EvalJobs, plan_jobs
 from .preflight import load_env
 from .rollout_view import rollout_text, rollout_view
 from .run_files import RunFiles, prepare_run_files
+from .sandboxing import start_run as start_sandboxes
 from .store import state_to_row
 
 logger = logging.getLogger("prime_cli.evals")
@@ -190,6 +191,7 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     if line := meter.estimate(total, stats.snapshot()["done"]):  # a resumed run: from its finished rollouts
         estimated[0] = True
         display.message(line)
+    sandboxed = await start_sandboxes(config, env, display)
     status = RunStatus.COMPLETED
     crash: BaseException | None = None
     failures: list[BaseException] = []
@@ -243,6 +245,12 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     finally:
         if handler_installed:
             loop.remove_signal_handler(signal.SIGINT)
+        sandbox: dict[str, Any] = {}
+        if sandboxed:  # what Ctrl-C (or a crash) left open is closed before the files are finished
+            from .sandboxing import close_all, record
+
+            await close_all()
+            sandbox = {"sandbox": record(config, env)}
         elapsed_ms = (time.perf_counter() - start) * 1000.0
         snapshot = stats.snapshot()
         budget = error_budget(snapshot["errors"], snapshot["done"], config.max_error_rate)
@@ -251,10 +259,10 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
                                          and files.store else None), "error_budget": budget}
         cost = meter.record()
         all_rows, summary = files.finish(new_rows, status, elapsed_ms, summarize, metadata_fields,
-                                         config.pass_threshold, extra={**health, "cost": cost})
+                                         config.pass_threshold, extra={**health, "cost": cost, **sandbox})
         if hasattr(pool, "aclose"):
             await pool.aclose()
-    summary = {**summary, **health, "cost": cost}
+    summary = {**summary, **health, "cost": cost, **sandbox}
     if config.power_delta is not None:
         summary["power"] = power_record(summary, config.power_delta)
     if (check := reward_check(all_rows, config.env_id, config.env_args)) is not None:

@@ -16,6 +16,7 @@ from prime_cli.runs.intervals import shown_bounds
 from prime_cli.runs.visible import visible_data
 
 from .health import health_rows
+from .sandboxing import summary_text as sandbox_text
 
 
 def _d(mapping: Any, key: str) -> dict:
@@ -136,6 +137,8 @@ def _overview(s: dict) -> list[tuple[str, str, str]]:
             rows.append(("Tokens", "  ".join(parts), ""))
     if text := cost_text(s.get("cost")):
         rows.append(("Cost", text, "yellow" if text.startswith("unknown") else ""))
+    if text := sandbox_text(s.get("sandbox")):
+        rows.append(("Sandboxes", text, "bold red" if "unsandboxed" in text else ""))
     if s.get("is_truncated") is not None:
         rows.append(("Truncated", _pct(s["is_truncated"]), "yellow" if s["is_truncated"] else ""))
     return rows + reward_signal_lines(s) + health_rows(s)
