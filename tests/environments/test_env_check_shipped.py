@@ -15,6 +15,7 @@ EXPECTED = [  # (environment, arguments, exit code)
     ("alphabet-sort", [], 0),
     ("gsm8k", [], 0),
     ("math-python", [], 0),
+    ("fix-bug", [], 0),
     ("wiki-search", [], 0),
     ("wordle", [], 0),
     ("reverse-text", [], 0),
