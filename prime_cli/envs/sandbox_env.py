@@ -192,8 +192,10 @@ class SandboxEnv(StatefulToolEnv):
         if entry is None:
             raise InfraError(f"no sandbox for rollout {sandbox_id}: the rollout has ended")
         async with entry.lock:
-            if entry.sandbox is None or entry.sandbox.closed:
+            if entry.sandbox is None:
                 entry.sandbox = await self._start_with_retries(entry.state)
+            elif entry.sandbox.closed:  # its files and processes are gone: the rollout cannot go on
+                raise InfraError(f"the rollout's sandbox {entry.sandbox.id} was closed or died")
             return entry.sandbox
 
     async def _start_with_retries(self, state: State) -> Sandbox:
