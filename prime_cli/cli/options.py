@@ -31,7 +31,7 @@ MaxRetriesOpt = Annotated[int | None, typer.Option(
     "--max-retries", help="Retries per model call on 429/5xx/timeouts. Default 3.")]
 # `prime eval run`: where environments that run model-written code run it
 SandboxOpt = Annotated[str | None, typer.Option(
-    "--sandbox", metavar="bwrap|podman|docker|none",
+    "--sandbox", metavar="PROVIDER",
     help="Sandbox provider for environments that run model-written code (SandboxEnv, PythonEnv, math-python): "
     "bwrap (bubblewrap, the default on Linux), podman, docker, or none (unsandboxed: a plain process, said in "
     "the summary and metadata). Default: $PRIME_SANDBOX, else the environment's choice, else bwrap.")]

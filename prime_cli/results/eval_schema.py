@@ -103,6 +103,7 @@ class Summary(TypedDict, total=False):
     reward_check: dict[str, Any]  # every scored rollout got one reward: the `prime env check` command to run
     cost: dict[str, Any]  # dollars by role, with the prices used (results/cost.py)
     power: dict[str, Any]  # `--power DELTA`: examples needed to detect DELTA (summary.power_record)
+    sandbox: dict[str, Any]  # provider, isolated, started, failed, start_p50_s, start_p95_s (evals/sandboxing.py)
 
 
 class MetadataRecord(TypedDict, total=False):
@@ -145,6 +146,9 @@ class MetadataRecord(TypedDict, total=False):
     # a checkpoint sweep's run (`prime eval run --weights-dir`): {"weights_dir", "step" (None for the
     # base model), "adapter" (the served name, None for the base model)}
     sweep: dict[str, Any]
+    # an environment that runs model-written code: {"provider", "isolated", "started", "failed",
+    # "start_p50_s", "start_p95_s"} of this process's sandboxes (prime_cli/evals/sandboxing.py)
+    sandbox: dict[str, Any]
 
 
 class RunMetadata(BaseModel):
