@@ -55,6 +55,7 @@ BAD: dict[tuple[str, ...], dict[str, list[str]]] = {
         "--max-error-rate": [*EVAL, "--max-error-rate", "10"],
         "--power": [*EVAL, "--power", "0"],
         "--max-cost": [*EVAL, "--max-cost", "-1"],
+        "--sandbox": [*EVAL, "--sandbox", "lxc"],
         "--weights-dir": [*EVAL, "--weights-dir", "nowhere"],
         "--steps": [*EVAL, "--weights-dir", "nowhere", "--steps", "ten"],
     },
