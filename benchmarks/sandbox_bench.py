@@ -18,6 +18,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from prime_cli.sandbox import NAMES, SandboxSpec, get_provider  # noqa: E402
 
@@ -25,6 +26,19 @@ from prime_cli.sandbox import NAMES, SandboxSpec, get_provider  # noqa: E402
 def quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(int(round(q * (len(ordered) - 1))), len(ordered) - 1)] if ordered else float("nan")
+
+
+def unavailable(name: str) -> str | None:
+    try:
+        reason = get_provider(name).unavailable_reason()
+    except ImportError as exc:
+        return f"the {name} provider cannot be imported ({exc})"
+    if reason is None and name in ("podman", "docker"):
+        from prime_cli.sandbox.images import BASE_IMAGE, image_present
+
+        if not image_present(name, BASE_IMAGE):
+            reason = f"no {BASE_IMAGE} image: run `prime sandbox image build --engine {name}`"
+    return reason
 
 
 def spec_for(provider: str) -> SandboxSpec:
@@ -71,12 +85,7 @@ def main() -> None:
 
     print(f"{'provider':10} {'start p50':>10} {'start p95':>10} {'exec p50':>10} {args.concurrency:>3} at once")
     for name in NAMES:
-        reason = get_provider(name).unavailable_reason()
-        if reason is None and name in ("podman", "docker"):
-            from prime_cli.sandbox.images import BASE_IMAGE, image_present
-
-            if not image_present(name, BASE_IMAGE):
-                reason = f"no {BASE_IMAGE} image: run `prime sandbox image build --engine {name}`"
+        reason = unavailable(name)
         if reason is not None:
             print(f"{name:10} skipped: {reason}")
             continue
@@ -84,7 +93,7 @@ def main() -> None:
         print(f"{name:10} {row['start_p50'] * 1000:8.1f}ms {row['start_p95'] * 1000:8.1f}ms "
               f"{row['exec_p50'] * 1000:8.2f}ms {row['parallel']:8.2f} s")
     if args.rollouts:
-        from benchmarks.sandbox_rollouts import rollout_table
+        from sandbox_rollouts import rollout_table
 
         rollout_table(args.rollouts, args.concurrency)
 

@@ -130,6 +130,7 @@ class BwrapSandbox(AgentSandbox):
 
 class BwrapProvider(SandboxProvider):
     name = "bwrap"
+    _pruned = False  # the first start in a process removes what SIGKILLed owners left (empty cgroups)
 
     def unavailable_reason(self) -> str | None:
         if not sys.platform.startswith("linux"):
@@ -144,6 +145,9 @@ class BwrapProvider(SandboxProvider):
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             raise SandboxError(INSTALL_HINT)
+        if not BwrapProvider._pruned:
+            BwrapProvider._pruned = True
+            cgroups.remove_dead_owners()
         sandbox = BwrapSandbox(spec)
         try:
             await sandbox.start(bwrap)

@@ -176,3 +176,14 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
+
+
+def remove_dead_owners() -> int:
+    """Remove the sandbox cgroups of owners that are gone (their processes died with their owner's
+    bwrap, so the folders are empty); returns how many were removed."""
+    removed = 0
+    for folder in leftovers():
+        group = SandboxCgroup(folder.name, {"leftover": folder})
+        group.remove()
+        removed += not folder.exists()
+    return removed
