@@ -37,6 +37,7 @@ from .env_cmd import env_app  # noqa: E402
 from .eval_cmd import eval_app  # noqa: E402
 from .gepa_cmd import gepa_app  # noqa: E402
 from .lab_cmd import lab_app  # noqa: E402
+from .sandbox_cmd import sandbox_app  # noqa: E402
 from .serve_cmd import serve  # noqa: E402
 from .train_cmd import EPILOG as TRAIN_EPILOG  # noqa: E402
 from .train_cmd import train  # noqa: E402
@@ -48,6 +49,7 @@ app.add_typer(eval_app, name="eval")
 app.add_typer(gepa_app, name="gepa")
 app.add_typer(env_app, name="env")
 app.add_typer(lab_app, name="lab")
+app.add_typer(sandbox_app, name="sandbox")
 app.command("serve")(serve)
 app.command("train", epilog=TRAIN_EPILOG)(train)
 

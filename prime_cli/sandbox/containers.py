@@ -9,6 +9,8 @@ prime was SIGKILLed) and every command is a `exec -i`:
   `--network none` unless asked, `--cap-drop ALL`, `no-new-privileges`, uid/gid 65534, a read-only
   root with sized tmpfs for /sandbox and /tmp (the disk limit split between them; `exec` is given
   explicitly since both engines mount a tmpfs noexec by default);
+- `--init` (catatonit / docker-init) is PID 1 and reaps what a timeout killed, else zombies would
+  count against the pids limit;
 - no `-w` at `run`: docker makes the work folder in the image and the tmpfs then loses its mode, so the
   folder is given to every `exec` instead;
 - `spec.env` is not given to `run` (the engine would keep it in the container's config, on disk):
@@ -69,7 +71,9 @@ async def feed(stdin: asyncio.StreamWriter | None, data: bytes) -> None:
 
 
 def last_line(data: bytes) -> str:
-    lines = data.decode(errors="replace").strip().splitlines()
+    """The engine's last meaningful stderr line (docker ends with "Run 'docker run --help' ...")."""
+    lines = [line for line in data.decode(errors="replace").strip().splitlines()
+             if line.strip() and not line.startswith(("Run '", "See '"))]
     return lines[-1].strip()[:500] if lines else "no message"
 
 
@@ -106,7 +110,7 @@ class ContainerSandbox(Sandbox):
     def run_argv(self, image: str) -> list[str]:
         spec = self.spec
         half = max(spec.disk_mb // 2, 1)
-        argv = [self.engine.cli, "run", "-d", "--name", self.container, "--pull", "never", "--hostname", "sandbox",
+        argv = [self.engine.cli, "run", "-d", "--init", "--name", self.container, "--pull", "never", "--hostname", "sandbox",
                 "--memory", f"{spec.memory_mb}m", "--memory-swap", f"{spec.memory_mb}m", "--pids-limit", str(spec.pids),
                 "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "65534:65534", "--read-only",
                 "--tmpfs", f"{WORKDIR}:rw,exec,nosuid,nodev,size={max(spec.disk_mb - half, 1)}m,mode=1777",
