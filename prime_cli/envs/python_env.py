@@ -146,7 +146,7 @@ class PythonEnv(SandboxEnv):
         wall = self.timeout_per_command_seconds
         request = {"code": code, "cpu_seconds": self.cpu_seconds_per_call or 0, "wall_seconds": wall}
         paths = self._paths(sandbox)
-        result = await self.run_in_sandbox(sandbox, [self.interpreter(sandbox), "-I", paths["script"], "call", paths["socket"]],
+        result = await self.run_in_sandbox(sandbox, [self.interpreter(sandbox), "-I", "-S", paths["script"], "call", paths["socket"]],
                                            input=json.dumps(request), timeout=wall + 10)
         reply = _last_json(result.stdout)
         if result.timed_out or reply is None:
