@@ -35,7 +35,10 @@ demo: setup
 	$(BIN)/prime eval run reverse-text -n 10 -r 2 -a '{"answer_without_tags": true}' -s
 
 # the layer contracts of pyproject.toml [tool.importlinter] first: a broken layer fails in a second
+# sandbox_setup: as root, apt-get installs bubblewrap/podman/runc/mmdebstrap/docker.io when missing and builds
+# the offline base image once (tests/sandbox/conftest.py starts dockerd for the session); as a user, it only says what is missing
 test: setup
+	$(BIN)/python scripts/sandbox_setup.py
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest -q
 
