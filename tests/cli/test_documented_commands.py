@@ -88,13 +88,16 @@ def readme_command_lines() -> list[str]:
 
 
 SUBCOMMANDS = {"eval": {"run", "view", "tui", "export"}, "gepa": {"run"}, "env": {"init", "install", "list", "info", "check", "push"},
-               "lab": {"setup"}, "serve": set(), "train": set()}
+               "lab": {"setup"}, "serve": set(), "train": set(), "sandbox": {"list", "prune", "image"}}
 # subcommands run through the real script by other tests of this folder
 RUN_ELSEWHERE = {"prime eval tui": "tests/cli/test_tui_command.py (a pseudo-terminal)",
                  "prime eval view": "tests/cli/test_tui_command.py (a pseudo-terminal)",
                  "prime env install": "test_env_install_then_eval below",
                  "prime --help": "tests/test_cli.py, tests/test_import_hygiene.py",
-                 "prime --version": "tests/test_cli.py"}
+                 "prime --version": "tests/test_cli.py",
+                 "prime sandbox list": "tests/sandbox/test_inventory.py (real podman and docker containers)",
+                 "prime sandbox prune": "tests/sandbox/test_inventory.py (real podman and docker containers)",
+                 "prime sandbox image": "tests/sandbox/test_inventory.py (an image already imported)"}
 
 
 def subcommand(line: str) -> str:
