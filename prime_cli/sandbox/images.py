@@ -21,6 +21,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from .bwrap import AGENT_PATH
+from .spec import WORKDIR
+
 BASE_IMAGE = "localhost/prime-sandbox-python:bookworm"
 SUITE = "bookworm"
 PACKAGES = ("python3", "python3-sympy", "python3-numpy", "coreutils")
@@ -157,6 +160,10 @@ def ensure_base_rootfs(progress: Callable[[str], None] = _progress) -> Path:
         with tarfile.open(tarball) as archive:
             archive.extractall(partial, members=_unpackable(archive.getmembers()), filter="tar")
         partial.chmod(0o755)
+        # bwrap mounts onto a read-only / only where the mount point already exists
+        for mount_point in (WORKDIR, os.path.dirname(AGENT_PATH)):
+            (partial / mount_point.lstrip("/")).mkdir(mode=0o755, exist_ok=True)
+        (partial / AGENT_PATH.lstrip("/")).touch(mode=0o644)
         shutil.rmtree(folder, ignore_errors=True)
         partial.rename(folder)
     return folder
