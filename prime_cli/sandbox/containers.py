@@ -6,9 +6,12 @@ sandboxes on a remote engine; nothing here clears them. A container is started o
 prime was SIGKILLed) and every command is a `exec -i`:
 
 - limits are the engine's: `--memory`/`--memory-swap` (no swap), `--pids-limit`, `--cpus`,
-  `--network none` unless asked, `--cap-drop ALL`, `no-new-privileges`, uid/gid 65534, a read-only
-  root with sized tmpfs for /sandbox and /tmp (the disk limit split between them; `exec` is given
-  explicitly since both engines mount a tmpfs noexec by default);
+  `--network none` unless asked, `--cap-drop ALL`, `no-new-privileges`, a read-only root with sized
+  tmpfs for /sandbox and /tmp and a sized /dev/shm (the disk limit split between them; `exec` is given
+  explicitly since both engines mount a tmpfs noexec by default; podman's own unsized /var/tmp and /run
+  are turned off);
+- every command runs as uid/gid 65534; pid 1 (the init and the lifetime sleep) stays uid 0 without
+  capabilities, so a process the model left behind can neither ptrace nor signal it;
 - `--init` (catatonit / docker-init) is PID 1 and reaps what a timeout killed, else zombies would
   count against the pids limit;
 - no `-w` at `run`: docker makes the work folder in the image and the tmpfs then loses its mode, so the
@@ -44,6 +47,7 @@ READ_CHUNK = 65536
 NAME_PREFIX = "prime-sbx-"
 DEFAULT_ENV = {"PATH": "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": WORKDIR, "LANG": "C.UTF-8"}
 SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+USER = ("--user", "65534:65534")  # every command; pid 1 (init and its sleep) is uid 0 so they cannot ptrace it
 KILLED_BY_TIMEOUT = 137  # `timeout -s KILL` kills its own process group, itself included: 128 + 9
 
 
@@ -109,11 +113,13 @@ class ContainerSandbox(Sandbox):
 
     def run_argv(self, image: str) -> list[str]:
         spec = self.spec
-        half = max(spec.disk_mb // 2, 1)
+        shm = max(spec.disk_mb // 8, 1)
+        half = max((spec.disk_mb - shm) // 2, 1)
         argv = [self.engine.cli, "run", "-d", "--init", "--name", self.container, "--pull", "never", "--hostname", "sandbox",
                 "--memory", f"{spec.memory_mb}m", "--memory-swap", f"{spec.memory_mb}m", "--pids-limit", str(spec.pids),
-                "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "65534:65534", "--read-only",
-                "--tmpfs", f"{WORKDIR}:rw,exec,nosuid,nodev,size={max(spec.disk_mb - half, 1)}m,mode=1777",
+                "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "0:0", "--read-only",
+                *self.engine.run_flags, "--shm-size", f"{shm}m",
+                "--tmpfs", f"{WORKDIR}:rw,exec,nosuid,nodev,size={max(spec.disk_mb - shm - half, 1)}m,mode=1777",
                 "--tmpfs", f"/tmp:rw,exec,nosuid,nodev,size={half}m,mode=1777"]
         if not spec.network:
             argv += ["--network", "none"]
@@ -145,7 +151,7 @@ class ContainerSandbox(Sandbox):
             prelude.append(f'export {name}="${carrier}"; unset {carrier}; ')
         script = "".join(prelude) + 'exec timeout -s KILL "$0" "$@"'
         flags = [part for carrier in carried for part in ("-e", carrier)]
-        command = [self.engine.cli, "exec", "-i", "-w", cwd, *flags, self.container,
+        command = [self.engine.cli, "exec", "-i", *USER, "-w", cwd, *flags, self.container,
                    "/bin/sh", "-c", script, f"{timeout:.3f}s", *argv]
         return command, carried
 
@@ -162,7 +168,7 @@ class ContainerSandbox(Sandbox):
 
     async def _read(self, path: str) -> bytes:
         code, out, err, dropped, _ = await run_cli(
-            [self.engine.cli, "exec", "-w", WORKDIR, self.container, "cat", "--", path], limit=MAX_READ_BYTES, timeout=120)
+            [self.engine.cli, "exec", *USER, "-w", WORKDIR, self.container, "cat", "--", path], limit=MAX_READ_BYTES, timeout=120)
         if code is None:
             raise SandboxError(f"the {self.provider} sandbox did not answer a read of {path} in 120 s")
         if code != 0:
@@ -174,7 +180,7 @@ class ContainerSandbox(Sandbox):
     async def _write(self, path: str, data: bytes, mode: int) -> None:
         script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1" && chmod "$2" -- "$1"'
         code, _, err, _, _ = await run_cli(
-            [self.engine.cli, "exec", "-i", "-w", WORKDIR, self.container, "/bin/sh", "-c", script, "sh", path,
+            [self.engine.cli, "exec", "-i", *USER, "-w", WORKDIR, self.container, "/bin/sh", "-c", script, "sh", path,
              f"{mode & 0o7777:o}"], stdin=data, timeout=120)
         if code is None:
             raise SandboxError(f"the {self.provider} sandbox did not answer a write of {path} in 120 s")
@@ -188,6 +194,7 @@ class ContainerSandbox(Sandbox):
 
 class ContainerProvider(SandboxProvider):
     cli = ""
+    run_flags: tuple[str, ...] = ()
     install_hint = ""
     not_answering_hint = ""
 
@@ -233,6 +240,7 @@ class ContainerProvider(SandboxProvider):
 class PodmanProvider(ContainerProvider):
     name = "podman"
     cli = "podman"
+    run_flags = ("--read-only-tmpfs=false",)  # else podman adds unsized tmpfs on /var/tmp and /run
     install_hint = "apt-get install podman runc"
     not_answering_hint = ("check /etc/containers/containers.conf (scripts/sandbox_setup.py writes the settings "
                           "hybrid-cgroup machines need) or CONTAINER_HOST")
