@@ -63,6 +63,7 @@ class Sandbox(abc.ABC):
         self.id = sandbox_id or new_sandbox_id()
         self.unenforced: tuple[str, ...] = ()  # limits this provider could not enforce here
         self.closed = False
+        self._closing: asyncio.Future | None = None
         self._deadline = time.monotonic() + spec.timeout_s
 
     @abc.abstractmethod
@@ -106,12 +107,14 @@ class Sandbox(abc.ABC):
         await self.exec(["kill", "-9", "-1"], timeout=30)
 
     async def close(self) -> None:
-        """Kill every process of the sandbox and remove what it made; safe to call twice."""
-        if self.closed:
-            return
+        """Kill every process of the sandbox and remove what it made; safe to call twice, and from several
+        tasks. The removal is shielded: a second Ctrl-C that cancels the rollout does not kill the engine's
+        `rm` halfway (a container left "removing"); close_all() at the end of the run waits for it."""
         self.closed = True
-        LIVE.discard(self)
-        await self._close()
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close())
+            self._closing.add_done_callback(lambda _: LIVE.discard(self))
+        await asyncio.shield(self._closing)
 
     async def _after_start(self) -> None:
         """Copy the spec's files in and run its start command (a failure there is a start failure)."""
@@ -173,7 +176,7 @@ LIVE: weakref.WeakSet[Sandbox] = weakref.WeakSet()
 
 async def close_all() -> None:
     """Close every sandbox this process started and has not closed (Ctrl-C, the end of a run)."""
-    sandboxes = list(LIVE)
+    sandboxes = list(LIVE)  # closing ones stay here until their removal is done
     if sandboxes:
         await asyncio.gather(*(sandbox.close() for sandbox in sandboxes), return_exceptions=True)
 

@@ -95,6 +95,8 @@ async def run_cli(argv: list[str], stdin: bytes = b"", env: dict[str, str] | Non
             proc.kill()
         work.cancel()
         with contextlib.suppress(BaseException):
+            await work  # retrieved, so a cancelled exec leaves no "exception was never retrieved" on stderr
+        with contextlib.suppress(BaseException):
             await asyncio.wait_for(proc.wait(), 5)
         if isinstance(exc, TimeoutError):
             return None, b"", b"", 0, 0

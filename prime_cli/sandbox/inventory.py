@@ -67,12 +67,22 @@ def containers(engine: str) -> list[Leftover]:
     template = FIELD_SEP.join(["{{.Name}}", f'{{{{index .Config.Labels "{OWNER_LABEL}"}}}}', "{{.State.Status}}"])
     inspected = subprocess.run([engine, "inspect", "--format", template, *ids], stdin=subprocess.DEVNULL,
                                capture_output=True, text=True, timeout=60)
+    lines = inspected.stdout.splitlines()
+    if inspected.returncode != 0 or len(lines) < len(ids):
+        # one id the engine half-removed (its CLI killed mid-`rm`) fails the whole batch in podman 4.3: one by one
+        lines = []
+        for container_id in ids:
+            one = subprocess.run([engine, "inspect", "--format", template, container_id], stdin=subprocess.DEVNULL,
+                                 capture_output=True, text=True, timeout=60)
+            lines += one.stdout.splitlines() if one.returncode == 0 else \
+                [FIELD_SEP.join([container_id, "(unknown)", "broken"])]
     found = []
-    for line in inspected.stdout.splitlines():
+    for line in lines:
         parts = line.split(FIELD_SEP)
         if len(parts) == 3:
             name, owner, status = parts
-            found.append(Leftover(engine, name.lstrip("/"), owner, owner_alive(owner), status))
+            alive = False if status == "broken" else owner_alive(owner)  # half-removed: nothing runs in it
+            found.append(Leftover(engine, name.lstrip("/"), owner, alive, status))
     return found
 
 

@@ -14,7 +14,6 @@ import importlib.util
 import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -61,9 +60,9 @@ def bwrap_leftovers(owner: int) -> list[str]:
 
 
 def container_leftovers(engine: str, owner: int) -> list[str]:
-    listing = subprocess.run([engine, "ps", "-a", "--filter", "label=prime.sandbox", "--format",
-                              '{{.ID}} {{.Label "prime.owner"}}'], capture_output=True, text=True, timeout=60)
-    return [line for line in listing.stdout.splitlines() if line.endswith(f":{owner}")]
+    from prime_cli.sandbox.inventory import containers
+
+    return [f"{c.name} {c.status}" for c in containers(engine) if c.owner.endswith(f":{owner}")]
 
 
 def leftovers(provider: str, owner: int) -> list[str]:

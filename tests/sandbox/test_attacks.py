@@ -353,6 +353,9 @@ def test_a_left_behind_process_cannot_forge_the_graders_result(provider, host):
         async with await sb.start_sandbox(base_spec(provider), provider) as box:
             await attack(box, provider, kit.FORGER, claim=claim)
             await asyncio.sleep(0.3)
+            # what SandboxEnv's grader does: first kill what the model left running (a leftover of the same
+            # uid could otherwise write into the grader's own stdout through /proc/<pid>/fd/1), then run
+            await box.stop_processes()
             grader = await box.exec("sleep 0.3; echo 2 tests failed; exit 1")
             traced = await attack(box, provider, kit.PTRACE_AGENT)
             return grader, traced
