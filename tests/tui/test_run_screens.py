@@ -191,3 +191,17 @@ async def test_the_pass_card_shows_pass_hat_k_beside_pass_at_k(tmp_path):
         assert re.search(r"│ k +pass@k +95% CI +pass\^k +95% CI", text)
         assert re.search(r"│ 2 +0\.611 +\[[-0-9.]+, [-0-9.]+\] +0\.389 +\[", text)
         assert re.search(r"│ 4 +0\.667 +\[[-0-9.]+, [-0-9.]+\] +0\.333 +\[", text)
+
+
+async def test_overview_configuration_names_the_sandbox_provider(runs_root):
+    metadata_path = runs_root / RUN / "metadata.json"
+    metadata = json.loads(metadata_path.read_text())
+    metadata["sandbox"] = {"provider": "none", "isolated": False, "started": 4, "failed": 1,
+                           "start_p50_s": 0.04, "start_p95_s": 0.05, "note": "unsandboxed"}
+    metadata_path.write_text(json.dumps(metadata))
+    app = make_app(runs_root / RUN)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert re.search(r"sandbox\s+\{\"provider\": \"none\",", text), text
+        assert "unsandboxed" in text

@@ -26,7 +26,7 @@ from prime_cli.tui.style import fmt, short_date, status_text
 
 HELP = """The summary of one eval run. While a run is still being written (status running) the
 numbers follow it as rows are appended. Press r or enter for the rollouts table."""
-CONFIG_KEYS = ("env_args", "sampling_args", "base_url", "num_examples", "rollouts_per_example", "state_columns",
+CONFIG_KEYS = ("env_args", "sampling_args", "base_url", "num_examples", "rollouts_per_example", "sandbox", "state_columns",
                "tools", "reward_functions", "independent_scoring", "rescored_from", "version_info")
 
 
