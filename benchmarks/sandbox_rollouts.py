@@ -57,7 +57,7 @@ def timed_eval(cwd: Path, url: str, rollouts: int, concurrency: int, sandbox: st
     wall = time.perf_counter() - began
     if done.returncode != 0:
         return float("nan"), (done.stderr or done.stdout).strip().splitlines()[-1][:200]
-    reward = next((line for line in reversed(done.stdout.splitlines()) if "reward" in line.lower()), "")
+    reward = next((line for line in done.stdout.splitlines() if line.startswith("Reward:")), "")
     return examples * 2 / wall, reward.strip()[:80]
 
 
@@ -68,7 +68,7 @@ def rollout_table(rollouts: int, concurrency: int) -> None:
     from tests.support.scripted_server import ScriptedOpenAIServer
 
     print(f"\nmath-python through `prime eval run`, {rollouts} rollouts (one python call each), -c {concurrency}")
-    print(f"{'worker':28} {'rollouts/s':>10}  first reward line")
+    print(f"{'worker':28} {'rollouts/s':>10}  reward line")
     with ScriptedOpenAIServer(reply=tool_then_answer) as server:
         url = server.url
         old = old_workspace()
