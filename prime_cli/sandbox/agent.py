@@ -154,12 +154,43 @@ def kill_all(request: dict) -> dict:
     if request.get("scope") == "started":  # unsandboxed: kill(-1) would reach every process of the user
         for group in list(_started_groups):
             _kill_group(group)
+        for pid in _descendants(os.getpid()):  # daemons that left their group are still ours (subreaper)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
         return {}
     try:
         os.kill(-1, signal.SIGKILL)
     except ProcessLookupError:
         pass  # nothing else was running
     return {}
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    parent = int(handle.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    found, queue = [], list(children.get(root, []))
+    while queue:
+        pid = queue.pop()
+        found.append(pid)
+        queue += children.get(pid, [])
+    return found
+
+
+def become_subreaper() -> None:
+    """Orphans of our commands (a double-forked daemon) become our children, so killall finds them."""
+    import ctypes
+
+    pr_set_child_subreaper = 36
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
 
 
 def make_undumpable() -> None:
@@ -185,6 +216,7 @@ def main() -> None:
     global _key
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     make_undumpable()
+    become_subreaper()
     _key = bytes.fromhex(json.loads(sys.stdin.buffer.readline())["key"])
     os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # stray warnings never mix into the protocol
     reply({"id": 0, "ready": True, "uid": os.getuid(), "python": sys.version.split()[0]})

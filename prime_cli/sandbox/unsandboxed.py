@@ -13,7 +13,7 @@ import tempfile
 
 from .agent_channel import AGENT_SOURCE, AgentSandbox
 from .base import SandboxProvider
-from .spec import SandboxSpec
+from .spec import SandboxError, SandboxSpec
 
 
 class UnsandboxedSandbox(AgentSandbox):
@@ -25,6 +25,15 @@ class UnsandboxedSandbox(AgentSandbox):
         self.unenforced = ("cpus", "memory", "pids", "disk", "network", "filesystem")
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.workdir, "LANG": "C.UTF-8"}
         await self._launch([sys.executable, "-I", "-S", str(AGENT_SOURCE)], env=env, cwd=self.workdir)
+
+    async def _close(self) -> None:
+        # no pid namespace here: what the commands left running (a daemonized REPL) is killed first
+        if self._proc is not None and self._proc.returncode is None and not self._broken:
+            try:
+                await self._request("killall", wait_s=10.0, scope=self.kill_scope)
+            except (OSError, SandboxError):
+                pass
+        await super()._close()
 
     async def _release(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)

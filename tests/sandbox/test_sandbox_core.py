@@ -195,3 +195,21 @@ def test_stop_processes_unsandboxed_kills_only_its_own_commands():
         assert bystander.poll() is None, "stop_processes of an unsandboxed sandbox killed a process it did not start"
     finally:
         bystander.kill()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_daemon_left_by_a_command_dies_at_close(provider):
+    marker = f"prime-test-daemon-{provider}-{os.getpid()}"
+    daemon = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+              "        time.sleep(300)\n    os._exit(0)\nos._exit(0)\n")
+
+    async def scenario():
+        box = await sb.start_sandbox(SandboxSpec(), provider)
+        await box.exec([sys.executable, "-c", daemon, marker])
+        assert _processes_named(marker), "the daemon did not start"
+        await box.close()
+    run(scenario())
+    deadline = time.monotonic() + 5
+    while _processes_named(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _processes_named(marker), "a double-forked daemon outlived close()"
