@@ -21,7 +21,7 @@ import uuid
 import weakref
 from collections.abc import Mapping, Sequence
 
-from .spec import WORKDIR, ExecResult, SandboxSpec
+from .spec import WORKDIR, ExecResult, SandboxError, SandboxSpec
 from .stats import STATS
 
 LABEL = "prime.sandbox"  # containers and cgroups prime made carry it, with the owner's pid
@@ -123,15 +123,11 @@ class Sandbox(abc.ABC):
         if self.spec.start_command:
             result = await self.exec(self.spec.start_command)
             if not result.ok:
-                from .spec import SandboxError
-
                 raise SandboxError(f"the sandbox's start command failed (exit {result.exit_code}): "
                                    f"{(result.stderr or result.stdout).strip()[-300:]}")
 
     def _check_open(self) -> None:
         if self.closed:
-            from .spec import SandboxError
-
             raise SandboxError(f"sandbox {self.id} is closed")
 
     async def __aenter__(self) -> Sandbox:
