@@ -16,7 +16,7 @@ EPILOG = ("Example: prime train configs/rl/reverse-text-cpu.toml   (check first 
 
 
 def train(
-    config_path: Path | None = typer.Argument(None, metavar="CONFIG", help="Training config TOML: the prime-rl v0.4 shape ([model], [trainer], [orchestrator], [[orchestrator.env]], [inference]), prime-rl's SFT shape ([data], [[data.source]]), the short hosted shape (model, max_steps, batch_size, rollouts_per_example, [sampling], [[env]]) or the simplified prime-rl shape (model_name, num_gpus, learning_rate, lora_rank); every key is listed in docs/trainer.md. Examples in configs/rl/ and configs/sft/."),
+    config_words: list[str] | None = typer.Argument(None, metavar="CONFIG", help="Training config TOML (`@ CONFIG`, prime-rl's spelling, also reads it): the prime-rl v0.4 shape ([model], [trainer], [orchestrator], [[orchestrator.env]], [inference]), prime-rl's SFT shape ([data], [[data.source]]), the short hosted shape (model, max_steps, batch_size, rollouts_per_example, [sampling], [[env]]) or the simplified prime-rl shape (model_name, num_gpus, learning_rate, lora_rank); every key is listed in docs/trainer.md. Examples in configs/rl/ and configs/sft/."),
     trainer: str | None = typer.Option(None, "--trainer", "-t", help="Trainer plugin to use (see --list). Default: the only installed one."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check the config, the environments and the plugin, print the resolved config and the process/device plan, and exit without training. A model not on this machine (not local, a folder or in the Hugging Face cache) is only a note here; a real run refuses it."),
     list_trainers: bool = typer.Option(False, "--list", help="List the installed trainer plugins (name, package, version) and exit."),
@@ -46,6 +46,7 @@ def train(
         if list_trainers:
             _print_trainers()
             raise typer.Exit(0)
+        config_path = _config_path(config_words or [])
         if config_path is None:
             fail("give a config file: prime train CONFIG.toml (examples in configs/rl/; see prime train --help)")
         if force and resume_step is not None:
@@ -78,6 +79,24 @@ def train(
     if node_rank:
         kwargs["node_rank"] = node_rank
     raise typer.Exit(plugin.run(config, Path(config.output_dir), resume_step, **kwargs))
+
+
+HOSTED = ("prime has no hosted training service (`prime train submit` is a hosted platform's command): "
+          "`prime train {config}` runs that config here, on this machine (check it first with --dry-run)")
+
+
+def _config_path(words: list[str]) -> Path | None:
+    """The config of `prime train CONFIG`, or of prime-rl's `@ CONFIG`; `submit CONFIG` (hosted) is refused."""
+    if words and words[0] == "submit" and not (len(words) == 1 and Path("submit").is_file()):
+        fail(HOSTED.format(config=words[1] if len(words) == 2 else "CONFIG"))
+    if words and words[0] == "@":
+        words = [word for word in words[1:] if word != "@"]
+        if not words:
+            fail("@ needs a config after it: prime train @ CONFIG.toml (or prime train CONFIG.toml)")
+    if len(words) > 1:
+        fail(f"prime train reads one config, got {len(words)} ({' '.join(words)}): merge them into one file, "
+             "or change single keys with --set KEY=VALUE")
+    return Path(words[0]) if words else None
 
 
 def _check_part_flags(config, plugin, part: str | None, node_rank: int, force: bool, slurm: bool) -> None:
