@@ -12,6 +12,10 @@ weights. Each run's metadata.json says which weights it evaluated (`sweep`).
 running `prime serve` started with `--enable-lora`. `-b URL` needs a server that allows runtime LoRA
 loading. A refused load stops the sweep with one line naming the fix; the steps already evaluated are
 saved and shown.
+
+The environment is built as the run trained it: without `-a` (or `env_args` in a TOML entry) the args come
+from the run's OUT/config.json (prime_cli.runs.training_env_args, one `note:` line says so); an explicit `-a`
+wins, and where it differs from the run's one `warning:` line names each difference.
 """
 
 from __future__ import annotations
@@ -25,6 +29,14 @@ from typing import Any
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.runs.layouts import TrainingRunLayout, step_dir_name, steps_in
 from prime_cli.runs.status import RunStatus
+from prime_cli.runs.training_env_args import (
+    args_difference,
+    env_args_flag,
+    read_run_config,
+    run_config_path,
+    run_env_ids,
+    trained_env_args,
+)
 from prime_cli.serve.errors import ServeError
 from prime_cli.serve.lora_runtime import (
     AdapterLoadError,
@@ -96,6 +108,31 @@ def sweep_config(target: str, values: dict[str, Any]) -> EvalConfig:
         raise SweepError(f"--weights-dir needs a server that loads the adapters, not the endpoint {config.model!r}: "
                          "-m local (the embedded model), or -b URL of a vLLM server with runtime LoRA loading")
     return config
+
+
+def with_trained_env_args(config: EvalConfig, values: dict[str, Any], weights_dir: Path) -> tuple[EvalConfig, str | None]:
+    """`config` with the env args of the training run that wrote `weights_dir` (its OUT/config.json) unless
+    they were given, and the one line to print about them (None: nothing to say)."""
+    path = run_config_path(weights_dir)
+    run = read_run_config(path) if path else None
+    if path is None or run is None:
+        return config, None
+    trained = trained_env_args(run, config.env_id)
+    if trained is None:
+        ids = ", ".join(run_env_ids(run)) or "no environment"
+        return config, (f"note: the run of {path} trained on {ids}, not {config.env_id}: "
+                        f"{config.env_id} is built with {'-a as given' if config.env_args else 'its defaults'}")
+    given = "env_args" in values or bool(config.env_args)
+    if not given:
+        if not trained:
+            return config, None
+        return (config.model_copy(update={"env_args": trained}),
+                f"note: env args from the training run ({path}):{env_args_flag(trained)} (-a overrides them)")
+    difference = args_difference(config.env_args, trained)
+    if difference is None:
+        return config, None
+    return config, (f"warning: -a differs from the env args the run trained {config.env_id} with ({path}): "
+                    f"{difference}; the scores may not match its training or its online evals")
 
 
 def _auth_headers(config: EvalConfig) -> dict[str, str]:
@@ -241,8 +278,11 @@ def run_sweep(target: str, values: dict[str, Any], weights_dir: str, steps: list
     or when the server cannot load an adapter."""
     folder = weights_folder(Path(weights_dir).expanduser())
     adapters = find_adapters(folder, steps)
-    config, env = preflight(sweep_config(target, values))
+    config, args_line = with_trained_env_args(sweep_config(target, values), values, folder)
+    config, env = preflight(config)
     sweep = _Sweep(config, env, folder, adapters, eval_base, stream)
+    if args_line:
+        sweep.note(args_line)
     if not uses_local(config):
         headers = _auth_headers(config)
         model, served_path = _served_base(config, values, headers)
