@@ -10,6 +10,7 @@
     headers = { "X-Team" = "evals" }
     input_price = 0.15            # optional: dollars per million prompt tokens (overrides LiteLLM's table)
     output_price = 0.60           # optional: dollars per million completion tokens
+    context_length = 32768        # optional: prompt + completion tokens the model takes (else asked of the server)
 
 Several blocks with one `endpoint_id` are replicas of one model; the eval spreads example groups
 over them round-robin. A name that is not in the registry is a literal model id for the `-b URL`
@@ -40,7 +41,7 @@ NO_KEY = "EMPTY"
 """The API key sent to servers that need none (vLLM and friends accept any value)."""
 
 REQUIRED_KEYS = ("endpoint_id", "model", "url")
-OPTIONAL_KEYS = ("key", "headers", "input_price", "output_price")
+OPTIONAL_KEYS = ("key", "headers", "input_price", "output_price", "context_length")
 PRICE_KEYS = ("input_price", "output_price")
 TOP_LEVEL_KEYS = ("endpoint", "index")  # [[index]]: package indexes, read by prime_cli/workspace/indexes.py
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
@@ -60,6 +61,7 @@ class EndpointSpec:
     input_price: float | None = None  # dollars per million tokens, from the registry entry
     output_price: float | None = None
     registered: bool = field(default=False, compare=False)  # a registry entry (not a -b or LiteLLM name)
+    context_length: int | None = None  # tokens (prompt + completion), from the registry entry
 
 
 def _suggest(word: str, choices: tuple[str, ...] | list[str]) -> str:
@@ -105,8 +107,11 @@ def _parse_block(path: Path, index: int, block: Any) -> EndpointSpec:
     if model.startswith(LITELLM_PREFIX):
         kind, model = "litellm", model[len(LITELLM_PREFIX):]
     prices = _prices(where, block)
+    context = block.get("context_length")
+    if context is not None and (isinstance(context, bool) or not isinstance(context, int) or context < 1):
+        raise ClientConfigError(f"{where}: key 'context_length' must be a positive number of tokens, e.g. 32768")
     return EndpointSpec(values["endpoint_id"], model, values["url"], key_var, dict(headers), kind, *prices,
-                        registered=True)
+                        registered=True, context_length=context)
 
 
 def _prices(where: str, block: dict[str, Any]) -> tuple[float | None, float | None]:
