@@ -35,6 +35,9 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 - Teachers (issue 42): `TEACHER_ADAPTER_NAME`, the name the run's vLLM serves a teacher adapter under
   (`read_adapter` gives its rank); `served_model_cards`, a server's /v1/models entries (vLLM's list the
   context length); `rollout_row` makes a teacher's rollout a `Conversation` (`RowProblem` when it cannot be one).
+- Evaluating the result as it was trained (issue 54): `trained_env_args(config_dict, env_id)` the env args a
+  run gave an environment (the rule the checkpoint sweep reads OUT/config.json by), `env_args_flag(args)` them
+  as ` -a '{...}'` for a printed `prime eval run` command.
 - Terminal output: `visible(text)` writes the control characters of a model's or an environment's words
   (an error a part reports, an error kind) as escapes, as every prime command shows them.
 """
@@ -45,6 +48,7 @@ from prime_cli.runs.layouts import steps_in
 from prime_cli.runs.online_evals import eval_summary_line, read_evals
 from prime_cli.runs.status import FINISHED, RunStatus
 from prime_cli.runs.tasks import gather_or_cancel
+from prime_cli.runs.training_env_args import env_args_flag, trained_env_args
 from prime_cli.runs.training_folder import (
     FolderBusy,
     FolderLock,
@@ -99,5 +103,5 @@ __all__ = [
     "Conversation", "SourceRows", "TrainConfigError", "describe_bad", "read_source",
     # teachers (issue 42)
     "RowProblem", "TEACHER_ADAPTER_NAME", "read_adapter", "rollout_row", "served_model_cards",
-    "VLLM_ADAPTER_SUBDIR", "visible", "vllm_adapter_path", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
+    "VLLM_ADAPTER_SUBDIR", "env_args_flag", "trained_env_args", "visible", "vllm_adapter_path", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
 ]

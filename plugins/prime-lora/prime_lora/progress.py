@@ -9,7 +9,12 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from prime_cli.train.plugin_api import TrainingRunLayout, model_folder
+from prime_cli.train.plugin_api import (
+    TrainingRunLayout,
+    env_args_flag,
+    model_folder,
+    trained_env_args,
+)
 
 from .orchestrator.rollout_errors import FATAL_PREFIX
 
@@ -216,7 +221,12 @@ def summarize(console: Any, run: Any, output_dir: Path) -> int:
     env_id = envs[0].id if envs else "ENV"
     adapter = layout.weights_dir(last)
     console.print(f"adapter: {adapter}  (PEFT; metrics: {layout.metrics_path})")
-    serve = serve_command(run.config.model.name)
-    console.print(f"evaluate it: {serve} --lora trained={adapter} --port 8001   then   "
-                  f"prime eval run {env_id} -m trained -b http://127.0.0.1:8001/v1")
+    model = run.config.model.name
+    # the environment as the run trained it (its env args), or the eval's verdict is about another task
+    args = env_args_flag(trained_env_args(run.config.model_dump(mode="json"), env_id) or {})
+    console.print(f"evaluate it: {serve_command(model)} --lora trained={adapter} --port 8001   then   "
+                  f"prime eval run {shlex.quote(env_id)} -m trained -b http://127.0.0.1:8001/v1{args}")
+    if model in ("local", "local-moe"):  # the sweep starts the built-in model itself and reads OUT/config.json
+        console.print(f"compare every checkpoint with the base: prime eval run {shlex.quote(env_id)} -m {model} "
+                      f"--weights-dir {shlex.quote(str(layout.output_dir / layout.WEIGHTS))}")
     return 0
