@@ -13,6 +13,8 @@ from typing import Any
 from prime_cli.envs.types import State
 from prime_cli.results.eval_schema import ROW_KEYS, Rollout
 
+from .store import unscored_if_errored
+
 # keys the rollout loop sets that results.jsonl does not keep (unless saved with -C)
 UNSAVED_LOOP_KEYS = ("trajectory", "responses")
 _MISSING = object()
@@ -96,4 +98,4 @@ def rescored_row(row: Rollout, state: State) -> Rollout:
     new.update(reward=state.get("reward"), metrics=dict(state.get("metrics") or {}),
                metrics_errors=list(state.get("metrics_errors") or []), timing=timing,
                judge_usage=state.get("judge_usage"))  # this rescore's judge calls, not the source's
-    return new
+    return unscored_if_errored(new)  # an errored rollout stays unscored (reward and metrics null)

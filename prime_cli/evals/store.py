@@ -88,8 +88,20 @@ def errored_rows(rows: Iterable[Rollout]) -> list[Rollout]:
     return [row for row in rows if row.get("error")]
 
 
+def unscored_if_errored(row: Rollout) -> Rollout:
+    """`row` with `reward` and every metric value null when it ended with an error: an errored rollout is
+    left out of every score, never scored 0, and the saved data say so (the metric names are kept). Rows
+    written before this (errored with reward 0.0) are still read right: readers skip a row by its `error`."""
+    if row.get("error"):
+        metrics = row.get("metrics")
+        row["reward"] = None
+        row["metrics"] = {name: None for name in metrics} if isinstance(metrics, dict) else {}
+    return row
+
+
 def state_to_row(state: dict[str, Any], rollout_idx: int, state_columns: Sequence[str] = ()) -> Rollout:
-    """The results.jsonl row of one finished rollout (values are shared with `state`, not copied)."""
+    """The results.jsonl row of one finished rollout (values are shared with `state`, not copied; an
+    errored rollout's reward and metrics are null, see `unscored_if_errored`)."""
     row: Any = {key: state.get(key) for key in ROW_KEYS}
     error = row["error"]
     row.update(
@@ -102,7 +114,7 @@ def state_to_row(state: dict[str, Any], rollout_idx: int, state_columns: Sequenc
         token_usage=state.get("usage"),
     )
     row.update((column, state.get(column)) for column in state_columns)
-    return row
+    return unscored_if_errored(row)
 
 
 def _repair_tail(path: Path) -> None:

@@ -225,5 +225,6 @@ def test_runs_other_tools_wrote_are_rescored_into_our_folder_never_theirs(tmp_pa
         assert meta["rescored_from"]["run"] == str(theirs.resolve()) and "source" not in meta
         assert event["source"] == str(theirs) and Path(event["difference"]["b"]).name == made.name
         rows = read_rows(made)
-        assert len(rows) == 6 and all(isinstance(r["reward"], float) for r in rows)
+        assert len(rows) == 6 and all(isinstance(r["reward"], float) for r in rows if not r["error"])
+        assert [r["reward"] for r in rows if r["error"]] == [None]  # their errored rollout (1, 1) stays unscored
         assert folder_bytes(theirs) == before
