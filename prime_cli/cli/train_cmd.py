@@ -143,6 +143,7 @@ def _prepare(config_path: Path, trainer: str | None, overrides: list[str], outpu
         check_lora_targets,
         check_model,
         check_output_dir,
+        env_file_variables,
     )
 
     config, load_notes = load_train_config_with_notes(config_path, overrides, output_dir)
@@ -154,11 +155,12 @@ def _prepare(config_path: Path, trainer: str | None, overrides: list[str], outpu
         raise TrainConfigError(shortage)
     model_notes = check_model(config, dry_run) + check_data_sources(config, dry_run) + check_adapters(config, dry_run)
     check_lora_targets(config)
-    check_environments(config)
+    with env_file_variables(config.env_file):  # a judge's key may come from env_file, as in the run's parts
+        env_notes = check_environments(config, dry_run)
     check_eval_max_tokens(config)
     plugin = load_trainer(trainer)
     config = validate_config(config.model_dump(), plugin.config_model, str(config_path))
-    return config, plugin, load_notes + ([shortage] if shortage else []) + model_notes + config_notes(config)
+    return config, plugin, load_notes + ([shortage] if shortage else []) + model_notes + env_notes + config_notes(config)
 
 
 def _print_trainers() -> None:

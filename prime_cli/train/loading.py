@@ -114,16 +114,21 @@ def absolute_paths(config: RLConfig) -> RLConfig:
     return config
 
 
-def check_environments(config: RLConfig) -> None:
+def check_environments(config: RLConfig, dry_run: bool = False) -> list[str]:
     """Each `orchestrator.env[i]` (and `orchestrator.eval.env[i]`) loads with its args (the orchestrator
-    would fail later otherwise)."""
+    would fail later otherwise). A dry run (maybe of a config meant for another machine) returns a model
+    client the environment cannot make here (a judge's key not set) as a note, where a real run refuses it."""
     import prime_cli.envs as vf
+    from prime_cli.clients.errors import ClientConfigError
     from prime_cli.envs.errors import EnvironmentNotInstalledError
     from prime_cli.envs.loader import malformed_id
+
+    from .preflight import client_note, train_spelling
 
     entries = [("orchestrator.env", index, entry) for index, entry in enumerate(config.orchestrator.env)]
     if config.orchestrator.eval is not None:
         entries += [("orchestrator.eval.env", index, entry) for index, entry in enumerate(config.orchestrator.eval.env)]
+    notes = []
     for where, index, entry in entries:
         if problem := malformed_id(entry.id):
             raise TrainConfigError(f"{where}[{index}].id: {problem}")
@@ -131,13 +136,19 @@ def check_environments(config: RLConfig) -> None:
             vf.load_environment(entry.id, **entry.args)
         except EnvironmentNotInstalledError as exc:  # its message is the command that installs it
             raise TrainConfigError(f"{where}[{index}].id: {exc}") from None
+        except ClientConfigError as exc:  # a judge or teacher client of the environment: this machine's keys
+            reason = visible((str(exc).strip().splitlines() or [type(exc).__name__])[0])
+            if not dry_run:
+                raise TrainConfigError(f"{where}[{index}].id: cannot load environment {entry.id!r} ({reason})") from None
+            notes.append(client_note(f"{where}[{index}]", entry.id, reason))
         except Exception as exc:  # an environment's own code may raise anything
             lines = str(exc).strip().splitlines()
             reason = lines[0] if lines else type(exc).__name__
             if not isinstance(exc, vf.EnvConfigError):
                 reason = f"{type(exc).__name__}: {reason}"
             raise TrainConfigError(f"{where}[{index}].id: cannot load environment {entry.id!r} "
-                                   f"({visible(reason)})") from None  # the environment's words, escaped
+                                   f"({visible(train_spelling(reason, f'{where}[{index}]'))})") from None
+    return notes
 
 
 def config_notes(config: RLConfig) -> list[str]:

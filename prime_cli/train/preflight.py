@@ -5,6 +5,11 @@ can adapt (a Mixture-of-Experts model's fused experts) and the online eval's max
 
 from __future__ import annotations
 
+import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -186,3 +191,46 @@ def check_eval_max_tokens(config: RLConfig) -> None:
                 f"orchestrator.eval: environment {env_id!r} evaluates with max_tokens {max_tokens} (its pyproject's "
                 f"[tool.prime.eval]), not below inference.model.max_model_len ({max_len}): every eval rollout "
                 "would fail; raise max_model_len (and seq_len with it) or lower that max_tokens")
+
+
+_EVAL_ARGS_FLAG = re.compile(r"-a '(\{.*?\})'")
+
+
+def train_spelling(reason: str, where: str) -> str:
+    """An environment's hint in `prime eval`'s words (`pass -a '{"corpus_path": "..."}'`) in a training
+    config's: the args of the entry at `where` (`args = { corpus_path = "..." } in orchestrator.env[0]`)."""
+    from .tomlio import _scalar
+
+    def config_args(match: re.Match) -> str:
+        try:
+            args = json.loads(match[1])
+        except ValueError:
+            return match[0]
+        return f"args = {_scalar(args, 'args')} in {where}" if isinstance(args, dict) else match[0]
+
+    return _EVAL_ARGS_FLAG.sub(config_args, reason)
+
+
+def client_note(where: str, env_id: str, reason: str) -> str:
+    """The dry run's note for a model client an environment cannot make on this machine (a judge's key)."""
+    return (f"warning: {where} ({env_id}): {reason}; a real run here refuses it (set the key in the shell or in "
+            f"the config's env_file), and this dry run checked {env_id} no further")
+
+
+@contextmanager
+def env_file_variables(paths: list[str]) -> Iterator[None]:
+    """The variables of env_file set while the checks load the environments (a judge's key may be there, as
+    for the run's parts, where env_file wins over the shell), restored afterwards."""
+    from .env_file import env_file_values
+
+    values = env_file_values(paths or [])
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

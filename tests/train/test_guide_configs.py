@@ -327,11 +327,13 @@ def test_the_guides_judge_model_resolves_through_litellm_without_a_registry(tmp_
                        extra_env={"OPENAI_API_KEY": "not-a-real-key", "OPENAI_BASE_URL": ""})
     assert result.returncode == 0, result.stderr
     assert "judge gpt-4.1-mini: OpenAI via LiteLLM, key OPENAI_API_KEY" in result.stdout + result.stderr
+    # without the key the dry run still plans (the config may be meant for another machine) and notes it;
+    # a real run refuses it (tests/train/test_dry_run_elsewhere.py)
     missing = run_train([str(path), "--dry-run"], cwd=tmp_path, extra_env={"OPENAI_API_KEY": ""})
-    assert missing.returncode == 2, missing.stdout[-2000:]
-    errors = [line for line in missing.stderr.splitlines() if line.startswith("error")]
-    assert len(errors) == 1 and "judge model gpt-4.1-mini" in errors[0] and "OPENAI_API_KEY" in errors[0], errors
-    assert "judge_api_key_var" in errors[0] and " -k " not in errors[0]
+    assert missing.returncode == 0, missing.stderr[-2000:]
+    notes = [line.strip() for line in missing.stdout.splitlines() if "OPENAI_API_KEY" in line]
+    assert len(notes) == 1 and "judge model gpt-4.1-mini" in notes[0], notes
+    assert "judge_api_key_var" in notes[0] and " -k " not in notes[0]
     assert "Traceback" not in missing.stderr
 
 
