@@ -69,13 +69,16 @@ class ExampleGroup:
 
     example_id: Any
     indices: list[int] = field(default_factory=list)
+    # rewards of the rollouts that did not error (a missing reward as 0.0): an errored rollout is counted in
+    # `errors`, never scored 0 (its reward is null in results.jsonl, 0.0 in runs saved before)
     rewards: list[float] = field(default_factory=list)
-    scored: list[float] = field(default_factory=list)  # rewards of the rollouts that did not error
+    scored: list[float] = field(default_factory=list)  # the same, rollouts with a numeric reward only
     errors: int = 0
 
     @property
-    def mean(self) -> float:
-        return statistics.fmean(self.rewards) if self.rewards else 0.0
+    def mean(self) -> float | None:
+        """Mean reward of the rollouts that did not error; None when every one errored."""
+        return statistics.fmean(self.rewards) if self.rewards else None
 
     @property
     def scored_mean(self) -> float | None:
@@ -97,10 +100,11 @@ def group_examples(rows: list[Row], indices: list[int] | None = None) -> list[Ex
         if group is None:
             group = groups[key] = ExampleGroup(row.get("example_id"))
         group.indices.append(i)
-        group.rewards.append(reward_of(row))
         if row.get("error"):
             group.errors += 1
-        elif (reward := number(row.get("reward"))) is not None:
+            continue
+        group.rewards.append(reward_of(row))
+        if (reward := number(row.get("reward"))) is not None:
             group.scored.append(reward)
     return list(groups.values())
 

@@ -156,7 +156,7 @@ class RolloutsScreen(Screen):
         first = self.model.row(group.indices[0])
         return [
             (fmt(group.example_id), ""), (str(len(group.indices)), ""), (fmt(group.mean), reward_style(group.mean)),
-            (fmt(min(group.rewards)), ""), (fmt(max(group.rewards)), ""),
+            (fmt(min(group.rewards, default=None)), ""), (fmt(max(group.rewards, default=None)), ""),
             (str(group.errors) if group.errors else "", "red"), (last_reply(first.get("completion")), ""),
         ]
 
