@@ -135,6 +135,7 @@ def _prepare(config_path: Path, trainer: str | None, overrides: list[str], outpu
         load_train_config_with_notes,
         validate_config,
     )
+    from prime_cli.train.plan_size import cpu_size_note
     from prime_cli.train.plugins import load_trainer
     from prime_cli.train.preflight import (
         check_adapters,
@@ -160,7 +161,9 @@ def _prepare(config_path: Path, trainer: str | None, overrides: list[str], outpu
     check_eval_max_tokens(config)
     plugin = load_trainer(trainer)
     config = validate_config(config.model_dump(), plugin.config_model, str(config_path))
-    return config, plugin, load_notes + ([shortage] if shortage else []) + model_notes + env_notes + config_notes(config)
+    size_note = cpu_size_note(config, cuda)
+    return config, plugin, (load_notes + ([shortage] if shortage else []) + model_notes + env_notes
+                            + ([size_note] if size_note else []) + config_notes(config))
 
 
 def _print_trainers() -> None:

@@ -29,6 +29,7 @@ from .templates import (
 MANIFEST = Path(".prime") / "lab.json"
 SKIP_PARTS = {"__pycache__", "outputs", ".pytest_cache"}
 REPO_ENVIRONMENTS = Path(__file__).resolve().parents[2] / "environments"
+REPO_CPU_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "rl" / "reverse-text-cpu.toml"
 
 
 @dataclass
@@ -71,12 +72,19 @@ def planned_files(prime_rl_only: bool = False) -> dict[Path, bytes]:
         Path("configs/endpoints.toml"): ENDPOINTS.encode(),
         Path(".gitignore"): GITIGNORE.encode(),
     }
+    # the CPU-sized reverse-text run of this checkout (prime-rl v0.4 shape), beside the GPU-sized configs
+    cpu = "configs/prime-rl/reverse-text-cpu.toml" if prime_rl_only else "configs/rl/reverse-text-cpu.toml"
+    if REPO_CPU_CONFIG.is_file():
+        text = REPO_CPU_CONFIG.read_text(encoding="utf-8")
+        files[Path(cpu)] = text.replace("configs/rl/reverse-text-cpu.toml", cpu).encode()
+    else:
+        cpu = None
     for example in EXAMPLES:
         if not prime_rl_only:
             files[Path(f"configs/eval/{example.env_id}.toml")] = eval_config(example).encode()
             files[Path(f"configs/gepa/{example.env_id}.toml")] = gepa_config(example).encode()
-            files[Path(f"configs/rl/{example.env_id}.toml")] = rl_config(example).encode()
-        files[Path(f"configs/prime-rl/{example.env_id}.toml")] = prime_rl_config(example).encode()
+            files[Path(f"configs/rl/{example.env_id}.toml")] = rl_config(example, cpu).encode()
+        files[Path(f"configs/prime-rl/{example.env_id}.toml")] = prime_rl_config(example, cpu).encode()
         source = example_source(example.env_id)
         if source is not None:
             for relative, data in _example_files(source):

@@ -128,14 +128,30 @@ state_columns = []
 '''
 
 
-def rl_config(example: Example) -> str:
-    """configs/rl/: the hosted shape the verifiers training guide prints (the same run as configs/prime-rl/)."""
+GPU_STEPS, GPU_BATCH = 100, 64  # the size of every example's training config
+
+
+def _gpu_note(example: Example, cpu_config: str | None) -> str:
+    """Says that the training config is sized for a GPU, and what to run on a CPU instead."""
+    lines = [f"This config is sized for a GPU: {GPU_STEPS} steps x {GPU_BATCH} rollouts x up to "
+             f"{example.max_tokens} tokens takes hours on a CPU."]
+    if cpu_config:
+        lines += [f"Without a GPU, run {cpu_config} (20 steps x 16 rollouts x 48 tokens: about",
+                  "5.5 minutes measured on a CPU), or lower max_steps, batch_size and max_tokens (here or with --set)."]
+    else:
+        lines += ["Without a GPU, lower max_steps, batch_size and max_tokens (here or with --set KEY=VALUE)."]
+    return "".join(f"# {line}\n" for line in lines)
+
+
+def rl_config(example: Example, cpu_config: str | None = None) -> str:
+    """configs/rl/: the hosted shape the verifiers training guide prints (the same run as configs/prime-rl/).
+    `cpu_config`: the workspace's CPU-sized config, named in the comment."""
     return f'''# prime train configs/rl/{example.env_id}.toml: LoRA RL on {example.env_id} (hosted shape; the same run in
 # the prime-rl v0.4 shape is configs/prime-rl/{example.env_id}.toml). Every key: docs/trainer.md.
 # Check it without starting anything: prime train configs/rl/{example.env_id}.toml --dry-run
-{_data_note(example).replace("env_args = ", "[[env]] args = ")}model = "local"               # the embedded {EMBEDDED_MODEL_HUB_ID.split("/")[-1]}; or a Hugging Face id / folder
-max_steps = 100
-batch_size = 64               # rollouts per step: must be divisible by rollouts_per_example
+{_gpu_note(example, cpu_config)}{_data_note(example).replace("env_args = ", "[[env]] args = ")}model = "local"               # the embedded {EMBEDDED_MODEL_HUB_ID.split("/")[-1]}; or a Hugging Face id / folder
+max_steps = {GPU_STEPS}
+batch_size = {GPU_BATCH}               # rollouts per step: must be divisible by rollouts_per_example
 rollouts_per_example = 8
 learning_rate = 1e-4
 lora_rank = 16
@@ -161,13 +177,13 @@ max_model_len = 2048
 '''
 
 
-def prime_rl_config(example: Example) -> str:
+def prime_rl_config(example: Example, cpu_config: str | None = None) -> str:
     return f'''# prime train configs/prime-rl/{example.env_id}.toml: LoRA RL on {example.env_id} (prime-rl v0.4 shape).
 # Check it without starting anything: prime train configs/prime-rl/{example.env_id}.toml --dry-run
 # Override a key on the command line: --set trainer.optim.lr=3e-4 (see prime train --help).
-{_data_note(example).replace("env_args = ", "[[orchestrator.env]] args = ")}inference_gpu_ids = [0]       # GPUs for vLLM and for the trainer (ignored without CUDA)
+{_gpu_note(example, cpu_config)}{_data_note(example).replace("env_args = ", "[[orchestrator.env]] args = ")}inference_gpu_ids = [0]       # GPUs for vLLM and for the trainer (ignored without CUDA)
 trainer_gpu_ids = [0]
-max_steps = 100
+max_steps = {GPU_STEPS}
 seq_len = 2048                # longest training sample; at least inference.model.max_model_len
 output_dir = "outputs/rl/{example.env_id}"
 
@@ -185,7 +201,7 @@ alpha = 32
 interval = 10                 # checkpoints/step_N for --resume-step N
 
 [orchestrator]
-batch_size = 64               # rollouts per step: must be divisible by rollouts_per_example
+batch_size = {GPU_BATCH}               # rollouts per step: must be divisible by rollouts_per_example
 rollouts_per_example = 8
 
 [orchestrator.sampling]
