@@ -69,7 +69,10 @@ def _bracket(interval: Any) -> str:
 def _power_text(power: dict) -> str:
     needed, delta = power.get("examples_needed"), _num(power.get("delta"))
     if not needed:
-        return f"examples needed to detect a difference of {delta}: not computable (fewer than 2 examples)"
+        note = power.get("note") or "fewer than 2 examples"
+        if power.get("reason") == "no_spread":  # summary.power_record
+            return f"examples needed to detect a difference of {delta}: cannot be estimated: {note}"
+        return f"examples needed to detect a difference of {delta}: not computable ({note})"
     return (f"about {needed} examples per run to detect a difference of {delta} against another run (80% power, "
             f"5% two-sided; this run has {_num(power.get('examples'))}); `prime eval compare --power` sharpens it "
             "with the paired spread")

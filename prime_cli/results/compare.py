@@ -29,6 +29,9 @@ from .eval_run import EvalRun, load_run
 from .row_values import example_key
 
 
+NO_SPREAD = 1e-9  # a standard deviation of the paired differences at or below this is none (float noise)
+
+
 class CompareError(EnvConfigError):
     """The two runs cannot be compared (one line for the user)."""
 
@@ -48,11 +51,28 @@ class RunComparison:
     pass_k: dict[str, dict[str, PairedComparison]] = field(default_factory=dict)  # pass_at_k / pass_hat_k -> k -> B - A
 
     @property
+    def no_spread(self) -> bool:
+        """The paired differences are all the same (float noise aside): nothing to size a power estimate from."""
+        return math.isfinite(self.reward.se) and self.reward.se * math.sqrt(self.reward.examples) <= NO_SPREAD
+
+    @property
     def needed(self) -> int | None:
-        """Paired examples needed to detect power_delta at 80% power, from the observed spread."""
-        if self.power_delta is None or not math.isfinite(self.reward.se):
+        """Paired examples needed to detect power_delta at 80% power, from the observed spread. None when it
+        cannot be estimated: fewer than 2 paired examples, or differences with no spread (the count grows with
+        the spread, so a spread of zero would claim 2 examples detect any difference)."""
+        if self.power_delta is None or not math.isfinite(self.reward.se) or self.no_spread:
             return None
         return examples_needed(self.reward.se * math.sqrt(self.reward.examples), self.power_delta)
+
+    def power_note(self) -> str | None:
+        """Why `needed` is None (for the line and the JSON); None when it is not."""
+        if self.power_delta is None or self.needed is not None:
+            return None
+        if self.no_spread:
+            return (f"all {self.reward.examples} paired examples differ by the same {signed(self.reward.difference)}, "
+                    "so these runs show no spread to size it from (the examples needed grow with the spread of "
+                    "the per-example differences; more examples or rollouts per example may show one)")
+        return "fewer than 2 paired examples"
 
 
 def _scores(run: EvalRun, metric: str | None) -> tuple[dict[Any, list[float]], int]:
@@ -126,7 +146,9 @@ def comparison_json(c: RunComparison) -> dict[str, Any]:
             "only_in_a": c.only_a, "only_in_b": c.only_b, "errored_rollouts_left_out": [c.errored_a, c.errored_b],
             "cost_usd": [total_of(c.a.metadata.cost), total_of(c.b.metadata.cost)],
             "warnings": c.warnings, "power": None if c.power_delta is None else
-            {"delta": c.power_delta, "examples_needed": c.needed, "at_power": 0.8}}
+            {"delta": c.power_delta, "examples_needed": c.needed, "at_power": 0.8,
+             **({"reason": "no_spread" if c.no_spread else "too_few_examples", "note": note}
+                if (note := c.power_note()) else {})}}
 
 
 def _cost(run: EvalRun) -> str:
@@ -155,7 +177,8 @@ def comparison_lines(c: RunComparison) -> list[str]:
         needed = c.needed
         lines.append(f"to detect a difference of {c.power_delta:g} at 80% power: "
                      + (f"about {needed} paired examples (this comparison has {reward.examples})" if needed
-                        else "not computable (fewer than 2 paired examples)"))
+                        else f"cannot be estimated: {c.power_note()}" if c.no_spread
+                        else f"not computable ({c.power_note()})"))
     lines += [f"warning: {w}" for w in c.warnings]
     lines.append("(95% intervals; a paired t-test on per-example mean differences, two-sided)")
     return lines

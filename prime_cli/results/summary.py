@@ -24,6 +24,7 @@ from .pass_k import ESTIMATORS, pass_intervals, pass_values, passes_by_example
 from .reward_signal import reward_signal
 from .row_values import example_key, reward_value
 
+NO_SPREAD = 1e-9  # a standard deviation at or below this is none (float noise)
 METADATA_SUMMARY_KEYS = ("avg_reward", "avg_metrics", "pass_at_k", "pass_hat_k", "avg_error", "usage")
 _ERROR_NAME = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:(]")
 
@@ -116,12 +117,16 @@ def power_record(summary: Summary, delta: float) -> dict[str, Any]:
     comparison of runs that agree per example needs fewer; `prime eval compare --power` uses the
     observed paired spread instead."""
     reward = (summary.get("ci95") or {}).get("reward")
-    needed = None
+    needed, why = None, {"reason": "too_few_examples", "note": "fewer than 2 examples"}
     if isinstance(reward, dict) and reward.get("examples", 0) >= 2:
         sd_examples = reward["se"] * math.sqrt(reward["examples"])
-        needed = examples_needed(math.sqrt(2.0) * sd_examples, delta)
+        if sd_examples <= NO_SPREAD:  # the count grows with the spread: zero would claim 2 examples detect anything
+            why = {"reason": "no_spread", "note": f"all {reward['examples']} examples scored the same, so this run "
+                   "shows no spread across examples to size it from"}
+        else:
+            needed, why = examples_needed(math.sqrt(2.0) * sd_examples, delta), {}
     return {"delta": delta, "at_power": 0.8, "examples_needed": needed,
-            "examples": reward.get("examples") if isinstance(reward, dict) else None}
+            "examples": reward.get("examples") if isinstance(reward, dict) else None, **why}
 
 
 def _numbers(rows: list[Rollout], field: str, key: str) -> list[float]:

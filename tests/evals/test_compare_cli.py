@@ -95,9 +95,9 @@ def test_eval_run_power_says_how_many_examples_would_detect_delta(tmp_path):
 
     calls = iter(range(10**6))
 
-    def uneven(request):  # a correct reversal, cut short on some requests: rewards spread across examples
-        text = default_reply(request)
-        return text if next(calls) % 3 else text[: len(text) // 2]
+    def uneven(request):  # a correct reversal, cut short on every 4th request: some examples get 1 cut of 3, some none
+        text = default_reply(request)  # (every 3rd would cut one rollout of each: every example alike, no spread)
+        return text if next(calls) % 4 else text[: len(text) // 2]
 
     with ScriptedOpenAIServer(reply=uneven) as server:
         done = run_prime(["eval", "run", "reverse-text", "-m", "m", "-b", server.url, "-n", "12", "-r", "3", "-s",
