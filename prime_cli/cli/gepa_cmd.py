@@ -6,6 +6,8 @@ from typing import Any
 
 import typer
 
+from prime_cli.gepa.resume_rules import RESUME_HELP
+
 from . import options
 from .errors import fail, fail_config, json_object_arg
 
@@ -42,7 +44,7 @@ def run(
     speculative_proposals: int | None = typer.Option(None, "--speculate", help="Prefetch the next N proposals the serial loop would make if those in flight were rejected (their minibatches and reflection calls): same choices and budget, faster, at the price of model calls that go unused after an acceptance. Default 0 (off)."),
     seed: int | None = typer.Option(None, "--seed", help="Seed for row selection, minibatches and parent choice. Default 0."),
     run_dir: str | None = typer.Option(None, "-o", "--run-dir", help="Run directory: new or empty, or an existing GEPA run (with state.json), which is resumed as with -R; any other folder is refused. Default: outputs/gepa/<env>--<model>/<run_id>."),
-    resume: str | None = typer.Option(None, "-R", "--resume", help="Resume the GEPA run in this directory. Its saved settings are the defaults; a flag that differs from them is refused, except a larger -B and the connection flags (-b, -k, -e, -c, --timeout, --max-retries, --speculate, --num-test)."),
+    resume: str | None = typer.Option(None, "-R", "--resume", help=RESUME_HELP),
     env_args: options.EnvArgsOpt = None,
     max_tokens: int | None = typer.Option(None, "-t", "--max-tokens", min=1, help="Max tokens per student reply. Default: the environment's (as `prime eval run`)."),
     temperature: float | None = typer.Option(None, "-T", "--temperature", min=0.0, help="Student sampling temperature. Default: the environment's, else the server's."),

@@ -22,10 +22,12 @@ from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import json_visible, visible
 
 from .config import GepaConfig, build_config, config_for, load_toml
+from .context_window import ContextWindow, reflection_window
 from .cost import estimating, open_meter, stop_line
 from .display import make_display
 from .engine import GepaEngine, Outcome
 from .evaluator import Evaluator, RolloutCache
+from .fitting import check_fits
 from .preflight import (
     SearchInputs,
     load_inputs,
@@ -33,10 +35,12 @@ from .preflight import (
     open_model_pool,
     preflight,
 )
+from .resume_rules import CHANGEABLE_ON_RESUME
 from .run_dir import STATE_FILE, GepaRunDir, RunDirError, default_base
 from .scored import format_score
 from .stages import Stages, stages_line
 from .state import SearchState
+from .state_columns import StateColumnCheck
 from .stopping import ReflectionsExhausted, SearchPoint
 from .uncertainty import bounds, bracket, paired_record, test_difference, verdict
 
@@ -89,10 +93,6 @@ def stored_config(run_dir: Path) -> dict[str, Any]:
     return {k: v for k, v in stored.items() if k in GepaConfig.model_fields}
 
 
-# Flags a resumed run may change: where and how requests are sent, never what the search decides.
-CHANGEABLE_ON_RESUME = {"max_cost", "base_url", "reflection_base_url", "api_key_var", "endpoints_path", "max_concurrent",
-                        "speculative_proposals", "max_reflection_failures", "max_retries", "timeout", "num_test",
-                        "display", "run_dir"}
 FLAG_NAMES = {"env_id": "ENV", "env_args": "-a/--env-args", "model": "-m/--model",
               "reflection_model": "-M/--reflection-model", "max_calls": "-B/--max-calls", "num_train": "-n/--num-train",
               "num_val": "-N/--num-val", "max_cost": "--max-cost", "minibatch_size": "--minibatch-size",
@@ -266,9 +266,15 @@ def start_metadata(config: GepaConfig) -> GepaMetadata:
             "config": config.as_given()}
 
 
+def warn(display: Any, line: str) -> None:
+    logger.warning("%s", line)
+    display.message(line, "warning")
+
+
 async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools: tuple[Any, Any] | None = None,
                      on_commit: Callable[[dict[str, Any]], None] | None = None,
-                     inputs: SearchInputs | None = None, stages: Stages | None = None) -> tuple[Outcome, Path | None]:
+                     inputs: SearchInputs | None = None, stages: Stages | None = None,
+                     window: ContextWindow | None = None) -> tuple[Outcome, Path | None]:
     stages = stages or Stages(from_process_start=False)
     from prime_cli.runs.ids import new_run_id
     from prime_cli.runs.log import run_log
@@ -301,9 +307,11 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
                           rollouts_per_example=config.rollouts_per_example, max_concurrent=config.max_concurrent,
                           sampling_args=config.student_sampling_args(), state_columns=list(config.state_columns),
                           on_rollout=estimating(meter, config.max_calls, display.message, display.rollout_done),
-                          background_limit=background_slots(config), meter=meter)
+                          background_limit=background_slots(config), meter=meter,
+                          state_check=StateColumnCheck(list(config.state_columns), lambda line: warn(display, line)))
     engine = GepaEngine(config, evaluator, state, reflector, seed_text, run=run, display=display,
-                        metric_names=env.rubric.get_reward_func_names(), on_commit=on_commit, stages=stages)
+                        metric_names=env.rubric.get_reward_func_names(), on_commit=on_commit, stages=stages,
+                        window=window)
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     try:
@@ -364,9 +372,20 @@ def run_gepa(target: str | None, values: dict[str, Any], stream: IO[str] | None 
         return _finish(config.on_local_servers(servers), resume, stream, inputs, stages, verbose)
 
 
+def fitted_window(config: GepaConfig, inputs: SearchInputs) -> ContextWindow:
+    """The reflection model's context, once its server runs; a run whose shortest reflection prompt cannot
+    fit it is refused here (EnvConfigError), before the seed is scored and before anything is written."""
+    specs = model_specs(config, config.reflector, config.reflection_base_url or config.base_url)
+    window = reflection_window(specs, config.reflector, config.reflection_max_tokens())
+    check_fits(window, config, inputs.env, inputs.seed_text, inputs.splits.train,
+               inputs.env.rubric.get_reward_func_names())
+    return window
+
+
 def _finish(config: GepaConfig, resume: bool, stream: IO[str], inputs: SearchInputs, stages: Stages,
             verbose: bool) -> int:
-    outcome, run_dir = asyncio.run(run_search(config, resume, stream, inputs=inputs, stages=stages))
+    window = fitted_window(config, inputs)
+    outcome, run_dir = asyncio.run(run_search(config, resume, stream, inputs=inputs, stages=stages, window=window))
     if config.display == "json":
         print_json_result(outcome, config, run_dir, stream)
     elif outcome.state.candidates:

@@ -112,6 +112,12 @@ class GepaConfig(BaseModel):
     def reflection_request_args(self) -> dict[str, Any]:
         return {"max_tokens": REFLECTION_MAX_TOKENS, **self.reflection_sampling_args}
 
+    def reflection_max_tokens(self) -> int:
+        """The most tokens a reflection reply may take: room the reflection prompt leaves in the context."""
+        args = self.reflection_request_args()
+        value = args.get("max_completion_tokens") or args.get("max_tokens")
+        return value if isinstance(value, int) and value > 0 else REFLECTION_MAX_TOKENS
+
     def as_given(self) -> dict[str, Any]:
         """The config as the user gave it (saved in metadata.json): `local` where the embedded model serves."""
         data = self.model_dump(exclude={"display"})

@@ -50,12 +50,13 @@ def _evidence(item: Instruction, numbers: dict[int, int]) -> str:
 
 
 def edit_prompt(current: str, instructions: Sequence[Instruction], val_records: dict[int, dict[str, Any]],
-                train_records: Sequence[dict[str, Any]], metric_names: list[str]) -> str:
-    """`val_records`: the current prompt's record on each validation row named as evidence (by row)."""
+                train_records: Sequence[dict[str, Any]], metric_names: list[str], chars: int | None = None) -> str:
+    """`val_records`: the current prompt's record on each validation row named as evidence (by row);
+    `chars`: each long field cut to about that many characters (None: as recorded; fitting.py)."""
     numbers = {row: i + 1 for i, row in enumerate(val_records)}
-    examples = [render_record(numbers[row], record) + "\n### Split: validation (evidence)"
+    examples = [render_record(numbers[row], record, chars, current) + "\n### Split: validation (evidence)"
                 for row, record in val_records.items()]
-    examples += [render_record(len(examples) + i + 1, record) for i, record in enumerate(train_records)]
+    examples += [render_record(len(examples) + i + 1, record, chars, current) for i, record in enumerate(train_records)]
     listed = "\n".join(f'{i + 1}. "{item.text}" ({_evidence(item, numbers)})' for i, item in enumerate(instructions))
     note = f"\nMetrics measured: {', '.join(metric_names)}." if metric_names else ""
     return EDIT_TEMPLATE.format(prompt=current or "(empty)", instructions=listed or "(none)",

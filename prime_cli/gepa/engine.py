@@ -41,6 +41,7 @@ from prime_cli.runs.status import RunStatus
 from prime_cli.runs.tasks import gather_or_cancel
 
 from .config import GepaConfig
+from .context_window import ContextWindow
 from .cost import CostCapReached
 from .evaluator import (
     BACKGROUND,
@@ -100,8 +101,11 @@ class GepaEngine(Proposing, Validating, Speculation):
     def __init__(self, config: GepaConfig, evaluator: Evaluator, state: SearchState, reflector: Any,
                  seed_prompt: str, *, run: GepaRunDir | None = None, display: Any = None,
                  metric_names: list[str] | None = None,
-                 on_commit: Callable[[dict[str, Any]], None] | None = None, stages: Stages | None = None) -> None:
+                 on_commit: Callable[[dict[str, Any]], None] | None = None, stages: Stages | None = None,
+                 window: ContextWindow | None = None) -> None:
         self.config = config
+        # the reflection model's context (context_window.py): reflection prompts are fitted to it
+        self.window = window or ContextWindow(config.reflector, None, config.reflection_max_tokens())
         self.stages = stages or Stages(from_process_start=False)
         self.evaluator = evaluator
         self.state = state

@@ -28,6 +28,7 @@ from prime_cli.runs import json_lines
 from .reflection import rollout_record
 from .rows import prompt_hash, with_system
 from .scored import RowScore, errored, row_score
+from .state_columns import StateColumnCheck
 
 logger = logging.getLogger("prime_cli.gepa")
 FATAL_ERROR_TYPES = {"FatalEndpointError"}
@@ -176,7 +177,7 @@ class Evaluator:
                  cache: RolloutCache, *, rollouts_per_example: int, max_concurrent: int,
                  sampling_args: dict[str, Any], state_columns: list[str],
                  on_rollout: Callable[[dict[str, Any]], None] | None = None, background_limit: int | None = None,
-                 meter: Any = None) -> None:
+                 meter: Any = None, state_check: StateColumnCheck | None = None) -> None:
         self.env = env
         self.splits = splits
         self.student = student
@@ -188,6 +189,7 @@ class Evaluator:
         self.on_rollout = on_rollout
         self.background_limit = background_limit
         self.meter = meter  # gepa/cost.py: the spend, and --max-cost checked before each group is sent
+        self.state_check = state_check  # state_columns.py: columns no state has are said once
         self._slots: Slots | None = None
         self._running: dict[tuple[str, str, int], tuple[asyncio.Task, _Ticket]] = {}
 
@@ -275,6 +277,8 @@ class Evaluator:
             if error.get("type") in FATAL_ERROR_TYPES:
                 raise EndpointAborted(error.get("message") or "the model endpoint failed")
             record = rollout_record(state, self.state_columns)
+            if self.state_check is not None:
+                self.state_check.see(state)
             entry = {"key": rollout_key(phash, split, row, index), "split": split, "row": row,
                      "rollout": index, "prompt_hash": phash, "reward": record["reward"],  # None: errored, left out
                      "record": record, "usage": state.get("usage"), "judge_usage": state.get("judge_usage")}

@@ -7,22 +7,27 @@ rows) and on its lowest other known train rows (`Plan.shown`, planner.py), all f
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from prime_cli.clients.errors import FatalEndpointError
-from prime_cli.envs.errors import ModelError
+from prime_cli.envs.errors import ModelError, OverlongPromptError
 from prime_cli.envs.messages import content_text
 
+from .context_window import ContextWindow
 from .cost import metered
-from .edit_step import edit_prompt
+from .fitting import Fitted, fitted_edit, fitted_reflection, need_order, no_fit_reason
 from .instructions import instructions_with_evidence, merged_prompt
 from .proposal import ProposalResult
-from .reflection import Proposal, parse_reply, reflection_prompt
+from .reflection import Proposal, parse_reply
 from .scored import RowScore, errored, row_score
 from .state import Plan
 
 EVIDENCE_ROWS_PER_INSTRUCTION, MAX_EVIDENCE_ROWS = 2, 6
+logger = logging.getLogger("prime_cli.gepa")
+REFITS = 3
+"""Reflections sent again, shorter, after the server refused one as too long for its context."""
 
 
 class ReflectionAborted(Exception):
@@ -38,6 +43,8 @@ class Proposing:
     metric_names: list[str]
     _replies: dict[str, Any]
     _prompt: Callable[[int], str]
+    window: ContextWindow
+    display: Any
 
     async def _propose(self, plan: Plan) -> ProposalResult:
         parent_prompt, rows = self._prompt(plan.parent), plan.rows
@@ -52,7 +59,7 @@ class Proposing:
         if plan.kind == "merge":
             proposal = Proposal(merged_prompt(self.state.candidates, plan.parent, plan.other or 0), "merged")
         else:
-            proposal = await self._reflect(self._reflection_text(plan, parent_prompt, entries))
+            proposal = await self._fitted_reflect(plan, parent_prompt, entries)
         result.reflected = plan.kind != "merge"
         result.reflection_reply, result.reflection_truncated = proposal.raw, proposal.truncated
         if proposal.prompt is None:
@@ -82,16 +89,22 @@ class Proposing:
         row_keys = [self.evaluator.keys(prompt, "train", [row]) for row in rows]
         return [row_score([cache.get(k) for k in keys]) if all(k in cache for k in keys) else None for keys in row_keys]
 
-    def _reflection_text(self, plan: Plan, parent_prompt: str, entries: list[list[dict[str, Any]]]) -> str:
-        """What the reflection reads: the parent on the plan's rows, then on its lowest other known rows."""
+    def _reflection_text(self, plan: Plan, parent_prompt: str, entries: list[list[dict[str, Any]]]) -> str | None:
+        """What the reflection reads: the parent on the plan's rows, then on its lowest other known rows,
+        shortened to fit the reflection model's context (fitting.py; None: even the shortest does not)."""
+        return self._fitted_text(plan, parent_prompt, entries).text
+
+    def _fitted_text(self, plan: Plan, parent_prompt: str, entries: list[list[dict[str, Any]]]) -> Fitted:
         cache = self.evaluator.cache
         records = [e["record"] for row in entries for e in row]
         records += [cache.get(k)["record"] for k in self.evaluator.keys(parent_prompt, "train", plan.shown) if k in cache]
+        order = need_order(len(entries), self.evaluator.r, len(plan.minibatch), len(records))
+        essential = min(len(plan.minibatch), len(entries))
         if plan.kind == "edit":
-            return self._edit_text(plan.parent, records)
-        return reflection_prompt(parent_prompt, records, self.metric_names)
+            return self._edit_text(plan.parent, records, order, essential)
+        return fitted_reflection(parent_prompt, records, self.metric_names, order, essential, self.window)
 
-    def _edit_text(self, idx: int, train_records: list[dict[str, Any]]) -> str:
+    def _edit_text(self, idx: int, train_records: list[dict[str, Any]], order: list[int], essential: int) -> Fitted:
         """The edit step's reflection prompt: candidate idx's instructions with the validation rows each made
         worse (its own records on them, from the cache), and its train records."""
         candidate, cache = self.state.candidates[idx], self.evaluator.cache
@@ -103,20 +116,54 @@ class Proposing:
                 if len(val_records) < MAX_EVIDENCE_ROWS and all(k in cache for k in keys):
                     worst = min((cache.get(k) for k in keys), key=lambda e: e.get("reward") is not None and e["reward"])
                     val_records[row] = worst["record"]  # its failing rollout (with -r > 1 another may pass)
-        return edit_prompt(candidate.prompt, instructions, dict(sorted(val_records.items())), train_records,
-                           self.metric_names)
+        return fitted_edit(candidate.prompt, instructions, dict(sorted(val_records.items())), train_records,
+                           self.metric_names, order, essential, self.window)
 
     async def _call_reflection(self, text: str) -> Any:
         client, model = self.reflector.for_group(0)
         return await metered(self.evaluator.meter, client.chat([{"role": "user", "content": text}], model=model,
                                                                sampling_args=self.config.reflection_request_args()))
 
+    async def _fitted_reflect(self, plan: Plan, parent_prompt: str, entries: list[list[dict[str, Any]]]) -> Proposal:
+        """The reflection on a prompt that fits the reflection model's context; refused as too long all the
+        same (a context it did not report, a denser tokenizer), it is shortened by what the refusal says
+        and sent again."""
+        for attempt in range(REFITS + 1):
+            fitted = self._fitted_text(plan, parent_prompt, entries)
+            if fitted.text is None:
+                return Proposal(None, no_fit_reason(fitted, self.window))
+            if fitted.step.chars is not None:
+                self._say_shortened(fitted)
+            try:
+                return await self._reflect(fitted.text)
+            except OverlongPromptError as exc:
+                if attempt == REFITS or not self.window.learn(fitted.text, str(exc)):
+                    return Proposal(None, f"reflection failed: {exc}")
+        raise AssertionError("unreachable")
+
+    def _say_shortened(self, fitted: Fitted) -> None:
+        """Once a run: reflection prompts are shortened (the log has each shortening)."""
+        window = self.window
+        logger.info("reflection prompt shortened to fit %s beside max_tokens %d: %d examples, fields cut to %s "
+                    "characters, %d tokens", window.described(), window.max_tokens, fitted.step.shown,
+                    fitted.step.chars, fitted.tokens)
+        if window.shortened_said:
+            return
+        window.shortened_said = True
+        if self.display is not None:
+            self.display.message(f"reflection prompts are shortened to fit the reflection model: {window.described()}, "
+                                 f"{window.max_tokens} of them for its reply (fewer examples, long fields cut; "
+                                 "gepa.log has each)", "info")
+
     async def _reflect(self, text: str) -> Proposal:
+        """The reflection's reply to `text`; OverlongPromptError (the prompt did not fit) is raised."""
         ahead = self._replies.pop(text, None)  # the same call, made ahead by a prefetch
         try:
             response = await (ahead if ahead is not None else self._call_reflection(text))
         except FatalEndpointError as exc:
             raise ReflectionAborted(f"reflection model {self.config.reflector}: {exc}") from None
+        except OverlongPromptError:
+            raise
         except ModelError as exc:
             return Proposal(None, f"reflection failed: {exc}")
         return parse_reply(content_text(response.message), response.finish_reason)

@@ -9,6 +9,7 @@ whose block is never closed, is rejected rather than adopted half-written.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,32 @@ class Proposal:
 
 def _clip(text: str) -> str:
     return text if len(text) <= MAX_FIELD_CHARS else text[:MAX_FIELD_CHARS] + f" …[{len(text) - MAX_FIELD_CHARS} more chars]"
+
+
+_MESSAGE_START = re.compile(r"\n(?=\[(?:system|user|assistant|tool)\] )")
+MIN_MESSAGE_CHARS = 80
+
+
+def cut(text: str, chars: int | None) -> str:
+    """`text` in at most about `chars` characters: its start and its end, the middle cut and counted
+    (None: as it is)."""
+    if chars is None or len(text) <= chars:
+        return text
+    head, tail = text[: chars * 2 // 3], text[len(text) - chars // 3:]
+    return f"{head} …[{len(text) - len(head) - len(tail)} chars cut]… {tail}"
+
+
+def cut_transcript(text: str, chars: int | None, prompt: str | None = None) -> str:
+    """A rendered message list in about `chars` characters: each message cut to its share (a long tool
+    output loses its middle, the turns around it stay), then the whole. The system message that is the
+    current prompt (shown above it) is named, not repeated."""
+    if chars is None:
+        return text
+    parts = _MESSAGE_START.split(text)
+    if prompt and parts and parts[0] == f"[system] {prompt}":
+        parts[0] = "[system] (the current system prompt, shown above)"
+    share = max(chars // max(len(parts), 1), MIN_MESSAGE_CHARS)
+    return cut("\n".join(cut(part, share) for part in parts), chars)
 
 
 def render_messages(messages: Any) -> str:
@@ -88,28 +115,34 @@ def _reward_line(record: dict[str, Any]) -> str:
     return f"### Reward: {reward:.4g}"
 
 
-def render_record(number: int, record: dict[str, Any]) -> str:
-    lines = [f"## Example {number}", "### Input", record["input"], "### Output", record["completion"] or "(empty)",
-             "### Expected answer", record["answer"] or "(none given)", _reward_line(record)]
+def render_record(number: int, record: dict[str, Any], chars: int | None = None, prompt: str | None = None) -> str:
+    """One example as the reflection reads it; `chars` (None: as recorded) cuts each long field to about
+    that many characters, to fit the reflection model's context (fitting.py); `prompt`: the current one."""
+    lines = [f"## Example {number}", "### Input", cut_transcript(record["input"], chars, prompt), "### Output",
+             cut_transcript(record["completion"], chars) or "(empty)",
+             "### Expected answer", cut(record["answer"], chars) or "(none given)", _reward_line(record)]
     if record["metrics"]:
         lines.append("### Metrics: " + ", ".join(f"{k}={v:.4g}" for k, v in record["metrics"].items()))
     if record.get("error"):
         error = record["error"]
-        lines.append(f"### Error: {error.get('type', '')}: {error.get('message', '')}" if isinstance(error, dict) else f"### Error: {error}")
+        text = f"{error.get('type', '')}: {error.get('message', '')}" if isinstance(error, dict) else str(error)
+        lines.append(f"### Error: {cut(text, chars)}")
     for item in record.get("metrics_errors") or []:
         if isinstance(item, dict):
-            lines.append(f"### Metric {item.get('func', '?')} failed: {item.get('type', '')}: {item.get('message', '')}")
+            text = f"{item.get('type', '')}: {item.get('message', '')}"
+            lines.append(f"### Metric {item.get('func', '?')} failed: {cut(text, chars)}")
     stop = record.get("stop_condition") or "completed"
     lines.append(f"### Stopped by: {stop}" + (" (output cut at the token limit)" if record.get("is_truncated") else ""))
     if record.get("state"):
         for key, value in record["state"].items():
-            lines.append(f"### {key}\n{_clip(json.dumps(value, ensure_ascii=False))}")
+            lines.append(f"### {key}\n{cut(_clip(json.dumps(value, ensure_ascii=False)), chars)}")
     return "\n".join(lines)
 
 
-def reflection_prompt(current: str, records: list[dict[str, Any]], metric_names: list[str]) -> str:
+def reflection_prompt(current: str, records: list[dict[str, Any]], metric_names: list[str],
+                      chars: int | None = None) -> str:
     note = f"\nMetrics measured: {', '.join(metric_names)}." if metric_names else ""
-    examples = "\n\n".join(render_record(i + 1, r) for i, r in enumerate(records))
+    examples = "\n\n".join(render_record(i + 1, r, chars, current) for i, r in enumerate(records))
     return TEMPLATE.format(prompt=current or "(empty)", count=len(records), metrics_note=note, examples=examples)
 
 

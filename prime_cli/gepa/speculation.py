@@ -136,6 +136,8 @@ class Speculation:
                     await self.evaluator.row_results(child, "train", plan.rows)
                 return
             text = self._reflection_text(plan, parent_prompt, entries)
+            if text is None:  # it does not fit the reflection model's context: the proposal says so
+                return
             if text not in self._replies:
                 reply = asyncio.ensure_future(self._call_reflection(text))
                 reply.add_done_callback(lambda t: t.cancelled() or t.exception())  # read by whoever takes it
