@@ -109,9 +109,7 @@ def reward_signal_lines(summary: Summary) -> list[tuple[str, str, str]]:
             lines.append(("Group diversity", f"not measured: {diversity.get('note')}", "yellow"))
     check = summary.get("reward_check")
     if isinstance(check, dict):
-        lines.append(("Check the reward", f"all {check.get('rollouts')} rollouts got reward {check.get('reward')}: "
-                      f"before blaming the model, run `{check.get('command')}` (no model calls) to see whether the "
-                      "rubric can tell a right answer from a wrong one", "bold yellow"))
+        lines.append(_reward_check_line(check, summary.get("pass_threshold")))
     if isinstance(level, dict) and level.get("pass_rate") is not None:
         left_out = level.get("errored_rollouts_left_out") or 0
         errored = f", {left_out} with errors left out" if left_out else ""
@@ -125,10 +123,36 @@ def reward_signal_lines(summary: Summary) -> list[tuple[str, str, str]]:
     return lines
 
 
+def constant_reward_suspect(reward: Any, pass_threshold: Any) -> bool:
+    """Is one reward on every scored rollout a sign of a broken rubric? Yes when it is 0 (or less) or below the
+    pass threshold (no rollout passes, and none does better than another); a reward every rollout passes with
+    is what a model that gets everything right earns, not a fault (it still gives RL nothing to learn from)."""
+    try:
+        value = float(reward)
+    except (TypeError, ValueError):
+        return True
+    threshold = float(pass_threshold) if isinstance(pass_threshold, (int, float)) else 1.0
+    return value <= 0 or value < threshold
+
+
+def _reward_check_line(check: dict[str, Any], pass_threshold: Any) -> tuple[str, str, str]:
+    rollouts, reward, command = check.get("rollouts"), check.get("reward"), check.get("command")
+    if constant_reward_suspect(reward, pass_threshold):
+        return ("Check the reward", f"all {rollouts} rollouts got reward {reward}: before blaming the model, run "
+                f"`{command}` (no model calls) to see whether the rubric can tell a right answer from a wrong one",
+                "bold yellow")
+    threshold = float(pass_threshold) if isinstance(pass_threshold, (int, float)) else 1.0
+    return ("Same reward", f"all {rollouts} rollouts got reward {reward}, at or above --pass-threshold {threshold}: "
+            f"every one passed, so there is no reward diversity for RL to learn from (`{command}` shows whether "
+            "the rubric scores a wrong answer lower)", "")
+
+
 def reward_check(rows: Sequence[Rollout], env_id: str, env_args: dict[str, Any]) -> dict[str, Any] | None:
     """When every scored rollout got the same reward (all zero, say): the command that checks the rubric
     against reference and adversarial replies without a model (`prime env check`), so that a broken reward
-    is not taken for a weak model. None otherwise."""
+    is not taken for a weak model. None otherwise. The summary warns only when the reward is a suspect
+    (`constant_reward_suspect`: 0, or below the pass threshold); a reward every rollout passes with gets a
+    neutral line."""
     rewards = {reward_value(row.get("reward")) for row in rows if not row.get("error")}
     scored = sum(1 for row in rows if not row.get("error"))
     if scored < 2 or len(rewards) != 1:

@@ -29,3 +29,29 @@ def test_varied_rewards_print_no_hint(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "every example scored the same" not in done.stdout and "[" in done.stdout.split("Reward: ")[1].split("\n")[0]
     assert "Check the reward" not in done.stdout and "prime env check" not in done.stdout
+
+
+def test_a_perfect_run_is_not_told_to_check_its_reward(tmp_path):
+    # every reply right: each of the 6 rollouts gets reverse-text's best, 1.2 (lcs 1.0 + 0.2 x format 1.0)
+    with ScriptedOpenAIServer() as server:
+        done = run_prime(["eval", "run", "reverse-text", "-m", "m", "-b", server.url, "-n", "3", "-r", "2"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Check the reward" not in done.stdout and "before blaming the model" not in done.stdout, done.stdout
+    line = next((line for line in done.stdout.splitlines() if line.startswith("Same reward")), None)
+    assert line is not None, done.stdout
+    assert "all 6 rollouts got reward 1.2, at or above --pass-threshold 1.0" in line
+    assert "no reward diversity" in line and "prime env check reverse-text" in line
+
+
+def test_a_constant_reward_below_the_pass_threshold_is_still_checked(tmp_path):
+    # tags around a character no answer has: format 1.0, lcs 0.0, so every rollout gets 0.2: never a pass, and never different
+    with ScriptedOpenAIServer(reply=lambda body: "<reversed_text>#</reversed_text>") as server:
+        done = run_prime(["eval", "run", "reverse-text", "-m", "m", "-b", server.url, "-n", "3", "-r", "2"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    line = next((line for line in done.stdout.splitlines() if line.startswith("Check the reward")), None)
+    assert line is not None and "all 6 rollouts got reward 0.2" in line, done.stdout
+    # a threshold the constant reward reaches makes it a pass, not a suspect
+    with ScriptedOpenAIServer(reply=lambda body: "<reversed_text>#</reversed_text>") as server:
+        low = run_prime(["eval", "run", "reverse-text", "-m", "m", "-b", server.url, "-n", "3", "-r", "2",
+                         "--pass-threshold", "0.2"], tmp_path)
+    assert "Check the reward" not in low.stdout and "Same reward: all 6 rollouts got reward 0.2" in low.stdout
