@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +31,20 @@ class Price:
     output_per_million: float | None
     source: str  # registry | litellm | free | unknown
     note: str = ""  # which registry file, "embedded model", "-b server"
+    registry: str = ""  # an unknown price: the endpoint registry in use, where its prices would go
 
     def record(self) -> dict[str, Any]:
         record = {"model": self.model, "input_per_million": self.input_per_million,
                   "output_per_million": self.output_per_million, "source": self.source}
-        return {**record, "note": self.note} if self.note else record
+        record = {**record, "note": self.note} if self.note else record
+        return {**record, "registry": self.registry} if self.registry else record
+
+    def in_registry(self, path: str | os.PathLike[str] | None) -> Price:
+        """An unknown price that names the registry in use (`path`, else the default one) as where its
+        prices would go; any other price as it is."""
+        if self.source != UNKNOWN:
+            return self
+        return replace(self, registry=str(path or default_registry_path()))
 
 
 @functools.lru_cache(maxsize=1)
@@ -89,9 +98,14 @@ def _from_table(name: str, model: str) -> Price:
 
 
 def price_of_specs(name: str, specs: list[EndpointSpec], *, local: bool = False,
-                   base_url: str | None = None) -> Price:
+                   base_url: str | None = None, registry_path: str | os.PathLike[str] | None = None) -> Price:
     """The price of `-m name` as resolved to `specs` (the first replica's registry prices win).
-    `local`: served by the embedded model. `base_url`: the -b the user gave."""
+    `local`: served by the embedded model. `base_url`: the -b the user gave. `registry_path`: the -e
+    registry (else the default one), named by an unknown price as where its prices would go."""
+    return _price_of_specs(name, specs, local, base_url).in_registry(registry_path)
+
+
+def _price_of_specs(name: str, specs: list[EndpointSpec], local: bool, base_url: str | None) -> Price:
     spec = specs[0] if specs else None
     if spec is not None and spec.input_price is not None and spec.output_price is not None:
         return Price(name, spec.input_price, spec.output_price, REGISTRY, "endpoint registry")
@@ -124,10 +138,10 @@ def price_of_name(name: str, registry_path: str | os.PathLike[str] | None = None
         entries = registry.get(name) or [s for specs in registry.values() for s in specs
                                          if s.model == name and s.input_price is not None]
         if entries:
-            return price_of_specs(name, entries)
+            return price_of_specs(name, entries, registry_path=where)
     if is_local_model(name):
         return Price(name, 0.0, 0.0, FREE, "embedded model")
-    return _from_table(name, name)
+    return _from_table(name, name).in_registry(where)
 
 
 def judge_models(rubric: Any, seen: set[int] | None = None) -> list[str]:

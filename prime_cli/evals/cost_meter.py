@@ -33,7 +33,7 @@ def student_price(config: Any, specs: list[Any] | None = None) -> Any:
             specs = endpoint_specs(config)
         except ClientConfigError:
             specs = []
-    return price_of_specs(config.model, specs, base_url=config.base_url)
+    return price_of_specs(config.model, specs, base_url=config.base_url, registry_path=config.endpoints_path)
 
 
 def check_cost_cap(config: Any, env: Any) -> None:
@@ -46,10 +46,13 @@ def check_cost_cap(config: Any, env: Any) -> None:
                                                          for m in judge_models(getattr(env, "rubric", None)))]
                if unknown_for_a_cap(p)]
     if unknown:
+        from prime_cli.clients.registry import default_registry_path
+
+        registry = config.endpoints_path or default_registry_path()
         raise ClientConfigError(
             f"--max-cost {config.max_cost:g}: the price of {', '.join(unknown)} is unknown (not in LiteLLM's table); "
-            "add input_price and output_price (dollars per million tokens) to its [[endpoint]] entry in "
-            "configs/endpoints.toml, or leave out --max-cost")
+            f"add input_price and output_price (dollars per million tokens) to its entry in {registry}, "
+            "or leave out --max-cost")
 
 
 class CostMeter:

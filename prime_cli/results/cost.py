@@ -139,7 +139,9 @@ def cost_text(record: Any) -> str | None:
     if total is None:
         unknown = sorted({str(p.get("model", "?")) for p in prices if p.get("source") == "unknown"})
         known = [f"{role} {usd(r.get('usd'))}" for role, r in roles.items() if r.get("usd") is not None]
-        return (f"unknown (no prices for {', '.join(unknown)}: {UNKNOWN_FIX})"
+        registries = sorted({str(p["registry"]) for p in prices if p.get("source") == "unknown" and p.get("registry")})
+        fix = UNKNOWN_FIX.replace("configs/endpoints.toml", " / ".join(registries)) if registries else UNKNOWN_FIX
+        return (f"unknown (no prices for {', '.join(unknown)}: {fix})"
                 + (f"; known part: {', '.join(known)}" if known else ""))
     free = _free_note(record)
     if not roles:
