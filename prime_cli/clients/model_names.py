@@ -72,3 +72,42 @@ def bare_model_route(name: str) -> BareModelRoute | None:
     # gemini-* names to Vertex AI (Google credentials), where a user holding GEMINI_API_KEY means the
     # Gemini API (gemini/gemini-2.0-flash); such names keep the unknown-model error, which names the fix
     return BareModelRoute(name, provider) if provider in KEY_VARS and provider in litellm_providers() else None
+
+
+# Vendor prefixes of the guides' and OpenRouter's model ids (google/gemini-...) that are not LiteLLM providers:
+# the provider LiteLLM spells them with (its key then comes from KEY_VARS).
+VENDOR_PROVIDERS = {"google": "gemini", "mistralai": "mistral", "x-ai": "xai"}
+
+
+def _chat_entry(name: str) -> bool:
+    entry = model_table().get(name)
+    return isinstance(entry, dict) and entry.get("mode") in CHAT_MODES
+
+
+def spelling_hint(name: str) -> str:
+    """How LiteLLM spells a model name it does not take as given, or "": `google/gemini-3-flash-preview` is
+    `gemini/gemini-3-flash-preview` (the Gemini API, key GEMINI_API_KEY), or `openrouter/google/...` through
+    OpenRouter; a bare `gemini-...` that the table gives to Vertex AI is the Gemini API's `gemini/...` too."""
+    vendor, slash, model = name.partition("/")
+    if not slash:
+        vendor, model = "", name
+    if not model or "/" in model:
+        return ""
+    spellings: list[str] = []
+    preferred = VENDOR_PROVIDERS.get(vendor)
+    if preferred:  # the vendor's own API, whether or not the table lists the model yet
+        spellings.append(_spelled(f"{preferred}/{model}", preferred))
+    elif not slash:  # a bare name the table gives a provider whose key we cannot check (Vertex AI's gemini-*)
+        found = next((p for p in KEY_VARS if p != "openrouter" and _chat_entry(f"{p}/{model}")), None)
+        if found:
+            spellings.append(_spelled(f"{found}/{model}", found))
+    if slash and _chat_entry(f"openrouter/{name}"):
+        spellings.append(f"openrouter/{name} through OpenRouter (key {KEY_VARS['openrouter']})")
+    if not spellings:
+        return ""
+    return f"LiteLLM spells it {spellings[0]}" + "".join(f"; or {s}" for s in spellings[1:])
+
+
+def _spelled(litellm_name: str, provider: str) -> str:
+    key = KEY_VARS.get(provider)
+    return f"{litellm_name} ({SHOWN_AS.get(provider, provider)}{f', key {key}' if key else ''})"

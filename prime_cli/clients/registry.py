@@ -241,7 +241,10 @@ def unknown_model_message(name: str, registry_path: Path, registry: dict[str, li
         known = f"endpoint ids in {registry_path}: {', '.join(registry)}{_suggest(name, list(registry))}"
     else:
         known = f"{registry_path} has no endpoints"
-    return (f"unknown model '{name}': {known}; for any OpenAI-compatible server pass -b URL "
+    from .model_names import spelling_hint
+
+    hint = spelling_hint(name)
+    return (f"unknown model '{name}'{f' ({hint})' if hint else ''}: {known}; for any OpenAI-compatible server pass -b URL "
             f"(e.g. -m {name} -b https://api.openai.com/v1 -k OPENAI_API_KEY), for another provider "
             "a LiteLLM name such as anthropic/claude-sonnet-4 or a model LiteLLM lists (gpt-4.1-mini), "
             "or -m local for the embedded model")
