@@ -19,6 +19,12 @@ DEFAULT_NUM_EXAMPLES = 5
 DEFAULT_ROLLOUTS_PER_EXAMPLE = 3
 DEFAULT_MAX_CONCURRENT = 32
 DEFAULT_MAX_ERROR_RATE = 0.1
+DEFAULT_TIMEOUT = 600.0
+# The embedded model (`-m local`) on a CPU: SmolLM2 at temperature 1 sometimes rambles toward its 4096-token
+# context (minutes per reply). Where neither the user nor the environment caps a reply, it is capped here,
+# and a stuck call is retried sooner than a remote server's (GEPA uses the same timeout).
+LOCAL_MAX_TOKENS = 512
+LOCAL_TIMEOUT = 300.0
 
 
 class EvalConfig(BaseModel):
@@ -47,7 +53,7 @@ class EvalConfig(BaseModel):
     output_dir: str | None = None
     state_columns: list[str] = Field(default_factory=list)
     max_retries: ZeroOrMore = 3
-    timeout: Seconds = 600.0
+    timeout: Seconds = DEFAULT_TIMEOUT
     pass_threshold: float = 1.0
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     max_cost: Dollars | None = None  # dollars: stop launching rollouts before the spend would pass it
@@ -61,6 +67,8 @@ class EvalConfig(BaseModel):
     _local_name: str | None = PrivateAttr(default=None)
     # set by the checkpoint sweep: which weights this run evaluates, saved in metadata.json as `sweep`
     _sweep: dict[str, Any] | None = PrivateAttr(default=None)
+    # set by `served_locally`: the embedded model's defaults this run took (max_tokens, timeout), for the header
+    _local_defaults: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     @property
     def local_model(self) -> bool:
@@ -70,6 +78,11 @@ class EvalConfig(BaseModel):
     def local_name(self) -> str | None:
         """The built-in name the user gave (`local`, `local-moe`) when a local server serves it."""
         return self._local_name
+
+    @property
+    def local_defaults(self) -> dict[str, Any]:
+        """The embedded model's defaults this run took because neither the user nor the environment set them."""
+        return self._local_defaults
 
     @property
     def sweep(self) -> dict[str, Any] | None:
@@ -122,10 +135,28 @@ class EvalConfig(BaseModel):
 
 
 def served_locally(config: EvalConfig, model: str, url: str) -> EvalConfig:
-    """`config` on its built-in model (`-m local`, `-m local-moe`), served at `url` for this session."""
-    local = config.model_copy(update={"model": model, "base_url": url})
+    """`config` on its built-in model (`-m local`, `-m local-moe`), served at `url` for this session, with the
+    embedded model's reply cap and timeout where nothing else sets them (`local_defaults`)."""
+    defaults = local_defaults(config)
+    local = config.model_copy(update={"model": model, "base_url": url, **defaults})
     local._local_name = config.model if is_local_model(config.model) else LOCAL_MODEL
+    local._local_defaults = defaults
     return local
+
+
+def local_defaults(config: EvalConfig) -> dict[str, Any]:
+    """`timeout` unless --timeout (or the TOML key) gave one; `max_tokens` for a new run whose reply length
+    nothing caps: not -t, -S, the TOML entry, nor the environment's [tool.prime.eval] (a resumed run keeps
+    the sampling arguments it was started with)."""
+    defaults: dict[str, Any] = {}
+    if "timeout" not in config.model_fields_set:
+        defaults["timeout"] = LOCAL_TIMEOUT
+    given = config.merged_sampling_args()
+    capped = any(key in given for key in ("max_tokens", "max_completion_tokens")) or \
+        "max_tokens" in env_eval_defaults(config.env_id)
+    if not capped and not (config.resume or config.retry_errors):
+        defaults["max_tokens"] = LOCAL_MAX_TOKENS
+    return defaults
 
 
 def build_config(where: str, **values: Any) -> EvalConfig:

@@ -35,13 +35,19 @@ class EvalDisplay(base.Display):
     _already_done = 0
 
     def start(self, *, env_id: str, model: str, run_dir: str | None, total: int,  # type: ignore[override]
-              already_done: int = 0, num_examples: int, rollouts_per_example: int) -> None:
+              already_done: int = 0, num_examples: int, rollouts_per_example: int, **more: Any) -> None:
+        """`more`: optional header fields, e.g. `limits` (a line saying the reply cap and timeout in use)."""
         super().start(env_id=env_id, model=model, run_dir=run_dir, total=total, already_done=already_done,
-                      num_examples=num_examples, rollouts_per_example=rollouts_per_example)
+                      num_examples=num_examples, rollouts_per_example=rollouts_per_example, **more)
         self._already_done = already_done
 
     def progress(self, *, done: int, total: int, stats: dict) -> None:
         pass
+
+    def heartbeat(self, *, done: int, total: int, in_flight: list[tuple[Any, int]], oldest_s: float,
+                  idle_s: float | None, timeout: float) -> None:
+        """Nothing has finished for a while: `in_flight` (example id, rollouts) groups are waiting, the
+        oldest sent `oldest_s` seconds ago; the last rollout finished `idle_s` seconds ago (None: none has yet)."""
 
     def rollout(self, row: dict) -> None:
         """One finished rollout (a results.jsonl row), shown as it finishes (`-v`)."""
@@ -96,6 +102,13 @@ class PlainDisplay(EvalDisplay, base.PlainLines):
         where = f" -> {kw['run_dir']}" if kw.get("run_dir") else ""
         self._out(f"Evaluating {kw['model']} on {kw['env_id']}: {kw['num_examples']} examples x "
                   f"{kw['rollouts_per_example']} rollouts = {kw['total']} rollouts{resumed}{where}")
+        if kw.get("limits"):
+            self._out(self._tagged(kw["limits"]))
+
+    def heartbeat(self, *, done: int, total: int, in_flight: list[tuple[Any, int]], oldest_s: float,
+                  idle_s: float | None, timeout: float) -> None:
+        self._flush_pending()
+        self._out(heartbeat_text(self.env_id or "", done, total, in_flight, oldest_s, idle_s, timeout))
 
     def progress(self, *, done: int, total: int, stats: dict) -> None:
         elapsed, rate, eta = self._timing(done, total)
@@ -139,6 +152,8 @@ class RichDisplay(EvalDisplay, base.LivePanel):
     def start(self, **kw: Any) -> None:
         super().start(**kw)
         self._done, self._total = kw.get("already_done", 0), kw["total"]
+        if kw.get("limits"):
+            self.console.print(Text(kw["limits"], style="dim"))
 
     def progress(self, *, done: int, total: int, stats: dict) -> None:
         self._done, self._total, self._stats = done, total, stats
@@ -185,6 +200,23 @@ class RichDisplay(EvalDisplay, base.LivePanel):
         for label, command in (("Resume with: ", resume_command), ("Retry errors with: ", retry_command)):
             if command:
                 self.console.print(Text.assemble((label, "bold"), command), soft_wrap=True)
+
+
+def heartbeat_text(env_id: str, done: int, total: int, in_flight: list[tuple[Any, int]], oldest_s: float,
+                   idle_s: float | None, timeout: float) -> str:
+    """`reverse-text [0/24 0.0%] waiting: 24 rollouts in flight (examples 0, 1, 2), the oldest since
+    14:02:11 (1:05 ago); none finished yet; a model call times out after 300s (--timeout)`."""
+    from datetime import datetime, timedelta
+
+    rollouts = sum(count for _, count in in_flight)
+    ids = [visible(str(example_id)) for example_id, _ in in_flight]
+    shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
+    since = (datetime.now() - timedelta(seconds=oldest_s)).strftime("%H:%M:%S")
+    last = "none finished yet" if idle_s is None else f"the last finished {_dur(idle_s)} ago"
+    return (f"{env_id} [{done}/{total} {_pct(done / total if total else 1.0)}] waiting: {rollouts} rollout"
+            f"{'s' * (rollouts != 1)} in flight ({'example' if len(ids) == 1 else 'examples'} {shown}), the oldest "
+            f"since {since} ({_dur(oldest_s)} ago); {last}; a model call times out after {timeout:g}s (--timeout)"
+            ).lstrip()
 
 
 def make_display(mode: str | None = "auto", stream: IO[str] | None = None, *,

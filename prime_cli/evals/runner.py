@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
+import os
 import signal
 import time
 from dataclasses import dataclass, field
@@ -41,6 +43,18 @@ from .store import state_to_row
 
 logger = logging.getLogger("prime_cli.evals")
 FATAL_ERROR_TYPES = {"FatalEndpointError"}
+# While nothing finishes, plain output says what is in flight at least this often (seconds). The variable
+# is for tests, which cannot wait that long.
+HEARTBEAT_SECONDS = 25.0
+HEARTBEAT_ENV = "PRIME_EVAL_HEARTBEAT_SECONDS"
+
+
+def heartbeat_interval() -> float:
+    try:
+        value = float(os.environ.get(HEARTBEAT_ENV, ""))
+    except ValueError:
+        return HEARTBEAT_SECONDS
+    return value if math.isfinite(value) and value > 0 else HEARTBEAT_SECONDS
 
 
 @dataclass
@@ -65,6 +79,22 @@ def resolve_counts(config: EvalConfig) -> tuple[int, int]:
     r = config.rollouts_per_example if config.rollouts_per_example is not None else defaults.get(
         "rollouts_per_example", DEFAULT_ROLLOUTS_PER_EXAMPLE)
     return int(n), int(r)
+
+
+def limits_line(config: EvalConfig, sampling_args: dict[str, Any]) -> str | None:
+    """The header line of a run on the embedded model: its reply cap and per-call timeout, and which of them
+    are the `-m local` defaults (None for other models)."""
+    if not (config.local_model or config.local_defaults):
+        return None
+    defaults = config.local_defaults
+    cap = sampling_args.get("max_tokens", sampling_args.get("max_completion_tokens"))
+    tokens = f"max_tokens {cap} per reply" if cap is not None else "no max_tokens"
+    if "max_tokens" in defaults:
+        tokens += " (the -m local default; -t N changes it)"
+    timeout = f"timeout {config.timeout:g}s per model call"
+    if "timeout" in defaults:
+        timeout += " (the -m local default; --timeout S changes it)"
+    return f"Model calls: {tokens}, {timeout}"
 
 
 def with_env_sampling_defaults(config: EvalConfig) -> EvalConfig:
@@ -114,17 +144,24 @@ async def run_eval(config: EvalConfig, display: EvalDisplay, *, pool: Any = None
         secrets = secrets_of(specs)
         pool = open_pool(config, specs)
     meter = CostMeter(config, student_price(config, specs))
+    notes = []
+    if not (config.resume or config.retry_errors):  # a new run records what runs, not what was asked
+        available = len(env.get_eval_dataset(n=num_examples, seed=config.seed))
+        if 0 < available < num_examples:
+            notes.append(f"{config.env_id} has only {available} examples (asked for {num_examples}): "
+                         f"evaluating all {available}")
+        num_examples = available or num_examples
     files = prepare_run_files(config, env, num_examples, rollouts, run_dir)
     jobs: EvalJobs = plan_jobs(env, files.num_examples, files.rollouts_per_example, files.done_pairs,
                                files.rerun_pairs if files.mode == "retry" else None, seed=config.seed)
     with run_log(files.log_path, secrets, config.verbose):
         logger.info("eval %s with %s: %d examples x %d rollouts, %d to run", config.env_id, config.model,
                     files.num_examples, files.rollouts_per_example, jobs.total_rollouts)
-        return await _run(config, env, files, jobs, pool, display, meter)
+        return await _run(config, env, files, jobs, pool, display, meter, notes)
 
 
 async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: EvalJobs, pool: Any,
-               display: EvalDisplay, meter: CostMeter) -> EvalOutcome:
+               display: EvalDisplay, meter: CostMeter, notes: list[str] | None = None) -> EvalOutcome:
     stats = RunningStats()
     for row in files.previous_rows:
         if (row["example_id"], row["rollout_idx"]) not in files.rerun_pairs:
@@ -142,6 +179,9 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
     running = [0]  # rollouts in flight, for the --max-cost check
     estimated = [False]
     start = time.perf_counter()
+    groups_in_flight: dict[asyncio.Task, tuple[Any, int, float]] = {}  # task -> (example id, rollouts, sent)
+    last_finished: list[float | None] = [None]  # when this process last finished a rollout
+    quiet_since = [start]  # the last finished rollout or heartbeat
 
     def check_budget() -> None:
         nonlocal errored_here
@@ -165,6 +205,7 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
                 fatal.append(error.get("message", "endpoint error"))
                 continue  # not a result: resume will run it again
             result = state_to_row(state, idx, config.state_columns)
+            last_finished[0] = quiet_since[0] = time.perf_counter()
             files.write(result)
             new_rows.append(result)
             stats.add(result)
@@ -185,9 +226,30 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
         handler_installed = True
     except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
         handler_installed = False
+    async def heartbeat() -> None:
+        """While nothing finishes, say what is in flight and since when (plain output prints it)."""
+        interval = heartbeat_interval()
+        while True:
+            await asyncio.sleep(max(0.01, quiet_since[0] + interval - time.perf_counter()))
+            now = time.perf_counter()
+            if not groups_in_flight:
+                quiet_since[0] = now
+            if now - quiet_since[0] < interval:
+                continue
+            quiet_since[0] = now
+            groups = list(groups_in_flight.values())
+            display.heartbeat(done=stats.snapshot()["done"], total=total,
+                              in_flight=[(example_id, count) for example_id, count, _ in groups],
+                              oldest_s=now - min(sent for *_, sent in groups),
+                              idle_s=None if last_finished[0] is None else now - last_finished[0],
+                              timeout=config.timeout)
+
+    limits = limits_line(config, sampling_args)
     display.start(env_id=config.env_id, model=config.model, run_dir=str(files.run_dir) if files.run_dir else None,
                   total=total, already_done=stats.snapshot()["done"], num_examples=files.num_examples,
-                  rollouts_per_example=files.rollouts_per_example)
+                  rollouts_per_example=files.rollouts_per_example, **({"limits": limits} if limits else {}))
+    for note in notes or []:
+        display.message(note)
     if line := meter.estimate(total, stats.snapshot()["done"]):  # a resumed run: from its finished rollouts
         estimated[0] = True
         display.message(line)
@@ -203,12 +265,14 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
         # the first group that raises (a full disk, a bug in the environment) stops the run: it is kept here
         # rather than dropped with its task, and the other groups in flight are cancelled
         in_flight.discard(task)
+        groups_in_flight.pop(task, None)
         running[0] -= count
         if not task.cancelled() and task.exception() is not None:
             failures.append(task.exception())  # type: ignore[arg-type]
             for other in list(in_flight):
                 other.cancel()
 
+    beating = asyncio.create_task(heartbeat())
     try:
         for group_index, (row, indices) in enumerate(jobs.groups):
             while not meter.allows(running[0], len(indices)) and in_flight:  # the finished ones decide
@@ -225,6 +289,7 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
                 break
             task = asyncio.create_task(run_group(group_index, row, indices))
             in_flight.add(task)
+            groups_in_flight[task] = (row.get("example_id"), len(indices), time.perf_counter())
             running[0] += len(indices)
             task.add_done_callback(functools.partial(group_done, width=width, count=len(indices)))
         while in_flight:
@@ -243,6 +308,7 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
         status = RunStatus.FAILED
         raise
     finally:
+        beating.cancel()
         if handler_installed:
             loop.remove_signal_handler(signal.SIGINT)
         sandbox: dict[str, Any] = {}

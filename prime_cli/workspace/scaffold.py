@@ -26,6 +26,7 @@ py-modules = ["{module}"]
 [tool.prime.eval]
 num_examples = 5
 rollouts_per_example = 3
+max_tokens = 256              # tokens per model reply: a cap keeps a rambling model from running to its context
 '''
 
 README = '''# {name}
