@@ -226,6 +226,7 @@ async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: E
         handler_installed = True
     except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
         handler_installed = False
+
     async def heartbeat() -> None:
         """While nothing finishes, say what is in flight and since when (plain output prints it)."""
         interval = heartbeat_interval()
