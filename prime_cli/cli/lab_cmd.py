@@ -15,10 +15,11 @@ lab_app = typer.Typer(help="Set up a workspace (configs/, environments/).", no_a
 def setup(
     path: Path = typer.Option(Path("."), "-p", "--path", help="Folder to set up (created if missing)."),
     force: bool = typer.Option(False, "--force", help="Overwrite files you changed since prime wrote them."),
-    prime_rl: bool = typer.Option(False, "--prime-rl", help="Write only the prime-rl v0.4 training configs (configs/prime-rl/) and the environments. Nothing is cloned: prime train runs them with the installed trainer plugin."),
+    prime_rl: bool = typer.Option(False, "--prime-rl", help="Write only configs/endpoints.toml, the prime-rl v0.4 training configs (configs/prime-rl/, with reverse-text-cpu.toml, the one sized for a CPU), the environments and .gitignore. Nothing is cloned: prime train runs them with the installed trainer plugin."),
 ) -> None:
     """Write configs/endpoints.toml, configs/{eval,gepa}/*.toml, configs/rl/*.toml (hosted shape),
-    configs/prime-rl/*.toml (prime-rl v0.4 shape; the same runs), environments/ with the examples and a .gitignore.
+    configs/prime-rl/*.toml (prime-rl v0.4 shape; the same runs, sized for a GPU), configs/rl/reverse-text-cpu.toml
+    (sized for a CPU), environments/ with the examples and a .gitignore.
 
     Safe to run again: files you changed are kept unless --force is given.
     """
