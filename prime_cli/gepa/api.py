@@ -22,7 +22,7 @@ from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import json_visible, visible
 
 from .config import GepaConfig, build_config, config_for, load_toml
-from .context_window import ContextWindow, reflection_window
+from .context_window import ContextWindow, load_tokenizer, reflection_window
 from .cost import estimating, open_meter, stop_line
 from .display import make_display
 from .engine import GepaEngine, Outcome
@@ -321,6 +321,7 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
         handler = False
     try:
         with run_log(run.layout.log_path, secrets), display:
+            engine.window.log()
             if not seed_text:
                 display.message("the environment has no system prompt: optimising from an empty one", "warning")
                 logger.warning("%s has no system prompt; GEPA starts from an empty one", config.env_id)
@@ -361,6 +362,7 @@ def run_gepa(target: str | None, values: dict[str, Any], stream: IO[str] | None 
     builtins = config.local_models()
     if not builtins:
         return _finish(config, resume, stream, inputs, stages, verbose)
+    check_before_local_start(config, inputs)
     from prime_cli.serve.local import local_endpoint
     from prime_cli.serve.startup_status import local_server_status
 
@@ -380,6 +382,31 @@ def fitted_window(config: GepaConfig, inputs: SearchInputs) -> ContextWindow:
     check_fits(window, config, inputs.env, inputs.seed_text, inputs.splits.train,
                inputs.env.rubric.get_reward_func_names())
     return window
+
+
+def check_before_local_start(config: GepaConfig, inputs: SearchInputs) -> None:
+    """A built-in reflection model whose server this run would start: its context is the one `prime serve`
+    starts it with, so a run that cannot fit is refused before minutes of starting (as fitted_window would)."""
+    from prime_cli.clients.command_flags import is_local_model
+
+    name = config.reflector
+    if not is_local_model(name) or config.reflection_base_url:
+        return
+    from dataclasses import fields
+
+    from prime_cli.serve.builtin_models import served_name
+    from prime_cli.serve.local import running_servers
+    from prime_cli.serve.paths import models_dir
+    from prime_cli.serve.server import ServerOptions
+
+    served = served_name(name)
+    if any(name == "local" or served in record["models"] for record in running_servers()):
+        return  # a running server: fitted_window asks it, at once
+    context = next(f.default for f in fields(ServerOptions) if f.name == "max_model_len")
+    window = ContextWindow(served, context, config.reflection_max_tokens(), "the context prime serve starts it with",
+                           load_tokenizer(str(models_dir() / served.lower())))
+    check_fits(window, config, inputs.env, inputs.seed_text, inputs.splits.train,
+               inputs.env.rubric.get_reward_func_names())
 
 
 def _finish(config: GepaConfig, resume: bool, stream: IO[str], inputs: SearchInputs, stages: Stages,

@@ -65,6 +65,11 @@ class ContextWindow:
         """`SmolLM2 takes 4096 tokens (its server's max_model_len)`."""
         return f"{self.model} takes {self.context} tokens" + (f" ({self.source})" if self.source else "")
 
+    def log(self) -> None:
+        logger.info("reflection model %s: context %s (%s), reply max_tokens %d, tokens counted %s", self.model,
+                    self.context, self.source or "unknown", self.max_tokens,
+                    "with its tokenizer" if self.tokenizer is not None else "as 3 bytes each")
+
     def learn(self, text: str, message: str) -> bool:
         """A refusal of `text` as too long (the server's `message`): take the limit and the count it names.
         True when a shorter fit is worth sending (the window now knows more); False when it cannot tell."""
@@ -155,6 +160,4 @@ def reflection_window(specs: list[Any], model: str, max_tokens: int) -> ContextW
         window.tokenizer = load_tokenizer(card.get("root"))
     if window.context is None and (length := table_context(spec.model)) is not None:
         window.context, window.source = length, "LiteLLM's model table"
-    logger.info("reflection model %s: context %s (%s), tokenizer %s", model, window.context, window.source or "unknown",
-                "from its folder" if window.tokenizer is not None else "none (3 bytes a token)")
     return window

@@ -23,7 +23,7 @@ from typing import Any
 
 from prime_cli.envs.errors import EnvConfigError
 
-from .context_window import ContextWindow
+from .context_window import TEMPLATE_TOKENS, ContextWindow
 from .edit_step import edit_prompt
 from .instructions import Instruction, instruction_lines
 from .reflection import reflection_prompt, render_messages
@@ -137,7 +137,7 @@ def check_fits(window: ContextWindow, config: Any, env: Any, seed_text: str, tra
     if need <= room:
         return
     rows = len(records)
-    prompt_tokens = window.tokens(seed_text)
+    prompt_tokens = window.tokens(seed_text) - TEMPLATE_TOKENS
     raise EnvConfigError(
         f"the reflection model {window.described()}, too few for this run: even its shortest reflection prompt "
         f"(the seed prompt, about {prompt_tokens} tokens, with one rollout of each of the {rows} minibatch rows "

@@ -153,3 +153,15 @@ def test_a_registry_context_length_is_used_where_the_server_says_nothing(tmp_pat
                             "-n", "12", "-N", "4", "--plain", "--minibatch-size", "12", "-B", "200",
                             "--reflection-sampling-args", '{"max_tokens": 300}'], tmp_path)
     assert result.returncode == 2 and "1024 tokens" in result.stderr, result.stderr[-2000:]
+
+
+def test_the_embedded_reflection_model_is_refused_before_its_server_is_started(tmp_path):
+    # no server runs (an empty cache): the one this run would start takes 4096 tokens, so it is refused
+    # at once instead of after the minutes vLLM takes to start
+    write_talky_env(tmp_path)
+    result = run_prime(["gepa", "run", "talky-gepa", "-m", "local", "-n", "40", "-N", "4", "--minibatch-size", "40",
+                        "--plain"],
+                       tmp_path, {"PRIME_CACHE_DIR": str(tmp_path / "cache")})
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
+    assert result.stderr.startswith("error: the reflection model SmolLM2-135M-Instruct takes 4096 tokens")
+    assert "--minibatch-size" in result.stderr and "starting vLLM" not in result.stderr
