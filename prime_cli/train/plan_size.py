@@ -19,8 +19,11 @@ def cpu_size_note(config: Any, cuda: bool) -> str | None:
     """A warning when the run would sample on this machine's CPU far more than the CPU example does."""
     from prime_cli.clients.command_flags import is_local_model
 
+    from .devices import is_multi_gpu
+
     orch = config.orchestrator
-    if cuda or orch.from_data or not config.needs_inference or orch.client.base_url:
+    # a config for several GPUs is meant for another machine (the plan already says it would run on the CPU here)
+    if cuda or is_multi_gpu(config) or orch.from_data or not config.needs_inference or orch.client.base_url:
         return None
     max_tokens = orch.sampling.max_tokens or config.inference.model.max_model_len
     tokens = config.max_steps * orch.batch_size * max_tokens

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.evals.cli_support import REPO, run_prime
-from tests.train.support import run_train
+from tests.train.support import run_train, write
 from tests.train.test_gpu_shortage_cli import one_gpu_machine
 
 NO_CUDA = not Path("/proc/driver/nvidia").exists()
@@ -67,4 +67,15 @@ def test_the_cpu_config_gets_no_warning(workspace):
 def test_no_warning_with_a_gpu(workspace, tmp_path):
     result = run_train(["configs/rl/reverse-text.toml", "--dry-run"], cwd=workspace, extra_env=one_gpu_machine(tmp_path))
     assert result.returncode == 0, result.stderr
+    assert "sized for a GPU" not in result.stdout
+
+
+@needs_no_cuda
+def test_a_multi_gpu_config_gets_only_the_plans_cpu_note(tmp_path):
+    """A config for 8 GPUs is meant for another machine: the plan's note says it would run on the CPU here."""
+    config = write(tmp_path, 'model = "local"\nnum_gpus = 8\ntensor_parallel_size = 4\nmax_steps = 1000\n'
+                             'batch_size = 512\nrollouts_per_example = 16\n[[env]]\nid = "reverse-text"\n')
+    result = run_train([str(config), "--dry-run"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "this machine has no CUDA GPU, so here it would run on CPU" in result.stdout
     assert "sized for a GPU" not in result.stdout

@@ -46,6 +46,8 @@ def test_the_dry_run_plans_and_notes_the_missing_judge_key(tmp_path):
     assert len(notes) == 1 and notes[0].startswith("warning: orchestrator.env[0] (wiki-search): judge model "
                                                    "gpt-4.1-mini"), out
     assert "a real run here refuses it" in notes[0] and "env_file" in notes[0]
+    assert out.rstrip().endswith("Dry run: config and trainer are OK, the environments as far as the warnings "
+                                 "above say; nothing was started.")
     assert "error" not in result.stderr and "Traceback" not in result.stderr
 
 

