@@ -25,7 +25,7 @@ def run(
     ctx: typer.Context,
     target: str | None = typer.Argument(None, help="Environment id (e.g. reverse-text) or a TOML config (configs/gepa/*.toml). May be left out with -R."),
     model: options.ModelOpt = None,
-    reflection_model: str | None = typer.Option(None, "-M", "--reflection-model", help="Model that rewrites the prompt from feedback (endpoint id or model id). Default: the student model."),
+    reflection_model: str | None = typer.Option(None, "-M", "--reflection-model", help="Model that rewrites the prompt from feedback (endpoint id or model id). Default: the student model. Its prompt is shortened to fit its context (registry context_length, the server's max_model_len, or LiteLLM's table); a run that cannot fit is refused up front."),
     base_url: options.BaseUrlOpt = None,
     reflection_base_url: str | None = typer.Option(None, "--reflection-base-url", help="Base URL for -M when it is served elsewhere. Default: -b."),
     api_key_var: options.ApiKeyVarOpt = None,
