@@ -116,7 +116,7 @@ def local_endpoint(status: Status = lambda _: None, tick: Callable[[float], None
     server = VllmServer(options, logs_dir() / f"vllm-{options.port}.log")
     with_lora = " with runtime LoRA loading" if lora_rank is not None else ""
     status(f"starting vLLM for {name}{with_lora} on port {options.port} (stopped when the run ends; "
-           "`prime serve` keeps one running)")
+           f"`prime serve` keeps one running; log: {server.log_path})")
     server.start()
     try:
         started = time.monotonic()

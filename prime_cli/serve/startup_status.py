@@ -3,7 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
+
+# Without a terminal (a pipe, a log, CI) there is no spinner: a line says the start is still going this often.
+WAIT_NOTICE_S = 30.0
+WAIT_NOTICE_ENV = "PRIME_SERVE_WAIT_NOTICE_S"
+
+
+def _wait_notice_s() -> float:
+    try:
+        value = float(os.environ.get(WAIT_NOTICE_ENV, ""))
+    except ValueError:
+        return WAIT_NOTICE_S
+    return value if value > 0 else WAIT_NOTICE_S
 
 
 @contextlib.contextmanager
@@ -14,6 +27,8 @@ def local_server_status() -> Iterator[tuple[Callable[[str], None], Callable[[flo
 
     console = Console(stderr=True, highlight=False)
     spinner = console.status("", spinner="dots") if console.is_terminal else None
+    every = _wait_notice_s()
+    next_notice = [every]
 
     def status(message: str) -> None:  # each message ends the spinner; ticks restart it
         if spinner is not None:
@@ -24,6 +39,9 @@ def local_server_status() -> Iterator[tuple[Callable[[str], None], Callable[[flo
         if spinner is not None:
             spinner.update(f"starting vLLM ({elapsed:.0f} s)")
             spinner.start()
+        elif elapsed >= next_notice[0]:
+            console.print(f"[dim]local model: vLLM is still starting ({elapsed:.0f} s so far)[/dim]")
+            next_notice[0] = elapsed + every
 
     try:
         yield status, tick
