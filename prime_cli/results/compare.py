@@ -28,7 +28,6 @@ from .cost import total_of, usd
 from .eval_run import EvalRun, load_run
 from .row_values import example_key
 
-
 NO_SPREAD = 1e-9  # a standard deviation of the paired differences at or below this is none (float noise)
 
 
