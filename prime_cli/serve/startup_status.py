@@ -33,7 +33,7 @@ def local_server_status() -> Iterator[tuple[Callable[[str], None], Callable[[flo
     def status(message: str) -> None:  # each message ends the spinner; ticks restart it
         if spinner is not None:
             spinner.stop()
-        console.print(f"[dim]local model: {message}[/dim]")
+        console.print(f"[dim]local model: {message}[/dim]", soft_wrap=True)  # a pipe gets one line each
 
     def tick(elapsed: float) -> None:
         if spinner is not None:
