@@ -47,6 +47,14 @@ class Price:
         return replace(self, registry=str(path or default_registry_path()))
 
 
+def unknown_price_refusal(max_cost: float, models: list[str], registry: str | os.PathLike[str] | None) -> str:
+    """The one line `--max-cost` is refused with when a price is unknown; it names the registry in use
+    (`registry`, else the default one) as where the prices go."""
+    return (f"--max-cost {max_cost:g}: the price of {', '.join(models)} is unknown (not in LiteLLM's table); "
+            f"add input_price and output_price (dollars per million tokens) to its entry in "
+            f"{registry or default_registry_path()}, or leave out --max-cost")
+
+
 @functools.lru_cache(maxsize=1)
 def price_table() -> dict[str, Any]:
     """LiteLLM's model price table: the file litellm ships (model_names.model_table), else

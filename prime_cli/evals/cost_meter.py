@@ -40,19 +40,18 @@ def check_cost_cap(config: Any, env: Any) -> None:
     """--max-cost needs every price: refuse up front (one line) when the student's or a judge's is unknown."""
     if config.max_cost is None:
         return
-    from prime_cli.clients.pricing import judge_models, price_of_name, unknown_for_a_cap
+    from prime_cli.clients.pricing import (
+        judge_models,
+        price_of_name,
+        unknown_for_a_cap,
+        unknown_price_refusal,
+    )
 
     unknown = [p.model for p in [student_price(config), *(price_of_name(m, config.endpoints_path)
                                                          for m in judge_models(getattr(env, "rubric", None)))]
                if unknown_for_a_cap(p)]
     if unknown:
-        from prime_cli.clients.registry import default_registry_path
-
-        registry = config.endpoints_path or default_registry_path()
-        raise ClientConfigError(
-            f"--max-cost {config.max_cost:g}: the price of {', '.join(unknown)} is unknown (not in LiteLLM's table); "
-            f"add input_price and output_price (dollars per million tokens) to its entry in {registry}, "
-            "or leave out --max-cost")
+        raise ClientConfigError(unknown_price_refusal(config.max_cost, unknown, config.endpoints_path))
 
 
 class CostMeter:

@@ -113,7 +113,7 @@ class GepaConfig(BaseModel):
         return {"max_tokens": REFLECTION_MAX_TOKENS, **self.reflection_sampling_args}
 
     def reflection_max_tokens(self) -> int:
-        """The most tokens a reflection reply may take: room the reflection prompt leaves in the context."""
+        """The most tokens a reflection reply may take: the context room the reflection prompt must leave free."""
         args = self.reflection_request_args()
         value = args.get("max_completion_tokens") or args.get("max_tokens")
         return value if isinstance(value, int) and value > 0 else REFLECTION_MAX_TOKENS

@@ -49,14 +49,11 @@ async def metered(meter: GepaCostMeter | None, call: Any) -> Any:
 
 def check_prices(config: Any, prices: Iterable[Any]) -> None:
     """--max-cost needs every price: one line naming the models whose price is unknown, and the fix."""
-    from prime_cli.clients.pricing import unknown_for_a_cap
+    from prime_cli.clients.pricing import unknown_for_a_cap, unknown_price_refusal
 
     unknown = list(dict.fromkeys(p.model for p in prices if unknown_for_a_cap(p)))
     if config.max_cost is not None and unknown:
-        raise ClientConfigError(
-            f"--max-cost {config.max_cost:g}: the price of {', '.join(unknown)} is unknown (not in LiteLLM's table); "
-            "add input_price and output_price (dollars per million tokens) to its [[endpoint]] entry in "
-            "configs/endpoints.toml, or leave out --max-cost")
+        raise ClientConfigError(unknown_price_refusal(config.max_cost, unknown, config.endpoints_path))
 
 
 class GepaCostMeter:

@@ -32,3 +32,13 @@ def test_a_registry_given_with_e_is_the_one_named(tmp_path):
     assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-2000:])
     line = next(x for x in result.stdout.splitlines() if x.startswith("Cost: "))
     assert "mine.toml" in line and "configs/endpoints.toml" not in line, line
+
+
+def test_gepa_max_cost_refusal_names_the_registry_given_with_e(tmp_path):
+    with ScriptedOpenAIServer() as server:
+        registry = tmp_path / "mine.toml"
+        registry.write_text(f'[[endpoint]]\nendpoint_id = "mystery"\nmodel = "scripted-model"\nurl = "{server.url}"\n')
+        refused = run_prime(["gepa", "run", "reverse-text", "-m", "mystery", "-e", str(registry), "--max-cost", "1"],
+                            tmp_path)
+    line = one_error_line(refused, "--max-cost", "mystery", "input_price", "mine.toml")
+    assert "configs/endpoints.toml" not in line, line
