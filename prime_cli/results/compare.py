@@ -16,6 +16,7 @@ from typing import Any
 
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.runs.intervals import (
+    NO_SPREAD,
     PairedComparison,
     examples_needed,
     format_p,
@@ -27,8 +28,6 @@ from .compare_pass import compare_pass, pass_json, pass_lines
 from .cost import total_of, usd
 from .eval_run import EvalRun, load_run
 from .row_values import example_key
-
-NO_SPREAD = 1e-9  # a standard deviation of the paired differences at or below this is none (float noise)
 
 
 class CompareError(EnvConfigError):

@@ -17,14 +17,13 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from prime_cli.runs.intervals import Interval, clustered_interval, examples_needed
+from prime_cli.runs.intervals import NO_SPREAD, Interval, clustered_interval, examples_needed
 
 from .eval_schema import MetadataRecord, Rollout, Summary
 from .pass_k import ESTIMATORS, pass_intervals, pass_values, passes_by_example
 from .reward_signal import reward_signal
 from .row_values import example_key, reward_value
 
-NO_SPREAD = 1e-9  # a standard deviation at or below this is none (float noise)
 METADATA_SUMMARY_KEYS = ("avg_reward", "avg_metrics", "pass_at_k", "pass_hat_k", "avg_error", "usage")
 _ERROR_NAME = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*[:(]")
 

@@ -210,6 +210,9 @@ def paired_comparison(a: Mapping[Hashable, Sequence[float]], b: Mapping[Hashable
                             len(diffs) - better - worse)
 
 
+NO_SPREAD = 1e-9  # a standard deviation at or below this is none (float noise): no examples count can be sized from it
+
+
 def examples_needed(sd_of_differences: float, delta: float, power: float = POWER) -> int | None:
     """Paired examples needed to detect a mean difference `delta` (two-sided, 5%) at `power`, for per-example
     differences with standard deviation `sd_of_differences` (normal approximation, rounded up). None when
