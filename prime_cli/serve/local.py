@@ -113,10 +113,11 @@ def local_endpoint(status: Status = lambda _: None, tick: Callable[[float], None
     options = ServerOptions(model_path=model_path, served_names=[name], port=free_port())
     if lora_rank is not None:
         options.enable_lora, options.max_lora_rank = True, vllm_lora_rank(lora_rank)
-    server = VllmServer(options, logs_dir() / f"vllm-{options.port}.log")
+    log_path = logs_dir() / f"vllm-{options.port}.log"
+    server = VllmServer(options, log_path)
     with_lora = " with runtime LoRA loading" if lora_rank is not None else ""
     status(f"starting vLLM for {name}{with_lora} on port {options.port} (stopped when the run ends; "
-           f"`prime serve` keeps one running; log: {server.log_path})")
+           f"`prime serve` keeps one running; log: {log_path})")
     server.start()
     try:
         started = time.monotonic()
