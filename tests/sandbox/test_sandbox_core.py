@@ -147,7 +147,7 @@ def test_sigkill_of_the_owner_leaves_no_process_and_prune_finds_its_cgroup(tmp_p
         assert _processes_named(marker), "the sandboxed sleeper did not start"
         owner.send_signal(signal.SIGKILL)
         owner.wait(10)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 20  # die-with-parent and the cgroup kill are prompt; a loaded CI machine is not
         while _processes_named(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not _processes_named(marker), "a sandboxed process outlived its SIGKILLed owner"
