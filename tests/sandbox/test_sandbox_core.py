@@ -7,6 +7,7 @@ docstrings promise, and that a sandbox never outlives its owner (close, lifetime
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import signal
 import subprocess
@@ -157,9 +158,23 @@ def test_sigkill_of_the_owner_leaves_no_process_and_prune_finds_its_cgroup(tmp_p
     if cgroups.create("prime-sbx-probe", None, 64, 8).folders:  # cgroups are writable here
         assert left, "the dead owner's cgroup is not found by leftovers()"
     for folder in left:
-        folder.rmdir()
+        _rmdir_when_empty(folder)
     for folder in Path("/sys/fs/cgroup").glob("*/**/prime-sbx-probe"):
         folder.rmdir()
+
+
+def _rmdir_when_empty(folder: Path, wait_s: float = 20) -> None:
+    """A cgroup is removable once its last task is reaped; a killed sandbox's zombies may take a moment
+    (v1 answers EBUSY until then)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            folder.rmdir()
+            return
+        except OSError as error:
+            if error.errno != errno.EBUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def _processes_named(marker: str) -> list[int]:
