@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import math
-import os
 import signal
 import time
 from dataclasses import dataclass, field
@@ -25,6 +23,7 @@ from prime_cli.results.reward_signal import reward_check
 from prime_cli.results.summary import RunningStats, metadata_fields, power_record, summarize
 from prime_cli.runs.log import run_log
 from prime_cli.runs.status import FINISHED, RunStatus
+from prime_cli.runs.wait_notices import notice_interval
 
 from .config import (
     DEFAULT_NUM_EXAMPLES,
@@ -50,11 +49,7 @@ HEARTBEAT_ENV = "PRIME_EVAL_HEARTBEAT_SECONDS"
 
 
 def heartbeat_interval() -> float:
-    try:
-        value = float(os.environ.get(HEARTBEAT_ENV, ""))
-    except ValueError:
-        return HEARTBEAT_SECONDS
-    return value if math.isfinite(value) and value > 0 else HEARTBEAT_SECONDS
+    return notice_interval(HEARTBEAT_ENV, HEARTBEAT_SECONDS)
 
 
 @dataclass

@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterator
+
+from prime_cli.runs.wait_notices import notice_interval
 
 # Without a terminal (a pipe, a log, CI) there is no spinner: a line says the start is still going this often.
 WAIT_NOTICE_S = 30.0
 WAIT_NOTICE_ENV = "PRIME_SERVE_WAIT_NOTICE_S"
-
-
-def _wait_notice_s() -> float:
-    try:
-        value = float(os.environ.get(WAIT_NOTICE_ENV, ""))
-    except ValueError:
-        return WAIT_NOTICE_S
-    return value if value > 0 else WAIT_NOTICE_S
 
 
 @contextlib.contextmanager
@@ -27,7 +20,7 @@ def local_server_status() -> Iterator[tuple[Callable[[str], None], Callable[[flo
 
     console = Console(stderr=True, highlight=False)
     spinner = console.status("", spinner="dots") if console.is_terminal else None
-    every = _wait_notice_s()
+    every = notice_interval(WAIT_NOTICE_ENV, WAIT_NOTICE_S)
     next_notice = [every]
 
     def status(message: str) -> None:  # each message ends the spinner; ticks restart it
