@@ -5,24 +5,10 @@ checks as they do for the run's parts; an environment's data hint is given in th
 from __future__ import annotations
 
 from tests.train.support import assert_one_error_line, run_train, write
+from tests.train.test_guide_configs import VERIFIERS_PRIME_RL
 
-# the verifiers guide's wiki-search example (as in test_guide_configs.py), judged by gpt-4.1-mini
-WIKI_GUIDE = """
-model_name = "Qwen/Qwen3-30B-A3B-Instruct-2507"
-num_gpus = 8
-tensor_parallel_size = 4
-max_steps = 1000
-batch_size = 512
-rollouts_per_example = 16
-learning_rate = 1e-5
-
-[env]
-id = "wiki-search"
-args = { max_turns = 10, judge_model = "gpt-4.1-mini" }
-
-[sampling]
-max_tokens = 1024
-"""
+# the verifiers guide's wiki-search example, as printed, judged by gpt-4.1-mini
+WIKI_GUIDE = VERIFIERS_PRIME_RL
 
 WIKI_HERE = """
 model = "local"
