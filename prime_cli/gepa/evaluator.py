@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import prime_cli.envs as vf
+from prime_cli.records.json_lines import read_json_lines, repair_torn_tail
 from prime_cli.runs import json_lines
 
 from .reflection import rollout_record
@@ -50,14 +50,9 @@ class RolloutCache:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         self.results: dict[str, dict[str, Any]] = {}
-        if path is not None and path.is_file():
-            for line in path.read_text(encoding="utf-8").split("\n"):
-                try:
-                    entry = json.loads(line)
-                except ValueError:  # a line cut by a kill: that rollout is simply run again
-                    continue
-                if isinstance(entry, dict) and "key" in entry:
-                    self.results[entry["key"]] = entry
+        if path is not None:  # a line cut by a kill: that rollout is simply run again
+            self.results.update((e["key"], e) for e in read_json_lines(path) if "key" in e)
+            repair_torn_tail(path)
         self._fh = path.open("a", encoding="utf-8") if path is not None else None
 
     def __contains__(self, key: str) -> bool:
