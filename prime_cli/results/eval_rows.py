@@ -1,24 +1,22 @@
-"""Rows of a saved eval run as readers get them: results.jsonl parsed line by line (a truncated last
-line, left by a run killed mid-write, is skipped), and `to_json`, the strict JSON every eval file is
-written in. The writer is prime_cli/evals/store.py. See DESIGN.md, "Eval results on disk".
+"""Rows of a saved eval run as readers get them: results.jsonl parsed line by line (a torn last line,
+left by a run killed mid-write, is left out; any other bad line is an error naming it), and `to_json`,
+the strict JSON every eval file is written in. The writer is prime_cli/evals/store.py. See DESIGN.md, "Eval results on disk".
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from prime_cli.envs.errors import error_record
+from prime_cli.records.json_lines import iter_json_lines
 from prime_cli.runs import json_lines
 from prime_cli.runs.metadata import RunDirError
 
 from .eval_schema import EvalRunLayout, PathLike, Rollout
-
-logger = logging.getLogger(__name__)
 
 RESULTS_FILE = EvalRunLayout.RESULTS
 
@@ -64,33 +62,15 @@ def to_json(obj: Any, indent: int | None = None) -> str:
 
 
 def iter_results(run_dir: PathLike) -> Iterator[Rollout]:
-    """Rows of results.jsonl. An invalid last line (truncated write) is skipped; one elsewhere is
-    skipped with a warning naming its line number."""
+    """Rows of results.jsonl by the one JSON-lines rule (prime_cli/records/json_lines.py): a torn last
+    line is left out; any other bad line is a JsonLinesError naming file:line."""
     layout = EvalRunLayout(Path(run_dir))
     run_dir, path = layout.run_dir, layout.results_path
     if not path.is_file():
         if not layout.is_run():
             raise RunDirError(f"{path} not found: {run_dir} is not an eval run folder")
         return
-    bad: tuple[int, str] | None = None
-    with path.open("rb") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            if bad is not None:
-                logger.warning("%s:%d: skipped an invalid line (%s)", path, *bad)
-                bad = None
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                bad = (lineno, str(exc))
-                continue
-            if not isinstance(row, dict):
-                bad = (lineno, f"a JSON {type(row).__name__}, not an object")
-                continue
-            yield row
-    if bad is not None:
-        logger.debug("%s:%d: ignored a truncated last line (%s)", path, *bad)
+    yield from iter_json_lines(path)  # type: ignore[misc]
 
 
 def read_results(run_dir: PathLike) -> list[Rollout]:

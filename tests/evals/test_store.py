@@ -20,6 +20,7 @@ from prime_cli.evals.store import (
     model_dir_name,
     state_to_row,
 )
+from prime_cli.records.json_lines import JsonLinesError
 from prime_cli.results.eval_rows import iter_results, read_results
 from prime_cli.runs.ids import new_run_id
 from prime_cli.runs.metadata import RunDirError, read_metadata
@@ -176,15 +177,20 @@ def test_reader_skips_a_truncated_last_line_quietly(tmp_path, caplog):
     assert caplog.records == []
 
 
-def test_reader_warns_about_an_invalid_middle_line(tmp_path, caplog):
+def test_reader_refuses_an_invalid_middle_line_naming_it(tmp_path):
+    # issue 56: a bad line other than a torn last one is damage, an error naming file:line (was a warning
+    # and the row dropped)
     store = RunStore.create(tmp_path, {})
     store.close()
-    store.results_path.write_text('{"example_id": 0}\n{not json\n\n[1, 2]\n{"example_id": 3}\n')
-    with caplog.at_level(logging.WARNING, logger="prime_cli.results.eval_rows"):
-        assert [r["example_id"] for r in read_results(store.run_dir)] == [0, 3]
-    messages = [r.getMessage() for r in caplog.records]
-    assert len(messages) == 2
-    assert "results.jsonl:2:" in messages[0] and "results.jsonl:4:" in messages[1]
+    store.results_path.write_text('{"example_id": 0}\n{not json\n\n{"example_id": 3}\n')
+    with pytest.raises(JsonLinesError, match=r"results\.jsonl:2: "):
+        read_results(store.run_dir)
+    store.results_path.write_text('{"example_id": 0}\n\n[1, 2]\n{"example_id": 3}\n')
+    with pytest.raises(JsonLinesError, match=r"results\.jsonl:3: .*expected an object"):
+        read_results(store.run_dir)
+    store.results_path.write_text('{"example_id": 0}\n{"example_id": 1, "rollout_i\n')
+    with pytest.raises(JsonLinesError, match=r"results\.jsonl:2: "):  # a whole line (newline written) is not torn
+        read_results(store.run_dir)
 
 
 def test_open_repairs_a_truncated_last_line_before_appending(tmp_path):
