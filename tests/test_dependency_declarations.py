@@ -31,7 +31,7 @@ SOFT = {
                     "environments do: `prime env install` adds it in verifiers' place), else local files only",
         "math_verify": "envs/rubrics/math_rubric.py: MathRubric is refused in one line without it; the environment "
                        "declares it (`prime env install` adds it in verifiers' place)",
-        "tokenizers": "runs/training_reader.py decodes token ids when installed, else shows counts",
+        "tokenizers": "records/training_run.py decodes token ids when installed, else shows counts",
     },
 }
 # declared and never imported by the package's own code

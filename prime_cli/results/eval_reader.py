@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from prime_cli.records.training_run import find_training_runs, read_training_run
 from prime_cli.results.eval_schema import EvalRunLayout, MetadataRecord, Rollout
 from prime_cli.results.foreign_runs import TRACES_FILE, resolve_run_dir
 from prime_cli.results.row_columns import HEAVY_KEYS
 from prime_cli.runs.layouts import GepaRunLayout
 from prime_cli.runs.metadata import RunDirError, read_metadata
 from prime_cli.runs.status import RunStatus
-from prime_cli.runs.training_reader import find_training_runs, read_training_run
 
 SCAN_SLICE = 4 << 20
 RunKind = Literal["eval", "gepa", "training"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prime_cli.records.training_run import is_training_run
 from prime_cli.results.eval_reader import (
     RunEntry,
     default_roots,
@@ -15,7 +16,6 @@ from prime_cli.results.eval_reader import (
 )
 from prime_cli.results.foreign_runs import is_foreign_run
 from prime_cli.runs.metadata import METADATA_FILE, RunDirError
-from prime_cli.runs.training_reader import is_training_run
 
 # how deep `prime eval tui` (no PATH) looks below the working folder when ./outputs and
 # ./environments/*/outputs hold no run: `prime eval run -o out/evals` saves out/evals/<env>--<model>/<run_id>

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import pytest
 
-from prime_cli.runs.training_reader import read_training_run
+from prime_cli.records.training_run import read_training_run
 from tests.support.cli import run_shell
 
 from .train_runs import TrainProcess, run_train, train_env, write_workspace

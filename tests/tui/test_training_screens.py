@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from prime_cli.records.training_run import read_training_run
 from prime_cli.runs.layouts import TrainingRunLayout
-from prime_cli.runs.training_reader import read_training_run
 from prime_cli.tui.app import make_app
 from prime_cli.tui.locate import locate
 from prime_cli.tui.screens.training import TrainingScreen, reward_curve
@@ -133,7 +133,7 @@ def test_training_screen_snapshot(name, tmp_path, snap_compare):
 
 
 def test_the_tokenizer_is_found_from_an_adapters_relative_base_path(tmp_path):
-    from prime_cli.runs.training_reader import tokenizer_folder
+    from prime_cli.records.training_run import tokenizer_folder
     from tests.tui.training_fixtures import write_tokenizer
 
     out = write_training_run(tmp_path / "work" / "run", steps=1)

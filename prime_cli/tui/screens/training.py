@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from prime_cli.runs.training_reader import (
+from prime_cli.records.training_run import (
     TrainingRun,
     rate_percent,
     read_training_run,

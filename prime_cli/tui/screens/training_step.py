@@ -16,7 +16,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from prime_cli.runs.training_reader import (
+from prime_cli.records.training_run import (
     StepSample,
     decoder_for,
     rate_percent,

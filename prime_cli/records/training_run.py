@@ -1,7 +1,7 @@
 """Read a `prime train` output folder for browsing (the TUI's training screens): the per-step numbers
 of metrics.jsonl merged with rollouts/step_N/stats.json (a step sampled but not trained yet still
 shows), the online evals of evals.jsonl, and one step's samples from batch.jsonl. Read only; the names come from TrainingRunLayout.
-A torn last line of metrics.jsonl (a run still writing) is skipped.
+JSON-lines files follow records.json_lines: a torn last line (a run still writing) is left out, any other bad line is an error.
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .layouts import TrainingRunLayout
-from .online_evals import eval_env_names, eval_mean, read_evals
-from .status import RunStatus
+from prime_cli.runs.layouts import TrainingRunLayout
+from prime_cli.runs.online_evals import eval_env_names, eval_mean, read_evals
+from prime_cli.runs.status import RunStatus
+
+from .json_lines import read_json_lines
 
 
 def is_training_run(path: Path) -> bool:
@@ -30,22 +32,6 @@ def _read_json(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")
-    except OSError:
-        return rows
-    for line in lines:
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
 
 
 @dataclass
@@ -77,7 +63,7 @@ class TrainingRun:
         stopped. A run written before the lock existed: running if something was written in the last minute."""
         import time
 
-        from .training_folder import lock_holder
+        from prime_cli.runs.training_folder import lock_holder
 
         if self.max_steps is not None and self.trained_steps >= self.max_steps:
             return RunStatus.COMPLETED
@@ -159,7 +145,7 @@ def read_training_run(path: Path) -> TrainingRun:
         stats = _read_json(layout.batch_stats_path(step))
         if stats:
             by_step[step] = {**stats, "step": step}
-    metrics = [m for m in _read_jsonl(layout.metrics_path) if isinstance(m.get("step"), int)]
+    metrics = [m for m in read_json_lines(layout.metrics_path) if isinstance(m.get("step"), int)]
     for row in metrics:
         by_step[row["step"]] = {**by_step.get(row["step"], {}), **row}
     stamps = [p.stat().st_mtime for p in (layout.metrics_path, layout.config_path) if p.exists()]
@@ -219,7 +205,7 @@ def _number(value: Any) -> float | None:
 def read_step_samples(path: Path, step: int) -> list[StepSample]:
     """The samples step N trained on (none when batch.jsonl is not written yet)."""
     samples = []
-    for i, row in enumerate(_read_jsonl(TrainingRunLayout(Path(path)).batch_path(step))):
+    for i, row in enumerate(read_json_lines(TrainingRunLayout(Path(path)).batch_path(step))):
         ids, mask = row.get("input_ids") or [], row.get("loss_mask") or []
         policy_step = row.get("policy_step")
         samples.append(StepSample(i, str(row.get("env") or ""), row.get("example_id"), _number(row.get("reward")),
