@@ -6,6 +6,8 @@ Formats opened (the field mapping and the verifiers sources read are in foreign_
 - "verifiers-0.3": `results.jsonl` + `metadata.json` written by verifiers 0.3 or an older prime CLI:
   a metadata.json without our `status` that carries one of their keys (`pass_all_k`, `path_to_save`,
   `time`, `version_info.vf_version`).
+Their JSON-lines files are read by prime's one rule (prime_cli/records/json_lines.py): a torn last line is
+left out, any other bad line is an error naming file:line.
 
 Why a converted copy rather than a reader per format: every reader (load_run, export, compare, the
 TUI's lazy ResultsIndex and its results.index cache) works on our layout, and the TUI seeks by byte
@@ -25,6 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from prime_cli.records.json_lines import iter_json_lines
 from prime_cli.runs.metadata import METADATA_FILE, RunDirError
 from prime_cli.runs.status import RunStatus
 
@@ -88,28 +91,17 @@ def cache_folder(folder: Path) -> Path:
     return cache_dir() / "foreign-runs" / digest / (source.parent.name or "root") / (source.name or "root")
 
 
-def _json_lines(path: Path):
-    with path.open("rb") as fh:
-        for line in fh:
-            try:
-                value = json.loads(line)
-            except ValueError:  # a torn last line of a run still being written
-                continue
-            if isinstance(value, dict):
-                yield value
-
-
 def _rows(folder: Path, fmt: str) -> list[dict[str, Any]]:
     counts: dict[str, int] = {}
     rows = []
     if fmt == "verifiers-0.4":
-        traces = (t for line in _json_lines(folder / TRACES_FILE) for t in foreign_rows.v1_traces(line))
+        traces = (t for line in iter_json_lines(folder / TRACES_FILE) for t in foreign_rows.v1_traces(line))
         for trace in traces:
             key = json.dumps(foreign_rows.v1_example_id(trace), sort_keys=True, default=str)
             rows.append(foreign_rows.v1_row(trace, counts.setdefault(key, 0)))
             counts[key] += 1
         return rows
-    for raw in _json_lines(folder / RESULTS_FILE):
+    for raw in iter_json_lines(folder / RESULTS_FILE):
         if isinstance(raw.get("rollout_idx"), int):
             rows.append(foreign_rows.v03_row(raw, raw["rollout_idx"]))
             continue

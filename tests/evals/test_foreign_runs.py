@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import statistics
 
+import pytest
+
+from prime_cli.records.json_lines import JsonLinesError
 from prime_cli.results.eval_run import load_run
 from prime_cli.results.foreign_runs import detect_format
 from tests.support.cli import run_prime
@@ -123,3 +126,20 @@ def test_a_folder_of_no_known_format_is_one_error_line(tmp_path):
         assert "traces.jsonl" in lines[0] and ("results.jsonl" in lines[0] or "metadata.json" in lines[0])
     assert snapshot(folder) == before
     assert not (tmp_path / "cache").exists()
+
+
+def test_their_files_follow_the_one_torn_line_rule(tmp_path, monkeypatch):
+    # issue 56: a torn last line is left out; a bad line elsewhere is an error naming file:line (both were
+    # dropped silently before)
+    monkeypatch.setenv("PRIME_CACHE_DIR", str(tmp_path / "cache"))
+    for run_dir, name in ((write_verifiers_04_run(tmp_path / "vf04"), "traces.jsonl"),
+                          (write_verifiers_03_run(tmp_path / "vf03"), "results.jsonl")):
+        lines = (run_dir / name).read_text().splitlines()
+        (run_dir / name).write_text("\n".join(lines) + "\n" + lines[0][:20])
+        assert len(load_run(run_dir).rows) == len(lines)
+        (run_dir / name).write_text("\n".join([lines[0], "[1, 2]", *lines[1:]]) + "\n")
+        with pytest.raises(JsonLinesError, match=rf"{name}:2: "):
+            load_run(run_dir)
+        (run_dir / name).write_text("\n".join([lines[0], lines[1][:20], *lines[2:]]) + "\n")
+        with pytest.raises(JsonLinesError, match=rf"{name}:2: "):
+            load_run(run_dir)
