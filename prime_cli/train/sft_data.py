@@ -14,23 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prime_cli.results.eval_reader import RunEntry, discover_runs
+
 from .config_sft import SftSource
 from .errors import TrainConfigError
+from .sft_eval_runs import read_eval_runs
 from .sft_files import file_rows, folder_data_files, is_data_file, saved_dataset_files
-from .sft_rows import Conversation, RowProblem, data_row
+from .sft_rows import Conversation, RowProblem, SourceRows, data_row
 
 # TrainConfigError: what read_source raises (one line), exported with it
 __all__ = ["FORMATS", "Conversation", "SourceRows", "TrainConfigError", "describe_bad", "hub_snapshot", "locate", "read_source"]
 
 FORMATS = ("a .jsonl, .json or .parquet file of messages or prompt/completion rows, a Hugging Face dataset "
            "folder (save_to_disk, or data files), or a `prime eval run -s` run folder (or a folder of them)")
-
-
-@dataclass
-class SourceRows:
-    conversations: list[Conversation]
-    bad: dict[str, int] = field(default_factory=dict)  # reason -> rows
-    description: str = ""  # what was read: "train.jsonl (messages)", "2 eval runs of reverse-text in X, ..."
 
 
 def describe_bad(bad: dict[str, int]) -> str:
@@ -78,9 +74,7 @@ def hub_snapshot(name: str) -> Path | None:
         return None
 
 
-def _eval_runs(folder: Path) -> list[Any]:
-    from prime_cli.results.eval_reader import discover_runs
-
+def _eval_runs(folder: Path) -> list[RunEntry]:
     return [entry for entry in discover_runs([folder]) if entry.kind == "eval"]
 
 
@@ -106,7 +100,7 @@ class Located:
     name: str  # the source as lines name it
     description: str
     files: list[Path] = field(default_factory=list)
-    runs: list[Any] = field(default_factory=list)  # eval runs (prime_cli.results' RunEntry)
+    runs: list[RunEntry] = field(default_factory=list)  # eval runs
 
 
 def locate(source: SftSource, base: Path) -> Located:
@@ -143,8 +137,6 @@ def read_source(source: SftSource, base: Path) -> SourceRows:
     that is not read raises TrainConfigError (one line)."""
     found = locate(source, base)
     if found.runs:
-        from .sft_eval_runs import read_eval_runs
-
         return read_eval_runs(found.runs, source, found.name)
     bad: dict[str, int] = {}
     return SourceRows(_take(_files_rows(found.files), source.max_rows, bad), bad, found.description)

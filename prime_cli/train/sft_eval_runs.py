@@ -12,7 +12,7 @@ from typing import Any
 from prime_cli.results.eval_reader import ResultsIndex, RunEntry
 
 from .config_sft import SftSource
-from .sft_rows import UNREADABLE, Conversation, RowProblem, rollout_row, tools_of
+from .sft_rows import UNREADABLE, Conversation, RowProblem, SourceRows, rollout_row, tools_of
 
 ERRORED = "errored rollout"
 
@@ -35,9 +35,7 @@ def _count(bad: dict[str, int], reason: str) -> None:
     bad[reason] = bad.get(reason, 0) + 1
 
 
-def read_eval_runs(runs: list[RunEntry], source: SftSource, name: str) -> Any:
-    from .sft_data import SourceRows
-
+def read_eval_runs(runs: list[RunEntry], source: SftSource, name: str) -> SourceRows:
     bad: dict[str, int] = {}
     kept: list[tuple[tuple[str, str], float | None, Conversation]] = []
     total = below = 0

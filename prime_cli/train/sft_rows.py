@@ -9,7 +9,7 @@ with the reason the data line counts it under ("no assistant turn", "missing col
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 UNREADABLE = "an unreadable JSON line"
@@ -25,6 +25,15 @@ class Conversation:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] | None
     origin: str  # where it came from, for messages: "train.jsonl row 12", "<run> example 3 rollout 1"
+
+
+@dataclass
+class SourceRows:
+    """What one [[data.source]] gave: its conversations, and the rows left out counted by reason."""
+
+    conversations: list[Conversation]
+    bad: dict[str, int] = field(default_factory=dict)  # reason -> rows
+    description: str = ""  # what was read: "train.jsonl (messages)", "2 eval runs of reverse-text in X, ..."
 
 
 class RowProblem(Exception):
