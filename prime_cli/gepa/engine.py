@@ -35,7 +35,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.tasks import gather_or_cancel
@@ -50,22 +50,27 @@ from .evaluator import (
     Evaluator,
     Ledger,
 )
-from .planner import next_plan
+from .planner import Planner
 from .proposal import ProposalResult, minibatch_verdict
-from .proposing import Proposing, ReflectionAborted
+from .proposing import Proposer, ReflectionAborted
 from .run_dir import GepaRunDir, now_iso
 from .scored import (
     RowScore,
     errored_record,
     mean_scored,
 )
-from .speculation import Speculation
+from .speculation import Prefetcher
 from .stages import Stages
 from .state import Candidate, Plan, SearchState
 from .stopping import SearchPoint, StopConditions
 from .uncertainty import intervals_record
-from .validating import Validating
+from .validating import Validator
 from .validation import validation_order
+
+if TYPE_CHECKING:
+    from prime_cli.clients.pool import ClientPool
+
+    from .display import GepaDisplay
 
 logger = logging.getLogger("prime_cli.gepa")
 
@@ -97,9 +102,13 @@ class Outcome:
         return self.state.best()
 
 
-class GepaEngine(Proposing, Validating, Speculation):
-    def __init__(self, config: GepaConfig, evaluator: Evaluator, state: SearchState, reflector: Any,
-                 seed_prompt: str, *, run: GepaRunDir | None = None, display: Any = None,
+class GepaEngine:
+    """The commit loop (the module's docstring). It owns the proposals in flight and the commits; what to
+    propose next is the planner's, running one is the proposer's, validating a winner the validator's,
+    and prefetching the prefetcher's, each over the search state's committed data."""
+
+    def __init__(self, config: GepaConfig, evaluator: Evaluator, state: SearchState, reflector: ClientPool,
+                 seed_prompt: str, *, run: GepaRunDir | None = None, display: GepaDisplay | None = None,
                  metric_names: list[str] | None = None,
                  on_commit: Callable[[dict[str, Any]], None] | None = None, stages: Stages | None = None,
                  window: ContextWindow | None = None) -> None:
@@ -110,24 +119,22 @@ class GepaEngine(Proposing, Validating, Speculation):
         self.evaluator = evaluator
         self.state = state
         self.ledger = Ledger(state.charged)
-        self.reflector = reflector
         self.seed_prompt = seed_prompt
         self.run_dir = run
         self.display = display
-        self.metric_names = metric_names or []
         self.on_commit = on_commit
         self.stops = StopConditions(config)
         self.num_val = len(evaluator.splits["val"])
-        self.validation_order = validation_order(self.num_val, config.seed)
-        self._tasks: dict[int, asyncio.Task] = {}
+        self.proposer = Proposer(config, evaluator, reflector, state.candidates, self._prompt, self.window,
+                                 metric_names or [], display)
+        self.planner = Planner.of(state, config, seed_prompt, self.num_val, evaluator.r, self.proposer.train_scores)
+        self.validator = Validator(config, evaluator, self.ledger, state.candidates,
+                                   validation_order(self.num_val, config.seed), run)
+        self.prefetcher = Prefetcher(config, evaluator, self.stops, self.proposer, state.candidates)
+        self._tasks: dict[int, asyncio.Task] = {}  # the proposals in flight, by iteration
         self._plans: dict[int, Plan] = {}
         self._background: list[asyncio.Future] = []
         self._seed_test: asyncio.Future | None = None
-        self._replies: dict[str, asyncio.Task] = {}  # reflection calls made ahead, by prompt text
-        # prefetches by (iteration, parent): plan, task, the reflection texts it asked for
-        self._spec: dict[tuple[int, int], tuple[Plan, asyncio.Task, list[str]]] = {}
-        self._dropped: list[asyncio.Task] = []
-        self.spec_stats = {"proposals": 0, "used": 0, "dropped": 0, "reflections_unused": 0}
         self._last_fruitless: str | None = None  # why the last fruitless reflection gave nothing
         self._test_keys: list[str] = []  # the test passes' rollouts, once scored
 
@@ -226,12 +233,7 @@ class GepaEngine(Proposing, Validating, Speculation):
         self._background.append(self._seed_test)
 
     def _prompt(self, idx: int) -> str:
-        return self.state.candidates[idx].prompt if idx < len(self.state.candidates) else self.seed_prompt
-
-    def _planning_scores(self) -> list[list[RowScore]]:
-        """The validation scores parents are drawn from. While the seed is still being scored it is the
-        only candidate: it is the parent whatever its scores, and the draw uses the RNG the same way."""
-        return self.state.val_scores or [[0.0] * self.num_val]
+        return self.planner.prompt_of(self.state.candidates, idx)
 
     def _point(self, last_failure: str = "") -> SearchPoint:
         return SearchPoint.of(self.state, self.ledger.used, len(self._tasks), self._last_fruitless, last_failure)
@@ -249,10 +251,8 @@ class GepaEngine(Proposing, Validating, Speculation):
             if dry and not self._edit_before_stopping():
                 break
             state.last_planned += 1
-            assert state.sampler is not None
-            plan = next_plan(self.config, state.candidates, self._planning_scores(), state.last_planned, state.rng,
-                             state.sampler, self.ledger.charged, state.edited, state.merged, self._prompt,
-                             self.evaluator.r, self.stops.budget.known_rows_room(self._point()), self._train_scores, dry)
+            plan = self.planner.next_plan(state.last_planned, state.candidates, self.ledger.charged,
+                                          self.stops.budget.known_rows_room(self._point()), dry)
             state.dry_edits += dry
             self._launch(plan)
 
@@ -262,10 +262,14 @@ class GepaEngine(Proposing, Validating, Speculation):
         return (bool(self.state.candidates) and self.state.dry_edits < MAX_DRY_EDITS
                 and not self.stops.budget.holds(point) and not self._plans)
 
+    def _speculate(self) -> None:
+        self.prefetcher.update(self.planner, self._plans.values(), self.ledger.charged, self._point(),
+                               self.state.last_planned)
+
     def _launch(self, plan: Plan) -> None:
-        self._adopt(plan)
+        self.prefetcher.adopt(plan)
         self._plans[plan.iteration] = plan
-        self._tasks[plan.iteration] = asyncio.ensure_future(self._propose(plan))
+        self._tasks[plan.iteration] = asyncio.ensure_future(self.proposer.propose(plan, self.prefetcher.take_reply))
 
     async def _commit(self, result: ProposalResult) -> dict[str, Any]:
         plan, state = result.plan, self.state
@@ -280,7 +284,8 @@ class GepaEngine(Proposing, Validating, Speculation):
             elif verdict := minibatch_verdict(result, self.evaluator.r):
                 reason = verdict
             else:
-                child_idx, reason, val_cut = await self._validate(result)
+                allowance = self.stops.budget.validation_allowance(self._point())
+                child_idx, reason, val_cut = await self.validator.validate(result, allowance)
                 accepted = child_idx is not None
         state.last_committed = plan.iteration
         if accepted:
@@ -332,13 +337,9 @@ class GepaEngine(Proposing, Validating, Speculation):
         outcome.test_metric_calls = len(self._test_keys)
 
     async def _cancel_all(self, background: bool = False) -> None:
-        for key in list(self._spec):
-            self._drop(key)
-        tasks = list(self._tasks.values()) + list(self._replies.values()) + self._dropped
-        self.spec_stats["reflections_unused"] += len(self._replies)
+        tasks = list(self._tasks.values())
+        tasks += self.prefetcher.stop()
         self._tasks.clear()
-        self._replies.clear()
-        self._dropped = []
         if background:
             tasks += [t for t in self._background if not t.done()]
             for done in (t for t in self._background if t.done() and not t.cancelled()):
@@ -381,7 +382,7 @@ class GepaEngine(Proposing, Validating, Speculation):
         if self.config.speculative_proposals > 0:
             charged = self.ledger.charged
             unused = sum(1 for key in self.evaluator.cache.results if not key.startswith("test/") and key not in charged)
-            self.run_dir.write_metadata(speculation={**self.spec_stats, "rollouts_uncharged": unused})
+            self.run_dir.write_metadata(speculation={**self.prefetcher.stats, "rollouts_uncharged": unused})
         best, seed = self.state.best(), self.state.candidates[0]
         self.run_dir.write_metadata(status=outcome.status, completed_at=now_iso(),
                                     errored_rollouts=outcome.errored_rollouts,

@@ -6,8 +6,11 @@
   merge, line by line and without a model call: two lineages that each found some of the rules are
   worth one prompt with all of them). Once per pair.
 
-The RNG draws a parent and a minibatch for every plan, whatever its kind, so the draws of a run do not
-depend on which kinds it made. Planning reads committed data only (resume makes the same plans).
+The Planner owns every choice a plan makes: the RNG, the minibatch sampler and the candidates already
+edited and merged (the same objects the saved SearchState holds, so a resumed run plans on from where
+it stopped). The RNG draws a parent and a minibatch for every plan, whatever its kind, so the draws of
+a run do not depend on which kinds it made. Planning reads committed data only (resume makes the same
+plans). `fork()` is a copy that plans ahead without touching this one (speculation.py).
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ from .instructions import merged_prompt
 from .known_rows import charged_rows, known_rows, lowest_rows
 from .pareto import best_candidate, front_counts, row_fronts, select_parent
 from .scored import RowScore
-from .state import Candidate, MinibatchSampler, Plan
+from .state import Candidate, MinibatchSampler, Plan, SearchState
+
+TrainScores = Callable[[str, list[int]], list[RowScore]]
+"""A prompt's scores on train rows whose rollouts are cached (None for another row)."""
 
 
 def merge_partner(candidates: list[Candidate], best: int, merged: list[list[int]]) -> int | None:
@@ -39,27 +45,58 @@ def merge_partner(candidates: list[Candidate], best: int, merged: list[list[int]
     return min(options)[2] if options else None
 
 
-def next_plan(config: GepaConfig, candidates: list[Candidate], planning_scores: list[list[RowScore]],
-              iteration: int, rng: random.Random, sampler: MinibatchSampler, charged: Iterable[str],
-              edited: list[int], merged: list[list[int]], prompt_of: Callable[[int], str], rollouts_per_row: int,
-              known_room: int, train_scores: Callable[[str, list[int]], list[RowScore]], dry: bool = False) -> Plan:
-    """The plan of `iteration`. Appends to `edited` / `merged` what it schedules (pass copies to foresee).
-    `known_room`: the rollouts the budget lets it spend on known rows; `train_scores(prompt, rows)`: a prompt's
-    scores on train rows it was scored on."""
-    parent = select_parent(planning_scores, rng)
-    minibatch = sampler.next(config.minibatch_size, rng)
-    kind, other = "reflect", None
-    if candidates:  # not while the seed is still being scored
-        best = best_candidate([c.val_scores for c in candidates], [c.val_rows_run for c in candidates])
-        if dry or best not in edited:
-            kind, parent = "edit", best
-            edited.append(best)
-        elif (partner := merge_partner(candidates, best, merged)) is not None:
-            kind, parent, other = "merge", best, partner
-            merged.append([best, partner])
-    prompt = prompt_of(parent)
-    paid = charged_rows(charged, prompt_hash(prompt), rollouts_per_row)
-    known = known_rows(paid, minibatch, min(config.known_rows, known_room // rollouts_per_row), salt=iteration)
-    others = [row for row in paid if row not in minibatch and row not in known]
-    shown = lowest_rows(others, lambda rows: train_scores(prompt, rows), config.known_rows, salt=iteration)
-    return Plan(iteration, parent, minibatch, kind, known, other, shown)
+class Planner:
+    """Makes the search's plans, one per iteration, in order (the module's docstring)."""
+
+    def __init__(self, config: GepaConfig, seed_prompt: str, num_val: int, rollouts_per_row: int,
+                 train_scores: TrainScores, rng: random.Random, sampler: MinibatchSampler,
+                 edited: list[int], merged: list[list[int]]) -> None:
+        self.config, self.seed_prompt, self.num_val = config, seed_prompt, num_val
+        self.rollouts_per_row, self.train_scores = rollouts_per_row, train_scores
+        self.rng, self.sampler, self.edited, self.merged = rng, sampler, edited, merged
+
+    @classmethod
+    def of(cls, state: SearchState, config: GepaConfig, seed_prompt: str, num_val: int, rollouts_per_row: int,
+           train_scores: TrainScores) -> Planner:
+        """The planner of a search: its RNG, sampler and edited/merged lists are the state's own objects."""
+        assert state.sampler is not None
+        return cls(config, seed_prompt, num_val, rollouts_per_row, train_scores, state.rng, state.sampler,
+                   state.edited, state.merged)
+
+    def fork(self) -> Planner:
+        """A copy whose plans are the ones this planner would make next, leaving this one as it is."""
+        rng = random.Random()
+        rng.setstate(self.rng.getstate())
+        sampler = MinibatchSampler(self.sampler.num_rows, list(self.sampler.order), self.sampler.pos)
+        return Planner(self.config, self.seed_prompt, self.num_val, self.rollouts_per_row, self.train_scores,
+                       rng, sampler, list(self.edited), [list(pair) for pair in self.merged])
+
+    def prompt_of(self, candidates: list[Candidate], idx: int) -> str:
+        """Candidate idx's prompt; the seed's while it is still being scored (no candidate yet)."""
+        return candidates[idx].prompt if idx < len(candidates) else self.seed_prompt
+
+    def next_plan(self, iteration: int, candidates: list[Candidate], charged: Iterable[str], known_room: int,
+                  dry: bool = False) -> Plan:
+        """The plan of `iteration`, from the committed `candidates` and `charged` rollout keys. `known_room`:
+        the rollouts the budget lets it spend on known rows; `dry`: proposals ran dry (an edit of the best)."""
+        config, r = self.config, self.rollouts_per_row
+        # while the seed is still being scored it is the only candidate: it is the parent whatever its
+        # scores, and the draw uses the RNG the same way
+        planning_scores = [c.val_scores for c in candidates] or [[0.0] * self.num_val]
+        parent = select_parent(planning_scores, self.rng)
+        minibatch = self.sampler.next(config.minibatch_size, self.rng)
+        kind, other = "reflect", None
+        if candidates:  # not while the seed is still being scored
+            best = best_candidate([c.val_scores for c in candidates], [c.val_rows_run for c in candidates])
+            if dry or best not in self.edited:
+                kind, parent = "edit", best
+                self.edited.append(best)
+            elif (partner := merge_partner(candidates, best, self.merged)) is not None:
+                kind, parent, other = "merge", best, partner
+                self.merged.append([best, partner])
+        prompt = self.prompt_of(candidates, parent)
+        paid = charged_rows(charged, prompt_hash(prompt), r)
+        known = known_rows(paid, minibatch, min(config.known_rows, known_room // r), salt=iteration)
+        others = [row for row in paid if row not in minibatch and row not in known]
+        shown = lowest_rows(others, lambda rows: self.train_scores(prompt, rows), config.known_rows, salt=iteration)
+        return Plan(iteration, parent, minibatch, kind, known, other, shown)

@@ -1,5 +1,5 @@
-"""One proposal of the search, run (a part of GepaEngine, kept apart for size): the parent on its rows, the
-reflection (or the edit step's, or a merge without a model call), the child on the same rows.
+"""One proposal of the search, run: the parent on its rows, the reflection (or the edit step's, or a merge
+without a model call), the child on the same rows. It decides nothing (the engine's commit does).
 
 What the reflection reads: the parent's rollouts on the plan's rows (the fresh minibatch, then the known
 rows) and on its lowest other known train rows (`Plan.shown`, planner.py), all from the cache once run.
@@ -8,21 +8,29 @@ rows) and on its lowest other known train rows (`Plan.shown`, planner.py), all f
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from prime_cli.clients.errors import FatalEndpointError
 from prime_cli.envs.errors import ModelError, OverlongPromptError
 from prime_cli.envs.messages import content_text
+from prime_cli.envs.types import ChatResponse
 
+from .config import GepaConfig
 from .context_window import ContextWindow
 from .cost import metered
+from .evaluator import Evaluator
 from .fitting import Fitted, fitted_edit, fitted_reflection, need_order, no_fit_reason
 from .instructions import instructions_with_evidence, merged_prompt
 from .proposal import ProposalResult
 from .reflection import Proposal, parse_reply
 from .scored import RowScore, errored, row_score
-from .state import Plan
+from .state import Candidate, Plan
+
+if TYPE_CHECKING:
+    from prime_cli.clients.pool import ClientPool
+
+    from .display import GepaDisplay
 
 EVIDENCE_ROWS_PER_INSTRUCTION, MAX_EVIDENCE_ROWS = 2, 6
 logger = logging.getLogger("prime_cli.gepa")
@@ -34,19 +42,25 @@ class ReflectionAborted(Exception):
     """The reflection model failed for good (endpoint unusable, or too many failures in a row)."""
 
 
-class Proposing:
-    """Methods of GepaEngine that run a proposal; they decide nothing (the commit does)."""
+MadeAhead = Callable[[str], "Awaitable[ChatResponse] | None"]
+"""The reply to a reflection prompt whose call a prefetch made ahead (taken: asked for once), or None."""
 
-    config: Any
-    state: Any
-    evaluator: Any
-    metric_names: list[str]
-    _replies: dict[str, Any]
-    _prompt: Callable[[int], str]
-    window: ContextWindow
-    display: Any
 
-    async def _propose(self, plan: Plan) -> ProposalResult:
+def nothing_ahead(_text: str) -> None:
+    return None
+
+
+class Proposer:
+    """Runs proposals over the committed `candidates` (the search state's own list, read as it grows)."""
+
+    def __init__(self, config: GepaConfig, evaluator: Evaluator, reflector: ClientPool, candidates: list[Candidate],
+                 prompt_of: Callable[[int], str], window: ContextWindow, metric_names: list[str],
+                 display: GepaDisplay | None) -> None:
+        self.config, self.evaluator, self.reflector = config, evaluator, reflector
+        self.candidates, self._prompt = candidates, prompt_of
+        self.window, self.metric_names, self.display = window, metric_names, display
+
+    async def propose(self, plan: Plan, made_ahead: MadeAhead = nothing_ahead) -> ProposalResult:
         parent_prompt, rows = self._prompt(plan.parent), plan.rows
         entries = await self.evaluator.row_results(parent_prompt, "train", rows)
         parent_scores = [row_score(row) for row in entries]
@@ -57,9 +71,9 @@ class Proposing:
             result.reason = "minibatch already perfect"
             return result
         if plan.kind == "merge":
-            proposal = Proposal(merged_prompt(self.state.candidates, plan.parent, plan.other or 0), "merged")
+            proposal = Proposal(merged_prompt(self.candidates, plan.parent, plan.other or 0), "merged")
         else:
-            proposal = await self._fitted_reflect(plan, parent_prompt, entries)
+            proposal = await self._fitted_reflect(plan, parent_prompt, entries, made_ahead)
         result.reflected = plan.kind != "merge"
         result.reflection_reply, result.reflection_truncated = proposal.raw, proposal.truncated
         if proposal.prompt is None:
@@ -73,7 +87,7 @@ class Proposing:
         # only candidates every run has committed by now (the plan came after the commit of iteration - P),
         # so that a resumed or a differently timed run skips the same children; the commit finds the others
         committed = plan.iteration - self.config.parallel_proposals
-        duplicate = next((c.idx for c in self.state.candidates if committed >= 1 and c.iteration <= committed
+        duplicate = next((c.idx for c in self.candidates if committed >= 1 and c.iteration <= committed
                           and c.prompt == proposal.prompt), None)
         if duplicate is not None:  # its rollouts would buy nothing
             result.reason = f"same prompt as candidate {duplicate}"
@@ -83,13 +97,13 @@ class Proposing:
         result.keys += self.evaluator.keys(proposal.prompt, "train", rows)
         return result
 
-    def _train_scores(self, prompt: str, rows: list[int]) -> list[RowScore]:
+    def train_scores(self, prompt: str, rows: list[int]) -> list[RowScore]:
         """A prompt's scores on train rows whose rollouts are all in the cache (None for another row)."""
         cache = self.evaluator.cache
         row_keys = [self.evaluator.keys(prompt, "train", [row]) for row in rows]
         return [row_score([cache.get(k) for k in keys]) if all(k in cache for k in keys) else None for keys in row_keys]
 
-    def _reflection_text(self, plan: Plan, parent_prompt: str, entries: list[list[dict[str, Any]]]) -> str | None:
+    def reflection_text(self, plan: Plan, parent_prompt: str, entries: list[list[dict[str, Any]]]) -> str | None:
         """What the reflection reads: the parent on the plan's rows, then on its lowest other known rows,
         shortened to fit the reflection model's context (fitting.py; None: even the shortest does not)."""
         return self._fitted_text(plan, parent_prompt, entries).text
@@ -107,8 +121,8 @@ class Proposing:
     def _edit_text(self, idx: int, train_records: list[dict[str, Any]], order: list[int], essential: int) -> Fitted:
         """The edit step's reflection prompt: candidate idx's instructions with the validation rows each made
         worse (its own records on them, from the cache), and its train records."""
-        candidate, cache = self.state.candidates[idx], self.evaluator.cache
-        instructions = instructions_with_evidence(self.state.candidates, idx)
+        candidate, cache = self.candidates[idx], self.evaluator.cache
+        instructions = instructions_with_evidence(self.candidates, idx)
         val_records: dict[int, dict[str, Any]] = {}
         for item in reversed(instructions):  # the newest first: the likeliest to be wrong, and least tested
             for row in item.worse_rows[:EVIDENCE_ROWS_PER_INSTRUCTION]:
@@ -119,12 +133,13 @@ class Proposing:
         return fitted_edit(candidate.prompt, instructions, dict(sorted(val_records.items())), train_records,
                            self.metric_names, order, essential, self.window)
 
-    async def _call_reflection(self, text: str) -> Any:
+    async def call_reflection(self, text: str) -> ChatResponse:
         client, model = self.reflector.for_group(0)
         return await metered(self.evaluator.meter, client.chat([{"role": "user", "content": text}], model=model,
                                                                sampling_args=self.config.reflection_request_args()))
 
-    async def _fitted_reflect(self, plan: Plan, parent_prompt: str, entries: list[list[dict[str, Any]]]) -> Proposal:
+    async def _fitted_reflect(self, plan: Plan, parent_prompt: str, entries: list[list[dict[str, Any]]],
+                              made_ahead: MadeAhead) -> Proposal:
         """The reflection on a prompt that fits the reflection model's context; refused as too long all the
         same (a context it did not report, a denser tokenizer), it is shortened by what the refusal says
         and sent again."""
@@ -135,7 +150,7 @@ class Proposing:
             if fitted.step.chars is not None:
                 self._say_shortened(fitted)
             try:
-                return await self._reflect(fitted.text)
+                return await self._reflect(fitted.text, made_ahead)
             except OverlongPromptError as exc:
                 if attempt == REFITS or not self.window.learn(fitted.text, str(exc)):
                     return Proposal(None, f"reflection failed: {exc}")
@@ -155,11 +170,11 @@ class Proposing:
                                  f"{window.max_tokens} of them for its reply (fewer examples, long fields cut; "
                                  "gepa.log has each)", "info")
 
-    async def _reflect(self, text: str) -> Proposal:
+    async def _reflect(self, text: str, made_ahead: MadeAhead) -> Proposal:
         """The reflection's reply to `text`; OverlongPromptError (the prompt did not fit) is raised."""
-        ahead = self._replies.pop(text, None)  # the same call, made ahead by a prefetch
+        ahead = made_ahead(text)  # the same call, made ahead by a prefetch
         try:
-            response = await (ahead if ahead is not None else self._call_reflection(text))
+            response = await (ahead if ahead is not None else self.call_reflection(text))
         except FatalEndpointError as exc:
             raise ReflectionAborted(f"reflection model {self.config.reflector}: {exc}") from None
         except OverlongPromptError:

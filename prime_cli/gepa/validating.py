@@ -1,53 +1,47 @@
-"""Validating a child that won its minibatch (a part of GepaEngine, kept apart for size): on every row the
-budget left pays for (validation.py), the first half of them first, and the rest only if the child is not
-below its parent there (_race)."""
+"""Validating a child that won its minibatch (asked by the engine's commit): on every row the budget left
+pays for (validation.py), the first half of them first, and the rest only if the child is not below its
+parent there (_race)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from .evaluator import VALIDATION
+from .config import GepaConfig
+from .evaluator import VALIDATION, Evaluator, Ledger
 from .proposal import ProposalResult
+from .run_dir import GepaRunDir
 from .scored import RowScore, errored_note, mostly_errored
 from .state import Candidate
 from .validation import payable_rows, rows_run
 
 
-class Validating:
-    """Methods of GepaEngine that validate a child; the commit asks them."""
+class Validator:
+    """Validates children into the committed `candidates` (the search state's own list), charging `ledger`."""
 
-    config: Any
-    state: Any
-    evaluator: Any
-    ledger: Any
-    stops: Any
-    run_dir: Any
-    num_val: int
-    validation_order: list[int]
-    _point: Callable[..., Any]
+    def __init__(self, config: GepaConfig, evaluator: Evaluator, ledger: Ledger, candidates: list[Candidate],
+                 validation_order: list[int], run_dir: GepaRunDir | None) -> None:
+        self.config, self.evaluator, self.ledger, self.candidates = config, evaluator, ledger, candidates
+        self.validation_order, self.num_val, self.run_dir = validation_order, len(validation_order), run_dir
 
-    async def _validate(self, result: ProposalResult) -> tuple[int | None, str, str | None]:
+    async def validate(self, result: ProposalResult, allowance: int) -> tuple[int | None, str, str | None]:
         """Score a child that won its minibatch on every validation row the budget left pays for (all of them, or
         the first rows of validation.py's order; the rest stay None), or on the first half only when it is below
         its parent there (_race), and keep it as a candidate, unless most of its validation rollouts errored.
+        `allowance`: the rollouts the budget lets it spend (stopping.BudgetSpent.validation_allowance).
         Returns its index (None: not kept), the reason, and why it was validated in part ("budget", "race";
         None: on every row)."""
-        plan, prompt, state = result.plan, result.child_prompt, self.state
+        plan, prompt, candidates = result.plan, result.child_prompt, self.candidates
         assert prompt is not None
         charged = self.ledger.charged
-        allowance = self.stops.budget.validation_allowance(self._point())
         rows = sorted(payable_rows(self.validation_order, allowance,
                                    lambda row: sum(k not in charged for k in self.evaluator.keys(prompt, "val", [row]))))
         if len(rows) < self.config.min_validation_rows:  # a guard: the reserves keep at least this much
             return None, "better on minibatch, but the budget ran out before validation", None
         payable = len(rows)
-        rows = await self._race(prompt, state.candidates[plan.parent], rows)
+        rows = await self._race(prompt, candidates[plan.parent], rows)
         cut = "race" if len(rows) < payable else "budget" if payable < self.num_val else None
         row_scores = await self.evaluator.scores(prompt, "val", rows, priority=VALIDATION)
         self.ledger.charge(self.evaluator.keys(prompt, "val", rows))
         val_errored = self.evaluator.errored(prompt, "val", rows)
-        parent = state.candidates[plan.parent]
+        parent = candidates[plan.parent]
         parent_rows = set(rows_run(self.validation_order, parent.val_rows_run))
         parent_val_errored = self.evaluator.errored(parent.prompt, "val", [r for r in rows if r in parent_rows])
         val_rollouts = len(rows) * self.evaluator.r
@@ -56,11 +50,11 @@ class Validating:
         scores: list[RowScore] = [None] * self.num_val
         for row, score in zip(rows, row_scores, strict=True):
             scores[row] = score
-        child_idx = len(state.candidates)
-        state.candidates.append(Candidate(child_idx, prompt, plan.parent, scores, plan.iteration, self.ledger.used,
+        child_idx = len(candidates)
+        candidates.append(Candidate(child_idx, prompt, plan.parent, scores, plan.iteration, self.ledger.used,
                                           val_errored, len(rows)))
         if self.run_dir is not None:
-            self.run_dir.save_candidate(state.candidates[-1])
+            self.run_dir.save_candidate(candidates[-1])
         return child_idx, "accepted", cut
 
     async def _race(self, prompt: str, parent: Candidate, rows: list[int]) -> list[int]:
