@@ -4,22 +4,22 @@
   registry, an unset API-key variable, a missing optional extra). It is an `EnvConfigError`, so the
   CLI prints its message as one line and exits with code 2.
 - `FatalEndpointError` is a model failure that no retry can fix and that will hit every other
-  request to the same endpoint too (rejected key, unknown model, server unreachable). The eval
-  runner aborts the whole run on it instead of recording one failed rollout after another.
+  request to the same endpoint too (rejected key, unknown model, server unreachable). It is a
+  `FatalError`: the rollout records it as fatal and every engine stops the run on it.
 
 Messages are single lines and never contain API keys.
 """
 
 from __future__ import annotations
 
-from prime_cli.envs.errors import EnvConfigError, ModelError
+from prime_cli.envs.errors import EnvConfigError, FatalError, ModelError
 
 
 class ClientConfigError(EnvConfigError):
     """The endpoint configuration is wrong; the message says what and how to fix it."""
 
 
-class FatalEndpointError(ModelError):
+class FatalEndpointError(ModelError, FatalError):
     """The endpoint cannot serve any request (HTTP 401/403/404, or unreachable after retries)."""
 
 

@@ -24,6 +24,7 @@ from .errors import (
     EnvConfigError,
     EnvironmentLoadError,
     Error,
+    FatalError,
     InfraError,
     ModelError,
     OverlongPromptError,
@@ -63,7 +64,7 @@ from .types import (
 __all__ = [
     "BOXED_SYSTEM_PROMPT", "THINK_BOXED_SYSTEM_PROMPT", "AssistantMessage", "ChatClient", "ChatMessage", "ChatResponse",
     "DatasetError", "EmptyModelResponseError", "EnvConfigError", "EnvGroup", "EnvGroupRubric", "Environment",
-    "EnvironmentLoadError", "Error", "Info", "InfraError", "JudgeRubric", "LocalEnvironmentWarning", "MathRubric",
+    "EnvironmentLoadError", "Error", "FatalError", "Info", "InfraError", "JudgeRubric", "LocalEnvironmentWarning", "MathRubric",
     "MaybeThinkParser", "Message", "Messages", "ModelError", "MultiTurnEnv", "OverlongPromptError", "Parser", "PythonEnv",
     "RolloutScore", "Rubric", "RubricError", "RubricGroup", "SamplingArgs", "SandboxEnv", "SingleTurnEnv", "State",
     "StatefulToolEnv", "SystemMessage", "ThinkParser", "Tool", "ToolCall", "ToolCallError", "ToolEnv", "ToolError",

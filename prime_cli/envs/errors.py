@@ -2,7 +2,10 @@
 
 Two families:
 - `Error` and subclasses happen *during* a rollout (model failures, tool failures). They are caught
-  by the rollout loop and recorded in `state["error"]`; the rollout ends, nothing is lost.
+  by the rollout loop and recorded in `state["error"]`; the rollout ends, nothing is lost. A
+  `FatalError` will hit every other rollout too (a rejected key, a server gone): its record says
+  `"fatal": true` and the engines stop the run on it (`is_fatal`) instead of recording one failed
+  rollout after another.
 - `EnvConfigError` and subclasses are mistakes in an environment or its input (a bad dataset row,
   a missing `load_environment`, an argument it does not accept). They are raised to the caller with
   a message that names the problem and the fix; the CLI turns them into one line and exit code 2.
@@ -20,6 +23,14 @@ TRACEBACK_CHARS = 4000
 
 class Error(Exception):
     """Base class of errors that end a rollout and are recorded in its state."""
+
+
+class FatalError(Error):
+    """A failure that no retry can fix and that every other rollout would hit too: the run stops."""
+
+
+# Records written before the "fatal" key: their one fatal type (prime_cli.clients.errors.FatalEndpointError)
+_FATAL_BEFORE_THE_FLAG = "FatalEndpointError"
 
 
 class ModelError(Error):
@@ -70,9 +81,20 @@ class EnvironmentNotInstalledError(EnvironmentLoadError):
     """`owner/my-env` is not installed; the message is the one command that installs it."""
 
 
-def error_record(exc: BaseException) -> dict[str, str]:
-    """The JSON form of an error kept in state and results: its type name and message."""
-    return {"type": type(exc).__name__, "message": str(exc) or type(exc).__name__}
+def error_record(exc: BaseException) -> dict[str, str | bool]:
+    """The JSON form of an error kept in state and results: its type name and message, and
+    `"fatal": True` for a FatalError."""
+    record: dict[str, str | bool] = {"type": type(exc).__name__, "message": str(exc) or type(exc).__name__}
+    if isinstance(exc, FatalError):
+        record["fatal"] = True
+    return record
+
+
+def is_fatal(record: dict[str, object] | None) -> bool:
+    """Whether an error record (`error_record`'s form) ends the whole run."""
+    if not record:
+        return False
+    return bool(record.get("fatal")) or record.get("type") == _FATAL_BEFORE_THE_FLAG
 
 
 def traceback_text(exc: BaseException, limit: int = TRACEBACK_CHARS) -> str:

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import prime_cli.envs as vf
+from prime_cli.envs.errors import is_fatal
 from prime_cli.envs.eval_defaults import env_eval_defaults, env_sampling_defaults
 from prime_cli.results.eval_schema import Rollout, Summary
 from prime_cli.results.reward_signal import reward_check
 from prime_cli.results.summary import RunningStats, metadata_fields, power_record, summarize
 from prime_cli.runs.log import run_log
-from prime_cli.runs.status import FINISHED, RunStatus
+from prime_cli.runs.status import RunStatus
 from prime_cli.runs.wait_notices import notice_interval
 
 from .config import (
@@ -32,16 +33,16 @@ from .config import (
 )
 from .cost_meter import CostMeter, student_price
 from .display import EvalDisplay
-from .health import budget_stop_reason, error_budget, final_status, first_errors, run_retries
+from .health import budget_stop_reason, error_budget, first_errors, run_retries
 from .jobs import EvalJobs, plan_jobs
 from .preflight import load_env
 from .rollout_view import rollout_text, rollout_view
 from .run_files import RunFiles, prepare_run_files
 from .sandboxing import start_run as start_sandboxes
+from .stopping import RunEnd, Stop, StopReason, run_status
 from .store import state_to_row
 
 logger = logging.getLogger("prime_cli.evals")
-FATAL_ERROR_TYPES = {"FatalEndpointError"}
 # While nothing finishes, plain output says what is in flight at least this often (seconds). The variable
 # is for tests, which cannot wait that long.
 HEARTBEAT_SECONDS = 25.0
@@ -98,25 +99,6 @@ def with_env_sampling_defaults(config: EvalConfig) -> EvalConfig:
     return config.model_copy(update=update) if update else config
 
 
-class _Cancel:
-    """First Ctrl-C: drain. Second: stop now."""
-
-    def __init__(self, display: EvalDisplay, in_flight: set[asyncio.Task]) -> None:
-        self.requested = asyncio.Event()
-        self.display = display
-        self.in_flight = in_flight
-
-    def __call__(self) -> None:
-        if not self.requested.is_set():
-            self.requested.set()
-            self.display.message(
-                f"cancelling: waiting for {len(self.in_flight)} in-flight group(s) to finish (Ctrl-C again to stop now)",
-                "warning")
-        else:
-            for task in self.in_flight:
-                task.cancel()
-
-
 def show_rollout(display: EvalDisplay, row: Rollout, env_id: str) -> None:
     """`-v`: the finished rollout on the display, and in eval.log at debug level."""
     logger.debug("rollout finished: %s", rollout_text(rollout_view(row, env_id)))
@@ -152,196 +134,239 @@ async def run_eval(config: EvalConfig, display: EvalDisplay, *, pool: Any = None
     with run_log(files.log_path, secrets, config.verbose):
         logger.info("eval %s with %s: %d examples x %d rollouts, %d to run", config.env_id, config.model,
                     files.num_examples, files.rollouts_per_example, jobs.total_rollouts)
-        return await _run(config, env, files, jobs, pool, display, meter, notes)
+        return await EvalRunner(config, env, files, jobs, pool, display, meter, notes).run()
 
 
-async def _run(config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: EvalJobs, pool: Any,
-               display: EvalDisplay, meter: CostMeter, notes: list[str] | None = None) -> EvalOutcome:
-    stats = RunningStats()
-    for row in files.previous_rows:
-        if (row["example_id"], row["rollout_idx"]) not in files.rerun_pairs:
-            stats.add(row)
-    meter.add_all(files.previous_rows)  # what the earlier part of a resumed run spent counts (against --max-cost too)
-    new_rows: list[Rollout] = []
-    in_flight: set[asyncio.Task] = set()
-    cancel = _Cancel(display, in_flight)
-    slots = asyncio.Semaphore(config.max_concurrent)
-    sampling_args = files.sampling_args
-    total = jobs.total_rollouts + stats.snapshot()["done"]
-    fatal: list[str] = []
-    over_budget: list[str] = []  # why the error budget stopped the run (this process's rollouts only)
-    errored_here = 0  # errored rows among new_rows, counted as they come rather than rescanned per error
-    running = [0]  # rollouts in flight, for the --max-cost check
-    estimated = [False]
-    start = time.perf_counter()
-    groups_in_flight: dict[asyncio.Task, tuple[Any, int, float]] = {}  # task -> (example id, rollouts, sent)
-    last_finished: list[float | None] = [None]  # when this process last finished a rollout
-    quiet_since = [start]  # the last finished rollout or heartbeat
+class EvalRunner:
+    """One run: groups of rollouts started under `max_concurrent` slots (and --max-cost), each finished
+    rollout saved at once, and at most one stop reason, the first that comes (stopping.py says what each
+    gives). One instance per run."""
 
-    def check_budget() -> None:
-        nonlocal errored_here
-        errored_here += 1
-        if over_budget or not (reason := budget_stop_reason(errored_here, len(new_rows), config.max_error_rate)):
-            return
-        over_budget.append(f"{reason}; first errors: {first_errors(new_rows)}")
-        logger.error("%s: the run stops", over_budget[0])
-        display.message(f"{over_budget[0]}: stopping the run", "error")
-        for task in list(in_flight):
+    def __init__(self, config: EvalConfig, env: vf.Environment, files: RunFiles, jobs: EvalJobs, pool: Any,
+                 display: EvalDisplay, meter: CostMeter, notes: list[str] | None = None) -> None:
+        self.config, self.env, self.files, self.jobs = config, env, files, jobs
+        self.pool, self.display, self.meter, self.notes = pool, display, meter, notes or []
+        self.stats = RunningStats()
+        for row in files.previous_rows:
+            if (row["example_id"], row["rollout_idx"]) not in files.rerun_pairs:
+                self.stats.add(row)
+        meter.add_all(files.previous_rows)  # what the earlier part of a resumed run spent counts (against --max-cost too)
+        self.total = jobs.total_rollouts + self.stats.snapshot()["done"]
+        self.new_rows: list[Rollout] = []
+        self.errored_here = 0  # errored rows among new_rows, counted as they come rather than rescanned per error
+        self.in_flight: dict[asyncio.Task, tuple[Any, int, float]] = {}  # group task -> (example id, rollouts, sent)
+        self.running = 0  # rollouts in flight, for the --max-cost check
+        self.slots = asyncio.Semaphore(config.max_concurrent)
+        self.estimated = False  # the cost estimate was shown
+        self.start = time.perf_counter()
+        self.last_finished: float | None = None  # when this process last finished a rollout
+        self.quiet_since = self.start  # the last finished rollout or heartbeat
+        self.interrupted = False  # a first Ctrl-C came: the next one cancels the groups in flight
+        self.stop: Stop | None = None
+
+    def stop_for(self, reason: StopReason, error: str | None = None) -> bool:
+        """Record why the run stops when it is the first reason (True); a later one is only logged."""
+        if self.stop is None:
+            self.stop = Stop(reason, error)
+            return True
+        if reason is not self.stop.reason:
+            logger.warning("%s after the run had stopped (%s): not recorded%s", reason.value,
+                           self.stop.reason.value, f": {error}" if error else "")
+        return False
+
+    def cancel_groups(self) -> None:
+        """Cancel the groups in flight (not the one calling): their rollouts are not saved."""
+        for task in list(self.in_flight):
             if task is not asyncio.current_task():
-                task.cancel()  # their rollouts are not saved: --retry-errors runs them
+                task.cancel()
 
-    async def run_group(group_index: int, row: dict[str, Any], indices: list[int]) -> None:
-        client, model = pool.for_group(group_index)
-        states = await env.run_group(client, model, row, n=len(indices), sampling_args=sampling_args,
-                                     independent_scoring=config.independent_scoring)
+    def interrupt(self) -> None:
+        """SIGINT. The first Ctrl-C starts no new group and drains those in flight; the next cancels them."""
+        if self.interrupted:
+            self.cancel_groups()
+            return
+        self.interrupted = True
+        self.stop_for(StopReason.CANCELLED)
+        self.display.message(
+            f"cancelling: waiting for {len(self.in_flight)} in-flight group(s) to finish (Ctrl-C again to stop now)",
+            "warning")
+
+    def count_error(self) -> None:
+        """An errored rollout was saved: stop the run when the error rate is clearly over the budget."""
+        self.errored_here += 1
+        if self.stop is not None or not (
+                reason := budget_stop_reason(self.errored_here, len(self.new_rows), self.config.max_error_rate)):
+            return
+        line = f"{reason}; first errors: {first_errors(self.new_rows)}"
+        self.stop_for(StopReason.ERROR_BUDGET, line)
+        logger.error("%s: the run stops", line)
+        self.display.message(f"{line}: stopping the run", "error")
+        self.cancel_groups()  # --retry-errors runs their rollouts
+
+    async def run_group(self, group_index: int, row: dict[str, Any], indices: list[int]) -> None:
+        config, stats, meter = self.config, self.stats, self.meter
+        client, model = self.pool.for_group(group_index)
+        states = await self.env.run_group(client, model, row, n=len(indices), sampling_args=self.files.sampling_args,
+                                          independent_scoring=config.independent_scoring)
         for idx, state in zip(indices, states, strict=True):
             error = state.get("error") or {}
-            if error.get("type") in FATAL_ERROR_TYPES:
-                fatal.append(error.get("message", "endpoint error"))
+            if is_fatal(error):
+                self.stop_for(StopReason.FATAL_ENDPOINT, error.get("message", "endpoint error"))
                 continue  # not a result: resume will run it again
             result = state_to_row(state, idx, config.state_columns)
-            last_finished[0] = quiet_since[0] = time.perf_counter()
-            files.write(result)
-            new_rows.append(result)
+            self.last_finished = self.quiet_since = time.perf_counter()
+            self.files.write(result)
+            self.new_rows.append(result)
             stats.add(result)
             meter.add(result)
             if config.verbose:
-                show_rollout(display, result, config.env_id)
+                show_rollout(self.display, result, config.env_id)
             snapshot = stats.snapshot()
-            display.progress(done=snapshot["done"], total=total, stats={**snapshot, "cost_usd": meter.shown_spend})
+            self.display.progress(done=snapshot["done"], total=self.total,
+                                  stats={**snapshot, "cost_usd": meter.shown_spend})
             if result.get("error"):
-                check_budget()
-        if not estimated[0] and (line := meter.estimate(total, stats.snapshot()["done"])):
-            estimated[0] = True
-            display.message(line)
+                self.count_error()
+        self.show_estimate()
 
-    loop = asyncio.get_running_loop()
-    try:
-        loop.add_signal_handler(signal.SIGINT, cancel)
-        handler_installed = True
-    except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
-        handler_installed = False
+    def show_estimate(self) -> None:
+        """The run's cost estimate, once, as soon as there is an average to make it from."""
+        if not self.estimated and (line := self.meter.estimate(self.total, self.stats.snapshot()["done"])):
+            self.estimated = True
+            self.display.message(line)
 
-    async def heartbeat() -> None:
+    def group_done(self, task: asyncio.Task, width: int, count: int) -> None:
+        # the slots are given back here, not in the task: a task cancelled before it ever ran has no finally
+        for _ in range(width):
+            self.slots.release()
+        self.in_flight.pop(task, None)
+        self.running -= count
+        # the first group that raises (a full disk, a bug in the environment) stops the run: its error is kept
+        # here rather than dropped with its task, and the other groups in flight are cancelled
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            logger.error("a group of rollouts raised; the run stops", exc_info=exc)
+            if self.stop_for(StopReason.GROUP_RAISED, f"the run stopped: {type(exc).__name__}: {exc}"):
+                self.cancel_groups()
+
+    async def heartbeat(self) -> None:
         """While nothing finishes, say what is in flight and since when (plain output prints it)."""
         interval = heartbeat_interval()
         while True:
-            await asyncio.sleep(max(0.01, quiet_since[0] + interval - time.perf_counter()))
+            await asyncio.sleep(max(0.01, self.quiet_since + interval - time.perf_counter()))
             now = time.perf_counter()
-            if not groups_in_flight:
-                quiet_since[0] = now
-            if now - quiet_since[0] < interval:
+            if not self.in_flight:
+                self.quiet_since = now
+            if now - self.quiet_since < interval:
                 continue
-            quiet_since[0] = now
-            groups = list(groups_in_flight.values())
-            display.heartbeat(done=stats.snapshot()["done"], total=total,
-                              in_flight=[(example_id, count) for example_id, count, _ in groups],
-                              oldest_s=now - min(sent for *_, sent in groups),
-                              idle_s=None if last_finished[0] is None else now - last_finished[0],
-                              timeout=config.timeout)
+            self.quiet_since = now
+            groups = list(self.in_flight.values())
+            self.display.heartbeat(done=self.stats.snapshot()["done"], total=self.total,
+                                   in_flight=[(example_id, count) for example_id, count, _ in groups],
+                                   oldest_s=now - min(sent for *_, sent in groups),
+                                   idle_s=None if self.last_finished is None else now - self.last_finished,
+                                   timeout=self.config.timeout)
 
-    limits = limits_line(config, sampling_args)
-    display.start(env_id=config.env_id, model=config.model, run_dir=str(files.run_dir) if files.run_dir else None,
-                  total=total, already_done=stats.snapshot()["done"], num_examples=files.num_examples,
-                  rollouts_per_example=files.rollouts_per_example, **({"limits": limits} if limits else {}))
-    for note in notes or []:
-        display.message(note)
-    if line := meter.estimate(total, stats.snapshot()["done"]):  # a resumed run: from its finished rollouts
-        estimated[0] = True
-        display.message(line)
-    sandboxed = await start_sandboxes(config, env, display)
-    status = RunStatus.COMPLETED
-    crash: BaseException | None = None
-    failures: list[BaseException] = []
-
-    def group_done(task: asyncio.Task, width: int, count: int) -> None:
-        # the slots are given back here, not in the task: a task cancelled before it ever ran has no finally
-        for _ in range(width):
-            slots.release()
-        # the first group that raises (a full disk, a bug in the environment) stops the run: it is kept here
-        # rather than dropped with its task, and the other groups in flight are cancelled
-        in_flight.discard(task)
-        groups_in_flight.pop(task, None)
-        running[0] -= count
-        if not task.cancelled() and task.exception() is not None:
-            failures.append(task.exception())  # type: ignore[arg-type]
-            for other in list(in_flight):
-                other.cancel()
-
-    beating = asyncio.create_task(heartbeat())
-    try:
-        for group_index, (row, indices) in enumerate(jobs.groups):
-            while not meter.allows(running[0], len(indices)) and in_flight:  # the finished ones decide
-                await asyncio.wait(list(in_flight), return_when=asyncio.FIRST_COMPLETED)
-            if not meter.allows(running[0], len(indices)) and not (cancel.requested.is_set() or fatal or failures):
+    async def start_groups(self) -> None:
+        """Start every group that the slots, the cost cap and the stop reason let start; wait for them all."""
+        meter = self.meter
+        for group_index, (row, indices) in enumerate(self.jobs.groups):
+            while not meter.allows(self.running, len(indices)) and self.in_flight:  # the finished ones decide
+                await asyncio.wait(list(self.in_flight), return_when=asyncio.FIRST_COMPLETED)
+            if self.stop is None and not meter.allows(self.running, len(indices)):
                 meter.stop()
+                self.stop_for(StopReason.COST_CAP)
                 break
-            width = min(len(indices), config.max_concurrent)
+            width = min(len(indices), self.config.max_concurrent)
             for _ in range(width):
-                await slots.acquire()
-            if cancel.requested.is_set() or fatal or failures or over_budget:
+                await self.slots.acquire()
+            if self.stop is not None:
                 for _ in range(width):
-                    slots.release()
+                    self.slots.release()
                 break
-            task = asyncio.create_task(run_group(group_index, row, indices))
-            in_flight.add(task)
-            groups_in_flight[task] = (row.get("example_id"), len(indices), time.perf_counter())
-            running[0] += len(indices)
-            task.add_done_callback(functools.partial(group_done, width=width, count=len(indices)))
-        while in_flight:
-            await asyncio.gather(*list(in_flight), return_exceptions=True)
-        if failures:
-            crash = failures[0]
-            logger.error("a group of rollouts raised; the run stops", exc_info=crash)
-            status = RunStatus.FAILED
-        elif fatal or over_budget:
-            status = RunStatus.FAILED
-        elif cancel.requested.is_set() or meter.cap_reached:
-            status = RunStatus.CANCELLED
-    except asyncio.CancelledError:
-        status = RunStatus.CANCELLED
-    except BaseException:
-        status = RunStatus.FAILED
-        raise
-    finally:
-        beating.cancel()
-        if handler_installed:
-            loop.remove_signal_handler(signal.SIGINT)
+            task = asyncio.create_task(self.run_group(group_index, row, indices))
+            self.in_flight[task] = (row.get("example_id"), len(indices), time.perf_counter())
+            self.running += len(indices)
+            task.add_done_callback(functools.partial(self.group_done, width=width, count=len(indices)))
+        while self.in_flight:
+            await asyncio.gather(*list(self.in_flight), return_exceptions=True)
+
+    def show_start(self) -> None:
+        files, done = self.files, self.stats.snapshot()["done"]
+        limits = limits_line(self.config, files.sampling_args)
+        self.display.start(env_id=self.config.env_id, model=self.config.model,
+                           run_dir=str(files.run_dir) if files.run_dir else None, total=self.total,
+                           already_done=done, num_examples=files.num_examples,
+                           rollouts_per_example=files.rollouts_per_example, **({"limits": limits} if limits else {}))
+        for note in self.notes:
+            self.display.message(note)
+        self.show_estimate()  # a resumed run: from its finished rollouts
+
+    async def run(self) -> EvalOutcome:
+        loop = asyncio.get_running_loop()
+        try:
+            loop.add_signal_handler(signal.SIGINT, self.interrupt)
+            handler_installed = True
+        except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+            handler_installed = False
+        self.show_start()
+        sandboxed = await start_sandboxes(self.config, self.env, self.display)
+        beating = asyncio.create_task(self.heartbeat())
+        raised = False
+        try:
+            await self.start_groups()
+        except asyncio.CancelledError:
+            self.stop_for(StopReason.CANCELLED)
+        except BaseException:
+            raised = True
+            raise
+        finally:
+            beating.cancel()
+            if handler_installed:
+                loop.remove_signal_handler(signal.SIGINT)
+            end, all_rows, summary = await self.save(sandboxed, raised)
+        return self.report(end, all_rows, summary)
+
+    async def save(self, sandboxed: bool, raised: bool) -> tuple[RunEnd, list[Rollout], Summary]:
+        """Close what the run opened and finish its files, also when the runner raised (status failed)."""
+        config, files = self.config, self.files
         sandbox: dict[str, Any] = {}
         if sandboxed:  # what Ctrl-C (or a crash) left open is closed before the files are finished
             from .sandboxing import close_all, record
 
             await close_all()
-            sandbox = {"sandbox": record(config, env)}
-        elapsed_ms = (time.perf_counter() - start) * 1000.0
-        snapshot = stats.snapshot()
+            sandbox = {"sandbox": record(config, self.env)}
+        elapsed_ms = (time.perf_counter() - self.start) * 1000.0
+        snapshot = self.stats.snapshot()
         budget = error_budget(snapshot["errors"], snapshot["done"], config.max_error_rate)
-        status = final_status(status, budget)
-        health = {"retries": run_retries(pool, files.store.metadata.get("retries") if files.mode != "new"
+        end = run_status(self.stop, budget)
+        health = {"retries": run_retries(self.pool, files.store.metadata.get("retries") if files.mode != "new"
                                          and files.store else None), "error_budget": budget}
-        cost = meter.record()
-        all_rows, summary = files.finish(new_rows, status, elapsed_ms, summarize, metadata_fields,
-                                         config.pass_threshold, extra={**health, "cost": cost, **sandbox})
-        if hasattr(pool, "aclose"):
-            await pool.aclose()
-    summary = {**summary, **health, "cost": cost, **sandbox}
-    if config.power_delta is not None:
-        summary["power"] = power_record(summary, config.power_delta)
-    if (check := reward_check(all_rows, config.env_id, config.env_args)) is not None:
-        summary["reward_check"] = check
-    run_dir = str(files.run_dir) if files.run_dir else None
-    # a run stopped by its error budget is finished by --retry-errors (errored and never-run rollouts alike)
-    unfinished = status not in FINISHED and not over_budget
-    resume = files.resume_command(config) if unfinished and run_dir else None
-    if resume and meter.cap_reached:  # its own cap would stop the resumed run at once
-        resume = f"{resume} {meter.resume_cap(total, stats.snapshot()['done'])}"
-    retry = files.retry_command(config) if budget["errored_rollouts"] and not resume and run_dir else None
-    if status == RunStatus.COMPLETED_WITH_ERRORS and not run_dir:
-        display.message("save the run with -s to rerun only its errored rollouts with --retry-errors DIR", "warning")
-    display.finish(status=status, summary=summary, run_dir=run_dir, resume_command=resume, retry_command=retry)
-    capped = meter.stop_line(resume) if meter.cap_reached else None
-    error = (fatal[0] if fatal else f"the run stopped: {type(crash).__name__}: {crash}" if crash
-             else over_budget[0] if over_budget else capped)
-    return EvalOutcome(status=status, summary=summary, run_dir=files.run_dir, error=error, rows=all_rows,
-                       stopped=crash is not None or bool(over_budget))
+        cost = self.meter.record()
+        all_rows, summary = files.finish(self.new_rows, RunStatus.FAILED if raised else end.status, elapsed_ms,
+                                         summarize, metadata_fields, config.pass_threshold,
+                                         extra={**health, "cost": cost, **sandbox})
+        if hasattr(self.pool, "aclose"):
+            await self.pool.aclose()
+        return end, all_rows, {**summary, **health, "cost": cost, **sandbox}
 
+    def report(self, end: RunEnd, all_rows: list[Rollout], summary: Summary) -> EvalOutcome:
+        """Show the end of the run (its summary, the command that finishes it) and return its outcome."""
+        config, files, meter = self.config, self.files, self.meter
+        if config.power_delta is not None:
+            summary["power"] = power_record(summary, config.power_delta)
+        if (check := reward_check(all_rows, config.env_id, config.env_args)) is not None:
+            summary["reward_check"] = check
+        run_dir = str(files.run_dir) if files.run_dir else None
+        capped = self.stop is not None and self.stop.reason is StopReason.COST_CAP
+        resume = files.resume_command(config) if end.resumable and run_dir else None
+        if resume and capped:  # its own cap would stop the resumed run at once
+            resume = f"{resume} {meter.resume_cap(self.total, self.stats.snapshot()['done'])}"
+        retry = (files.retry_command(config) if summary["error_budget"]["errored_rollouts"] and not resume
+                 and run_dir else None)
+        if end.status == RunStatus.COMPLETED_WITH_ERRORS and not run_dir:
+            self.display.message("save the run with -s to rerun only its errored rollouts with --retry-errors DIR",
+                                 "warning")
+        self.display.finish(status=end.status, summary=summary, run_dir=run_dir, resume_command=resume,
+                            retry_command=retry)
+        error = meter.stop_line(resume) if capped else end.error  # the cap's line names the command to resume
+        return EvalOutcome(status=end.status, summary=summary, run_dir=files.run_dir, error=error, rows=all_rows,
+                           stopped=end.stopped)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import prime_cli.envs as vf
+from prime_cli.envs.errors import is_fatal
 from prime_cli.records.json_lines import read_json_lines, repair_torn_tail
 from prime_cli.runs import json_lines
 
@@ -31,7 +32,6 @@ from .scored import RowScore, errored, row_score
 from .state_columns import StateColumnCheck
 
 logger = logging.getLogger("prime_cli.gepa")
-FATAL_ERROR_TYPES = {"FatalEndpointError"}
 SEARCH, VALIDATION, BACKGROUND = 0, 1, 2
 """Rollout priorities, most urgent first."""
 
@@ -269,7 +269,7 @@ class Evaluator:
             slots.release(width, background)
         for index, state in zip(missing, states, strict=True):
             error = state.get("error") or {}
-            if error.get("type") in FATAL_ERROR_TYPES:
+            if is_fatal(error):
                 raise EndpointAborted(error.get("message") or "the model endpoint failed")
             record = rollout_record(state, self.state_columns)
             if self.state_check is not None:

@@ -131,6 +131,17 @@ def test_a_fatal_endpoint_error_stops_the_orchestrator():
         asyncio.run(loop.collect_batch(sampler(Down()), None, config()))
 
 
+def test_any_error_recorded_as_fatal_stops_the_orchestrator():
+    class Gone(ScriptedEnv):
+        async def run_group(self, client, model, row, n, sampling_args):
+            states = await super().run_group(client, model, row, n, sampling_args)
+            states[0]["error"] = {"type": "SandboxGone", "message": "the sandbox service is gone", "fatal": True}
+            return states
+
+    with pytest.raises(loop.EndpointDown, match="the sandbox service is gone"):
+        asyncio.run(loop.collect_batch(sampler(Gone()), None, config()))
+
+
 def test_sampler_state_round_trips_through_json():
     first = sampler(ScriptedEnv(), seed=3)
     for _ in range(17):

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from prime_cli.envs.errors import is_fatal
 from prime_cli.train.plugin_api import (
     RLConfig,
     TrainingRunLayout,
@@ -42,7 +43,6 @@ from .teacher import TEACHER_ERROR_KIND, TeacherClient, TeacherError, teacher_en
 from .wandb_extras import RolloutRecord, due, extras_config, rl_extras, write_extras
 from .weights import PolicyWeights
 
-FATAL_ERROR_TYPES = {"FatalEndpointError"}
 MAX_ROUNDS = 10  # rounds of sampling per step before groups without signal are let through
 
 
@@ -106,7 +106,7 @@ async def sample_group(entry: EnvRows, row: dict[str, Any], client: Any, config:
     outcomes: list[tuple[dict[str, Any], RolloutError | None, list[TrainingSample]]] = []
     for state in states:
         error = state.get("error") or {}
-        if error.get("type") in FATAL_ERROR_TYPES:
+        if is_fatal(error):
             raise EndpointDown(error.get("message", "the inference server failed"))
         group.completion_tokens += int((state.get("usage") or {}).get("completion_tokens", 0))
         group.scoring_s = max(group.scoring_s, float((state.get("timing") or {}).get("scoring_ms", 0.0)) / 1000)
