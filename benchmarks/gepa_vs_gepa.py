@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/gepa_vs_gepa.py [--families sim edit] [--budgets 150 300 600]
         [--seeds 0 1 ... 9] [--concurrency 8] [--parallel 1] [--speculate 0] [--baseline DIR]
-        [--student-delay S] [--reflection-delay S] [--json PATH] [--no-bytecode-cache]
+        [--student-delay S] [--reflection-delay S] [--json PATH] [--no-bytecode-cache] [--no-gepa]
 
 Task families (benchmarks/gepa_bench/families.py):
 - sim (sim.py, environment gepa-sim): rows "[category] word" whose answer is the word transformed by
@@ -17,8 +17,10 @@ Task families (benchmarks/gepa_bench/families.py):
 
 Flags: --seeds (default 0-9) and --budgets (default 150 300 600) set the grid; --parallel and
 --speculate list prime's -P / --speculate values to compare; --baseline DIR runs the prime of another
-checkout of this repository (e.g. a worktree of main) too, interleaved seed by seed, for a before/after
-in one run; --student-delay / --reflection-delay set the scripted server's latency per call (0 0: as fast
+checkout of this repository (e.g. a worktree of main) too, with the same -P / --speculate values,
+interleaved seed by seed, for a before/after in one run; --no-gepa leaves the gepa package out (a
+before/after of prime alone: at zero delays the two sides' --json rows then differ only in wall_s and
+stages where the change keeps prime's choices); --student-delay / --reflection-delay set the scripted server's latency per call (0 0: as fast
 as it goes, for the search logic alone); --json PATH writes every run's numbers (best prompts too).
 
 Both optimisers get the same train/validation/test rows, the same scripted student and reflection
@@ -172,16 +174,17 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="also write every run's numbers to this file")
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="run prime without a bytecode cache when PYTHONDONTWRITEBYTECODE is set")
+    parser.add_argument("--no-gepa", action="store_true",
+                        help="leave the gepa package out (prime against --baseline only)")
     args = parser.parse_args()
     sim.STUDENT_DELAY, sim.REFLECTION_DELAY = args.student_delay, args.reflection_delay
-    python = ensure_gepa_venv()
+    python = None if args.no_gepa else ensure_gepa_venv()
     repos = {"prime": REPO, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
     cache = not args.no_bytecode_cache
     several_p = len(args.parallel) > 1
-    # (label, repo, -P, --speculate); a baseline runs without --speculate (an older checkout may lack it)
+    # (label, repo, -P, --speculate); a baseline older than --speculate fails on it with prime's error
     variants = [(name + (f" -P {p}" if several_p else "") + (f" -S {s}" if s else ""), repo, p, s)
-                for p in args.parallel for s in args.speculate for name, repo in repos.items()
-                if not (s and name == "baseline")]
+                for p in args.parallel for s in args.speculate for name, repo in repos.items()]
     gepa = "gepa 0.1.4"
     runs: report.Runs = {}
     started = time.perf_counter()
@@ -195,12 +198,15 @@ def main() -> None:
             for budget in args.budgets:
                 for label, *_ in variants:
                     runs[(family.name, budget, label)] = []
-                runs[(family.name, budget, gepa)] = []
+                if python is not None:
+                    runs[(family.name, budget, gepa)] = []
                 for seed in args.seeds:
                     for label, repo, p, s in variants:
                         run = run_prime(family, budget, args.concurrency, seed, out, p, repo, cache, s)
                         runs[(family.name, budget, label)].append(run)
                         print(report.seed_line(family.name, budget, label, run, family.harmful), file=sys.stderr, flush=True)
+                    if python is None:
+                        continue
                     run = run_gepa(family, python, budget, args.concurrency, seed, rows[seed], out)
                     runs[(family.name, budget, gepa)].append(run)
                     print(report.seed_line(family.name, budget, gepa, run, family.harmful), file=sys.stderr, flush=True)
@@ -209,11 +215,12 @@ def main() -> None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps([{"family": f, "budget": b, "optimiser": name, **run}
                                          for (f, b, name), results in runs.items() for run in results], indent=1))
-    pairs = [(label, gepa) for label, _, _, s in variants if not label.startswith("baseline")]
-    if args.baseline:
-        pairs += [(label, label.replace("prime", "baseline", 1)) for label, _, _, s in variants
-                  if label.startswith("prime") and not s]
-        pairs += [(label, gepa) for label, *_ in variants if label.startswith("baseline")]
+    primes = [label for label, *_ in variants if label.startswith("prime")]
+    baselines = [label for label, *_ in variants if label.startswith("baseline")]
+    with_gepa = python is not None
+    pairs = [(label, gepa) for label in primes if with_gepa]
+    pairs += [(label, label.replace("prime", "baseline", 1)) for label in primes if args.baseline]
+    pairs += [(label, gepa) for label in baselines if with_gepa]
     delays = f"student delay {args.student_delay} s, reflection delay {args.reflection_delay} s"
     print(f"\n### gepa_vs_gepa: families {' '.join(args.families)}, c={args.concurrency}, seeds {args.seeds}, {delays}"
           + (f", baseline {args.baseline}" if args.baseline else "") + f" ({elapsed:.0f} s)\n")
