@@ -32,9 +32,9 @@ from pathlib import Path
 from .build_backend import builds_in_place
 from .errors import WorkspaceError
 from .indexes import PackageIndex, redact, with_credentials
-from .install import pip_failure_reason
 from .install_guard import changes, install_dependencies, plan_dependencies, snapshot
 from .names import module_name
+from .pip_failure import pip_failure_reason
 
 # pip settings that only say how to reach a server: kept in step 1, where the config files are not read
 NETWORK_SETTINGS = ("cert", "client-cert", "proxy", "trusted-host", "timeout", "default-timeout", "retries")

@@ -22,6 +22,7 @@ from .build_backend import builds_in_place
 from .errors import WorkspaceError
 from .install_guard import changes, install_dependencies, plan_dependencies, snapshot
 from .names import check_env_name, module_name
+from .pip_failure import pip_failure_reason
 
 if TYPE_CHECKING:
     from .index_install import IndexInstallResult, IndexRequest
@@ -93,23 +94,6 @@ def declared(folder: Path) -> tuple[str, list[str] | None]:
     return name, dependencies
 
 
-# pip's lines that say why an install failed, most telling first
-TELLING = ("No matching distribution", "Could not find a version", "requires a different Python",
-           "Could not build", "Failed to build", "ResolutionImpossible", "conflicting dependencies",
-           "ModuleNotFoundError", "No module named", "BackendUnavailable")
-
-
-def pip_failure_reason(output: str) -> str:
-    """The one line of a failed pip's output that says the most (it prints many, and retries)."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    for phrase in TELLING:
-        for line in lines:
-            if phrase in line:
-                return line.removeprefix("ERROR: ")
-    errors = [line.removeprefix("ERROR: ") for line in lines if line.startswith("ERROR:")]
-    return errors[0] if errors else (lines[-1] if lines else "pip printed nothing")
-
-
 def install_environment(target: str, root: Path | None = None) -> InstallResult:
     folder = environment_folder(target, root)
     if importlib.util.find_spec("pip") is None:
@@ -146,7 +130,7 @@ def is_local_target(target: str, root: Path | None = None) -> bool:
 
 
 def _index_for(request: IndexRequest, indexes: list[PackageIndex], target: str) -> PackageIndex:
-    from .indexes import SETUP_HINT, index_named
+    from .indexes import SETUP_HINT, index_named  # lazy: start-up
 
     if request.owner is not None:
         try:
@@ -169,8 +153,9 @@ def install_target(target: str, root: Path | None = None,
     """`prime env install TARGET`: InstallResult (a local folder, editable) or IndexInstallResult."""
     if is_local_target(target, root):
         return install_environment(target, root)
-    from .index_install import install_from_index, parse_request
-    from .indexes import configured_indexes
+    # an install from an index is the rare case: its modules (configparser among them) stay out of the others
+    from .index_install import install_from_index, parse_request  # lazy: start-up
+    from .indexes import configured_indexes  # lazy: start-up
 
     request = parse_request(target)
     indexes = configured_indexes(endpoints_path, root)

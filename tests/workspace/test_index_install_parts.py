@@ -13,7 +13,8 @@ from prime_cli.workspace.index_install import (
     only_index_environment,
     parse_request,
 )
-from prime_cli.workspace.install import environment_folder, is_local_target, pip_failure_reason
+from prime_cli.workspace.install import environment_folder, is_local_target
+from prime_cli.workspace.pip_failure import pip_failure_reason
 
 
 @pytest.mark.parametrize(("target", "expected"), [
