@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import prime_cli.envs as vf
-from prime_cli.clients.command_flags import is_local_model
 
 from .config import GepaConfig
+from .cost import check_cost_cap
+from .model_endpoints import model_specs, reflection_url  # noqa: F401 - api.py imports model_specs from here
 from .rows import Splits, make_splits, seed_prompt
 
 
@@ -30,13 +31,6 @@ def load_inputs(config: GepaConfig) -> SearchInputs:
     seed_text = seed_prompt(env)
     splits = make_splits(env, seed_text, config.num_train, config.num_val, config.num_test, config.seed)
     return SearchInputs(env, seed_text, splits)
-
-
-def model_specs(config: GepaConfig, model: str, base_url: str | None) -> list[Any]:
-    """The endpoints of the student or the reflection model, resolved as `prime eval run` resolves -m."""
-    from prime_cli.clients.endpoints import endpoint_specs
-
-    return endpoint_specs(model, base_url, config.api_key_var, config.endpoints_path)
 
 
 def open_model_pool(config: GepaConfig, specs: list[Any], served_local: bool = False) -> Any:
@@ -57,12 +51,6 @@ def say_retry(timeout: float, describe: str, reason: str, attempt: int, max_retr
           file=sys.stderr, flush=True)
 
 
-def reflection_url(config: GepaConfig) -> str | None:
-    if is_local_model(config.reflector) and not config.reflection_base_url:
-        return None  # the embedded model: its server is found or started for the run
-    return config.reflection_base_url or config.base_url
-
-
 def check_endpoints(config: GepaConfig) -> None:
     from prime_cli.clients.endpoints import check_endpoints as check
     from prime_cli.clients.registry import check_base_url
@@ -79,7 +67,5 @@ def preflight(config: GepaConfig) -> SearchInputs:
     """The environment and rows of the run; raises EnvConfigError (one line for the CLI) on bad input."""
     inputs = load_inputs(config)
     check_endpoints(config)
-    from .cost import check_cost_cap
-
     check_cost_cap(config, inputs.env)
     return inputs
