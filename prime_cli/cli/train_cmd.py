@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from .errors import fail, fail_error
+
+if TYPE_CHECKING:
+    from prime_cli.train.contract import TrainerPlugin
 
 PARTS = ("inference", "trainer", "orchestrator")
 
@@ -69,17 +73,16 @@ def train(
 
         _print_dry_run(config, plugin, notes + output_dir_notes(config, resume_step), unchecked)
         raise typer.Exit(_slurm(plugin, config, resume_step, True, slurm_template) if slurm else 0)
-    _check_part_flags(config, plugin, part, node_rank, force, slurm)
+    _check_part_flags(config, part, node_rank, slurm)
     if slurm:
         raise typer.Exit(_slurm(plugin, config, resume_step, False, slurm_template))
     for note in notes:  # what the dry-run plan would say about the config, once at the start
         typer.echo(note, err=True)
-    kwargs = {"force": True} if force else {}
-    if part:
-        kwargs["part"] = part
-    if node_rank:
-        kwargs["node_rank"] = node_rank
-    raise typer.Exit(plugin.run(config, Path(config.output_dir), resume_step, **kwargs))
+    try:
+        code = plugin.run(config, Path(config.output_dir), resume_step, force=force, part=part, node_rank=node_rank)
+    except TrainConfigError as exc:  # the plugin cannot do what a flag asked
+        fail_error(exc, verbose)
+    raise typer.Exit(code)
 
 
 HOSTED = ("prime has no hosted training service (`prime train submit` is a hosted platform's command): "
@@ -100,9 +103,7 @@ def _config_path(words: list[str]) -> Path | None:
     return Path(words[0]) if words else None
 
 
-def _check_part_flags(config, plugin, part: str | None, node_rank: int, force: bool, slurm: bool) -> None:
-    if force and not _accepts(plugin, "force"):
-        fail(f"--force: the trainer plugin {getattr(plugin, 'name', '?')!r} does not support it; train elsewhere with -o DIR")
+def _check_part_flags(config, part: str | None, node_rank: int, slurm: bool) -> None:
     nodes = config.deployment.num_train_nodes
     if node_rank and (part != "trainer" or node_rank >= nodes):
         fail(f"--node-rank {node_rank} is for --part trainer with [deployment] num_train_nodes above it "
@@ -110,20 +111,15 @@ def _check_part_flags(config, plugin, part: str | None, node_rank: int, force: b
     if nodes > 1 and part is None and not slurm:
         fail(f"[deployment] num_train_nodes is {nodes}: start each part on its node with --part (trainer nodes: "
              "--part trainer --node-rank N), or add a [slurm] table; see docs/trainer.md, Scaling")
-    if part and not _accepts(plugin, "part"):
-        fail(f"--part: the trainer plugin {getattr(plugin, 'name', '?')!r} runs every part together; leave --part out")
 
 
-def _slurm(plugin, config, resume_step: int | None, dry_run: bool, template: Path | None) -> int:
-    if not hasattr(plugin, "run_slurm"):
-        fail(f"[slurm]: the trainer plugin {getattr(plugin, 'name', '?')!r} cannot write SLURM jobs; remove the table")
-    return plugin.run_slurm(config, Path(config.output_dir), resume_step, dry_run, template, typer.echo)
+def _slurm(plugin: TrainerPlugin, config, resume_step: int | None, dry_run: bool, template: Path | None) -> int:
+    from prime_cli.train.errors import TrainConfigError  # lazy: start-up
 
-
-def _accepts(plugin, keyword: str) -> bool:
-    import inspect
-
-    return keyword in inspect.signature(plugin.run).parameters
+    try:
+        return plugin.run_slurm(config, Path(config.output_dir), resume_step, dry_run, template, typer.echo)
+    except TrainConfigError as exc:  # the plugin cannot write SLURM jobs
+        fail_error(exc)
 
 
 def _prepare(config_path: Path, trainer: str | None, overrides: list[str], output_dir: str | None, dry_run: bool):
@@ -182,14 +178,13 @@ def _print_trainers() -> None:
         typer.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
 
 
-def _print_dry_run(config, plugin, notes: list[str], unchecked: list[str]) -> None:
+def _print_dry_run(config, plugin: TrainerPlugin, notes: list[str], unchecked: list[str]) -> None:
     from prime_cli.train.devices import has_cuda
     from prime_cli.train.plan import build_plan, render_plan
     from prime_cli.train.tomlio import dumps
 
     cuda = has_cuda()
-    version = getattr(plugin, "version", "?")
-    typer.echo(f"Trainer: {getattr(plugin, 'name', '?')} {version}")
+    typer.echo(f"Trainer: {plugin.name} {plugin.version}")
     typer.echo("Resolved config:")
     typer.echo("\n".join(f"  {line}" if line else "" for line in dumps(config.model_dump()).splitlines()))
     typer.echo("")

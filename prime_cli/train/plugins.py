@@ -10,7 +10,7 @@ import difflib
 from importlib.metadata import entry_points
 from typing import Any, NamedTuple
 
-from .contract import API_VERSION, TrainerPlugin
+from .contract import API_VERSION, MEMBERS, TrainerPlugin
 from .errors import TrainConfigError
 
 GROUP = "prime.trainers"
@@ -79,11 +79,21 @@ def load_trainer(name: str | None = None) -> TrainerPlugin:
         raise TrainConfigError(f"{label} failed to import {info.value}: {type(exc).__name__}: {exc}") from None
     if isinstance(plugin, type):
         plugin = plugin()
-    version = getattr(plugin, "api_version", None)
+    version = getattr(plugin, "api_version", None)  # read before the contract: an older one may lack members
     if version != API_VERSION:
-        raise TrainConfigError(f"{label} implements trainer plugin API version {version}, but this prime "
-                               f"supports version {API_VERSION}: install a {info.package} release made for it")
+        raise TrainConfigError(_version_refusal(info, version))
     if not isinstance(plugin, TrainerPlugin):  # a member of the contract is missing
-        missing = [attr for attr in ("name", "config_model", "run") if not hasattr(plugin, attr)]
+        missing = [attr for attr in MEMBERS if not hasattr(plugin, attr)]
         raise TrainConfigError(f"{label} is not a valid trainer plugin (it has no {', '.join(missing)})")
     return plugin
+
+
+def _version_refusal(info: TrainerInfo, version: object) -> str:
+    plugin = f"trainer plugin {info.name!r} ({info.package} {info.version})"
+    speaks = f"speaks plugin API {version}" if isinstance(version, int) else "declares no plugin API version"
+    if isinstance(version, int) and version > API_VERSION:
+        return (f"{plugin} {speaks}; prime needs {API_VERSION}: upgrade prime, or install a {info.package} "
+                f"release made for plugin API {API_VERSION}")
+    upgrade = INSTALL_HINT.removeprefix("install the LoRA trainer with ") if info.package == "prime-lora" else (
+        f"`pip install -U {info.package}`")
+    return f"{plugin} {speaks}; prime needs {API_VERSION}: upgrade it with {upgrade}"

@@ -379,11 +379,14 @@ def test_a_real_run_starts_with_the_notes(tmp_path, monkeypatch):
     started = []
 
     class Stub:
-        name, version, api_version, config_model = "stub", "0", 1, RLConfig
+        name, version, api_version, config_model = "stub", "0", 2, RLConfig
 
-        def run(self, config, output_dir, resume_step=None):
+        def run(self, config, output_dir, resume_step=None, force=False, part=None, node_rank=0):
             started.append(config.env_file)
             return 0
+
+        def run_slurm(self, config, output_dir, resume_step, dry_run, template, echo):
+            raise AssertionError("no [slurm] table here")
 
     monkeypatch.setattr(plugins, "load_trainer", lambda name=None: Stub())
     (tmp_path / "secrets.env").write_text("JUDGE_KEY=x\n")

@@ -14,7 +14,7 @@ from . import __version__
 
 class LoraTrainerPlugin:
     name = "lora"
-    api_version = 1
+    api_version = 2
     version = __version__
     config_model = RLConfig
     description = "LoRA RL: vLLM inference, an orchestrator over prime environments, a torch + peft trainer"
