@@ -5,7 +5,9 @@ Its shape follows Prime Intellect's verifiers (classic API). Inside prime, `impo
 for verifiers runs as written.
 """
 
-from . import messages
+import sys
+
+from . import messages, verifiers_alias
 from .chat_messages import (
     AssistantMessage,
     ChatMessage,
@@ -72,3 +74,5 @@ __all__ = [
     "convert_func_to_tool_def", "extract_boxed_answer", "extract_hash_answer", "load_environment",
     "load_example_dataset", "maybe_await", "messages", "stop", "tool_schema",
 ]
+
+verifiers_alias.serve_api(sys.modules[__name__])  # the API is complete: `import verifiers` may serve it

@@ -53,9 +53,21 @@ def not_provided_message(what: str) -> str:
             f"or integration environments; see {DOCS}")
 
 
-def _public_namespace() -> dict[str, Any]:
-    import prime_cli.envs as api
+# prime_cli.envs, handed over by its __init__ once every name is in it (serve_api): the alias serves the
+# whole API, whose load_environment installs the alias, so the API comes to this module rather than the
+# module importing the API (that import would close a cycle through loader.py)
+_api: types.ModuleType | None = None
 
+
+def serve_api(api: types.ModuleType) -> None:
+    global _api
+    _api = api
+
+
+def _public_namespace() -> dict[str, Any]:
+    api = _api
+    if api is None:
+        raise ImportError("the verifiers alias serves prime_cli.envs, which has not finished importing")
     names = {name: getattr(api, name) for name in api.__all__}
     names["RewardFunc"] = api.rubrics.rubric.RewardFunc
     names["ChatMessages"] = api.Messages
