@@ -6,9 +6,10 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from prime_cli.clients.command_flags import LOCAL_MODEL, is_local_model
+from prime_cli.clients.model_target import ModelTarget
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.envs.eval_defaults import ENV_DEFAULT_KEYS, env_eval_defaults  # noqa: F401 - re-exported
 from prime_cli.results.eval_schema import ROW_KEYS
@@ -27,18 +28,15 @@ LOCAL_MAX_TOKENS = 512
 LOCAL_TIMEOUT = 300.0
 
 
-class EvalConfig(BaseModel):
-    """Everything one eval run needs. Field names are the TOML keys of an `[[eval]]` entry."""
+class EvalConfig(ModelTarget):
+    """Everything one eval run needs. Field names are the TOML keys of an `[[eval]]` entry; the model and
+    where it is served (model, base_url, api_key_var, endpoints_path) are the shared ModelTarget block."""
 
     model_config = ConfigDict(extra="forbid")
 
     env_id: str
     env_args: dict[str, Any] = Field(default_factory=dict)
     extra_env_kwargs: dict[str, Any] = Field(default_factory=dict)
-    model: str = LOCAL_MODEL
-    base_url: str | None = None
-    api_key_var: str | None = None
-    endpoints_path: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     num_examples: int | None = None
     rollouts_per_example: Count | None = None
@@ -62,9 +60,6 @@ class EvalConfig(BaseModel):
     verbose: bool = False
     display: Literal["auto", "rich", "plain", "json"] = "auto"
     sandbox: str | None = None  # the sandbox provider for environments that run model-written code (bwrap, podman, docker, none)
-    # set by `served_locally`: the model is a built-in one ("local", "local-moe") on a server of this
-    # session (recorded in metadata.json so that -R goes back to it rather than to that server's URL)
-    _local_name: str | None = PrivateAttr(default=None)
     # set by the checkpoint sweep: which weights this run evaluates, saved in metadata.json as `sweep`
     _sweep: dict[str, Any] | None = PrivateAttr(default=None)
     # set by `served_locally`: the embedded model's defaults this run took (max_tokens, timeout), for the header
@@ -72,12 +67,8 @@ class EvalConfig(BaseModel):
 
     @property
     def local_model(self) -> bool:
-        return self._local_name is not None
-
-    @property
-    def local_name(self) -> str | None:
-        """The built-in name the user gave (`local`, `local-moe`) when a local server serves it."""
-        return self._local_name
+        """`served_local` under its old name, for evals/runner.py until its rewrite lands."""
+        return self.served_local
 
     @property
     def local_defaults(self) -> dict[str, Any]:
@@ -139,7 +130,7 @@ def served_locally(config: EvalConfig, model: str, url: str) -> EvalConfig:
     embedded model's reply cap and timeout where nothing else sets them (`local_defaults`)."""
     defaults = local_defaults(config)
     local = config.model_copy(update={"model": model, "base_url": url, **defaults})
-    local._local_name = config.model if is_local_model(config.model) else LOCAL_MODEL
+    local.serve_locally(config.model if is_local_model(config.model) else LOCAL_MODEL)
     local._local_defaults = defaults
     return local
 

@@ -20,11 +20,10 @@ from prime_cli.results.eval_schema import Rollout
 
 def student_price(config: Any, specs: list[Any] | None = None) -> Any:
     """The evaluated model's Price (clients/pricing.py)."""
-    from prime_cli.clients.command_flags import is_local_model
     from prime_cli.clients.pricing import Price, price_of_specs
 
-    if config.local_model or (is_local_model(config.model) and not config.base_url):
-        return Price(config.local_name or config.model, 0.0, 0.0, "free", "embedded model")
+    if config.served_local or config.wants_builtin():
+        return Price(config.builtin_name or config.model, 0.0, 0.0, "free", "embedded model")
     if specs is None:
         from .endpoints import endpoint_specs
 

@@ -104,7 +104,7 @@ def command_prefix(config: EvalConfig) -> list[str]:
     from prime_cli.clients.registry import secret_header_values
 
     parts = ["prime", "eval", "run", config.env_id, *model_flags(
-        config.model, config.base_url, config.api_key_var, config.endpoints_path, local=config.local_name or False)]
+        config.model, config.base_url, config.api_key_var, config.endpoints_path, local=config.builtin_name or False)]
     secret = set(secret_header_values(config.headers))
     for name, value in config.headers.items():
         if value not in secret:
@@ -128,7 +128,7 @@ def start_metadata(config: EvalConfig, env: vf.Environment, n: int, r: int,
         env_args=config.env_args,
         model=config.model,
         base_url=_strip_userinfo(config.base_url),
-        local_model=config.local_model,
+        local_model=config.served_local,
         api_key_var=config.api_key_var,
         endpoints_path=config.endpoints_path,
         num_examples=n,

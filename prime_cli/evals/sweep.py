@@ -191,8 +191,8 @@ def _served_base(config: EvalConfig, values: dict[str, Any], headers: dict[str, 
 
 def _load_fix(config: EvalConfig, rank: int) -> str:
     # `prime serve` takes a built-in name (the user's -m) or a folder, not a served model id
-    local = config.local_name
-    serve = ("prime serve" if local in (None, "local") else f"prime serve {local}") if config.local_model \
+    local = config.builtin_name
+    serve = ("prime serve" if local in (None, "local") else f"prime serve {local}") if config.served_local \
         else "prime serve MODEL_FOLDER"
     return (f"the server at {config.base_url} must allow runtime LoRA loading: start it as "
             f"`VLLM_ALLOW_RUNTIME_LORA_UPDATING=True vllm serve MODEL --enable-lora --max-lora-rank "
@@ -202,7 +202,7 @@ def _load_fix(config: EvalConfig, rank: int) -> str:
 def _tagged(config: EvalConfig, model: str, weights_dir: Path, adapter: Adapter | None) -> EvalConfig:
     run = config.model_copy(update={"model": model}) if adapter else config
     if adapter:
-        run._local_name = None  # the run's model is the adapter's name, not the embedded model
+        run.serve_locally(None)  # the run's model is the adapter's name, not the embedded model
     run._sweep = {"weights_dir": str(weights_dir.resolve()), "step": adapter.step if adapter else None,
                   "adapter": adapter.name if adapter else None}
     return run

@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr
 
-from prime_cli.clients.command_flags import LOCAL_MODEL, is_local_model
+from prime_cli.clients.command_flags import is_local_model
+from prime_cli.clients.model_target import ModelTarget
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.runs.config_fields import Count, Dollars, Seconds, ZeroOrMore
 from prime_cli.runs.config_loading import build_model, read_toml_config
@@ -27,19 +28,17 @@ MIN_VALIDATION_ROWS = 10
 REFLECTION_MAX_TOKENS = 1024
 
 
-class GepaConfig(BaseModel):
-    """Everything one GEPA run needs. Field names are the TOML keys."""
+class GepaConfig(ModelTarget):
+    """Everything one GEPA run needs. Field names are the TOML keys; the student and where it is served
+    (model, base_url, api_key_var, endpoints_path: the last two serve the reflection model too) are the
+    shared ModelTarget block."""
 
     model_config = ConfigDict(extra="forbid")
 
     env_id: str
     env_args: dict[str, Any] = Field(default_factory=dict)
-    model: str = LOCAL_MODEL
     reflection_model: str | None = None
-    base_url: str | None = None
     reflection_base_url: str | None = None
-    api_key_var: str | None = None
-    endpoints_path: str | None = None
     max_calls: Count = 500
     max_cost: Dollars | None = None  # dollars: stop before the spend would pass it (gepa/cost.py)
     num_train: Count = 100
@@ -60,33 +59,29 @@ class GepaConfig(BaseModel):
     max_retries: ZeroOrMore = 3
     timeout: Seconds | None = None
     display: Literal["auto", "rich", "plain", "json"] = "auto"
-    # the built-in names (`local`, `local-moe`) of the student and the reflection model where a local
-    # server of this session serves them
-    _served_local: tuple[str | None, str | None] = PrivateAttr(default=(None, None))
-
-    @property
-    def served_local(self) -> bool:
-        """The student is `-m local` on the embedded server (printed commands say `-m local`)."""
-        return self._served_local[0] is not None
+    # the built-in name (`local`, `local-moe`) of the reflection model where a local server of this session
+    # serves it (the student's is ModelTarget's)
+    _reflection_builtin: str | None = PrivateAttr(default=None)
 
     @property
     def reflection_served_local(self) -> bool:
-        return self._served_local[1] is not None
+        return self._reflection_builtin is not None
 
     @property
     def student_builtin(self) -> str | None:
-        return self._served_local[0]
+        """`builtin_name` under its old name, for gepa/api.py until its rewrite lands."""
+        return self.builtin_name
 
     def local_models(self) -> list[str]:
         """The built-in models without a URL among the student and the reflection model, in that order."""
-        names = [self.model if is_local_model(self.model) and not self.base_url else None,
+        names = [self.model if self.wants_builtin() else None,
                  self.reflector if is_local_model(self.reflector) and not self.reflection_base_url else None]
         return list(dict.fromkeys(name for name in names if name))
 
     def on_local_servers(self, servers: Mapping[str, tuple[str, str]]) -> GepaConfig:
         """The student and/or reflection model that are built-in without a URL, pointed at their servers
         (`servers`: built-in name -> (served model id, URL))."""
-        student = self.model if is_local_model(self.model) and not self.base_url else None
+        student = self.model if self.wants_builtin() else None
         reflection = self.reflector if is_local_model(self.reflector) and not self.reflection_base_url else None
         update: dict[str, Any] = {}
         if student:
@@ -94,7 +89,8 @@ class GepaConfig(BaseModel):
         if reflection:
             update.update(reflection_model=servers[reflection][0], reflection_base_url=servers[reflection][1])
         config = self.model_copy(update=update)
-        config._served_local = (student, reflection)
+        config.serve_locally(student)
+        config._reflection_builtin = reflection
         return config
 
     def timeout_for(self, served_local: bool) -> float:
@@ -121,11 +117,10 @@ class GepaConfig(BaseModel):
     def as_given(self) -> dict[str, Any]:
         """The config as the user gave it (saved in metadata.json): `local` where the embedded model serves."""
         data = self.model_dump(exclude={"display"})
-        student, reflection = self._served_local
-        if student:
-            data.update(model=student, base_url=None)
-        if reflection:
-            data.update(reflection_model=reflection, reflection_base_url=None)
+        if self.builtin_name:
+            data.update(model=self.builtin_name, base_url=None)
+        if self._reflection_builtin:
+            data.update(reflection_model=self._reflection_builtin, reflection_base_url=None)
         return data
 
     @property
