@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from prime_cli.runs.intervals import (
+from prime_cli.results.intervals import (
     clustered_interval,
     examples_needed,
     paired_comparison,

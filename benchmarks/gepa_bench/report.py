@@ -3,7 +3,7 @@
 A run is one dict per (family, budget, optimiser, seed): seed, best_val, test, seed_test, metric_calls,
 num_candidates, student_calls, reflection_calls, wall_s, best_prompt.
 
-Paired differences are paired by seed (prime_cli.runs.intervals.paired_comparison, a paired t-test on the
+Paired differences are paired by seed (prime_cli.results.intervals.paired_comparison, a paired t-test on the
 per-seed differences of test accuracy, df = seeds - 1). Not by (seed, test row): a seed's 100 test rows
 are all scored with the one prompt that seed's search picked, so they are not independent draws, and
 paired_comparison has no clustering; treating them as 1,000 independent pairs would shrink the interval
@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 
-from prime_cli.runs.intervals import format_p, paired_comparison, signed
+from prime_cli.results.intervals import format_p, paired_comparison, signed
 
 Runs = dict[tuple[str, int, str], list[dict]]  # (family, budget, optimiser) -> one run per seed
 

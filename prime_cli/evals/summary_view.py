@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from prime_cli.results.cost import cost_text
+from prime_cli.results.intervals import shown_bounds
 from prime_cli.results.reward_signal import reward_signal_lines
-from prime_cli.runs.intervals import shown_bounds
 from prime_cli.runs.visible import visible_data
 
 from .health import health_rows

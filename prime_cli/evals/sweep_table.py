@@ -11,15 +11,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from prime_cli.results.pass_k import pass_at_k, pass_hat_k
-from prime_cli.results.row_values import example_key, reward_value
-from prime_cli.runs.intervals import (
+from prime_cli.results.intervals import (
     examples_needed,
     format_p,
     paired_comparison,
     shown_bounds,
     signed,
 )
+from prime_cli.results.pass_k import pass_at_k, pass_hat_k
+from prime_cli.results.row_values import example_key, reward_value
 from prime_cli.runs.status import RunStatus
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from prime_cli.runs.intervals import paired_comparison
+from prime_cli.results.intervals import paired_comparison
 
 from .scored import RowScore, both_scored, mean_scored
 

@@ -1,5 +1,5 @@
 """95% intervals of GEPA's scores: a candidate's validation mean over its rows, and the best prompt against
-the seed on the held-out test rows, paired by row (prime_cli.runs.intervals). Each row's score is one
+the seed on the held-out test rows, paired by row (prime_cli.results.intervals). Each row's score is one
 number (the mean of its rollouts without an error), so a row is one cluster; a row whose rollouts all
 errored (None) is left out, and a paired comparison uses the rows both sides were scored on."""
 
@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from prime_cli.runs.intervals import (
+from prime_cli.results.intervals import (
     Interval,
     PairedComparison,
     clustered_interval,

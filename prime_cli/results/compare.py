@@ -2,7 +2,7 @@
 
 Each side's score of an example is the mean over its rollouts that did not error (an errored rollout is
 left out and counted, never scored as 0); the comparison is a paired t-test on the per-example
-differences B - A (prime_cli.runs.intervals), for the reward, every metric both runs have, and pass@k and
+differences B - A (prime_cli.results.intervals), for the reward, every metric both runs have, and pass@k and
 pass^k for every k both runs have (compare_pass.py).
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prime_cli.envs.errors import EnvConfigError
-from prime_cli.runs.intervals import (
+from prime_cli.results.intervals import (
     NO_SPREAD,
     PairedComparison,
     examples_needed,

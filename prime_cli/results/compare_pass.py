@@ -11,7 +11,7 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from prime_cli.runs.intervals import PairedComparison, format_p, paired_comparison, signed
+from prime_cli.results.intervals import PairedComparison, format_p, paired_comparison, signed
 
 from .eval_run import EvalRun
 from .pass_k import ESTIMATORS, ks, passes_by_example, per_example

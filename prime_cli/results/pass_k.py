@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from prime_cli.runs.intervals import Interval, clustered_interval
+from prime_cli.results.intervals import Interval, clustered_interval
 
 from .row_values import example_key, reward_value
 

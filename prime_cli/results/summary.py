@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from prime_cli.runs.intervals import NO_SPREAD, Interval, clustered_interval, examples_needed
+from prime_cli.results.intervals import NO_SPREAD, Interval, clustered_interval, examples_needed
 
 from .eval_schema import MetadataRecord, Rollout, Summary
 from .pass_k import ESTIMATORS, pass_intervals, pass_values, passes_by_example

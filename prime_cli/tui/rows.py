@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from prime_cli.runs.intervals import PairedComparison, paired_comparison
+from prime_cli.results.intervals import PairedComparison, paired_comparison
 from prime_cli.tui.filters import field_value
 
 Row = Mapping[str, Any]

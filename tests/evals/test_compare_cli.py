@@ -89,7 +89,7 @@ def test_different_sampling_is_a_warning_not_a_refusal(tmp_path):
 
 
 def test_eval_run_power_says_how_many_examples_would_detect_delta(tmp_path):
-    from prime_cli.runs.intervals import clustered_interval, examples_needed
+    from prime_cli.results.intervals import clustered_interval, examples_needed
     from tests.evals.cli_support import only_run_dir, read_rows
     from tests.support.scripted_server import ScriptedOpenAIServer, default_reply
 

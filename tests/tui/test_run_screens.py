@@ -3,7 +3,7 @@
 import json
 import re
 
-from prime_cli.runs.intervals import clustered_interval
+from prime_cli.results.intervals import clustered_interval
 from prime_cli.tui.app import make_app
 from prime_cli.tui.screens.overview import OverviewScreen
 from prime_cli.tui.screens.rollout import RolloutScreen

@@ -18,7 +18,7 @@ from textual.widgets import Footer, Static
 
 from prime_cli.results.cost import cost_text
 from prime_cli.results.eval_schema import MetadataRecord, Summary
-from prime_cli.runs.intervals import shown_bounds
+from prime_cli.results.intervals import shown_bounds
 from prime_cli.runs.visible import json_visible, visible, visible_data
 from prime_cli.tui.model import RunModel
 from prime_cli.tui.rows import histogram, reward_of
