@@ -60,7 +60,9 @@ class EvalOutcome:
     run_dir: Path | None
     error: str | None = None
     rows: list[Rollout] = field(default_factory=list)
-    stopped: bool = False  # the run stopped itself (a group raised, the error budget): exit 1, resumable
+    # the run stopped itself: exit 1, not 2. After a group raised, -R finishes it; after the error budget, only
+    # --retry-errors does (-R would run the never-run rollouts and keep the errored ones)
+    stopped: bool = False
 
     @property
     def exit_code(self) -> int:
