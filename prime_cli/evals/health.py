@@ -1,7 +1,9 @@
 """Run health: the model-call retries of a run and the error budget that decides its final status.
 
 A run whose every rollout finished but more than `max_error_rate` of them errored, or all of them, ends with
-status `completed_with_errors` (exit code 1), not `completed`: its averages leave errored rollouts out.
+status `completed_with_errors` (exit code 1), not `completed`: its averages leave errored rollouts out
+(`avg_reward_errors_as_zero` is the mean with them as 0). A run clearly over the budget stops early
+(`budget_stop_reason`): status `failed`, exit 1, finished by `--retry-errors DIR`, not `-R`.
 metadata.json records `retries` (this run's and its resumes' model-call retries, by kind) and
 `error_budget` (the rate, the limit, and whether it was exceeded). `completed_with_errors` is not
 an unfinished status: `-R` skips it (nothing is missing); `--retry-errors DIR` reruns the errors.
@@ -11,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from prime_cli.results.error_budget import clearly_over_budget
 from prime_cli.results.eval_schema import Summary
-from prime_cli.runs.intervals import rate_lower_bound
 from prime_cli.runs.status import RunStatus
 
 
@@ -38,11 +40,11 @@ BUDGET_MIN_ROLLOUTS = 20
 
 
 def budget_stop_reason(errored: int, finished: int, max_error_rate: float) -> str | None:
-    """Why a run should stop now (its endpoint or environment is broken), or None. The rule: at least
-    BUDGET_MIN_ROLLOUTS finished in this process, and the error rate clearly over the budget: the lower end
-    of its 95% interval is above `max_error_rate`. All of 20 failing stops; 3 of 20 (which luck explains)
-    does not; the end-of-run budget check still judges a run that goes on."""
-    if finished < BUDGET_MIN_ROLLOUTS or rate_lower_bound(errored, finished) <= max_error_rate:
+    """Why a run should stop now (its endpoint or environment is broken), or None. The rule (the trainer's
+    too, results/error_budget.py): at least BUDGET_MIN_ROLLOUTS finished in this process, and the lower end
+    of the error rate's 95% interval above `max_error_rate`. All of 20 failing stops; 3 of 20 (which luck
+    explains) does not; the end-of-run budget check still judges a run that goes on."""
+    if not clearly_over_budget(errored, finished, max_error_rate, BUDGET_MIN_ROLLOUTS):
         return None
     return (f"error budget exceeded: {errored} of {finished} rollouts errored ({100 * errored / finished:.1f}%), "
             f"above --max-error-rate {100 * max_error_rate:.1f}%")

@@ -165,9 +165,9 @@ class OrchestratorConfig(Section):
     # multi-turn rollouts: interleaved merges the turns into one sample while each prompt extends the
     # sequence (else splits, with a warning); branching makes one sample per model call
     trajectory_strategy: Literal["interleaved", "branching"] = "interleaved"
-    # more than this fraction of the run's sampled rollouts failed (a reward function or the environment
-    # raised, no token ids; the policy's own errors not counted; judged from 64 rollouts on, or a step whose
-    # every rollout failed) stops the run; 0.1 like
+    # the run's sampled rollouts failing clearly past this fraction (a reward function or the environment
+    # raised, no token ids; the policy's own errors not counted; judged from 64 rollouts on by the eval's
+    # rule, prime_cli/results/error_budget.py, or a step whose every rollout failed) stops the run; 0.1 like
     # `prime eval run --max-error-rate` (prime_cli.evals.config.DEFAULT_MAX_ERROR_RATE; a test keeps them equal)
     max_error_rate: float = Field(0.1, gt=0.0, le=1.0)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)

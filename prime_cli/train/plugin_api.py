@@ -43,6 +43,7 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 """
 
 from prime_cli.clients import EndpointSpec, OpenAIChatClient
+from prime_cli.results.error_budget import clearly_over_budget
 from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from prime_cli.runs.layouts import steps_in
 from prime_cli.runs.online_evals import eval_summary_line, read_evals
@@ -99,6 +100,7 @@ __all__ = [
     "VllmServer", "adapter_path", "check_initial_adapter", "check_resume", "entries_listing", "env_file_values", "eval_summary_line",
     "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "gather_or_cancel", "load_adapter",
     "model_config", "model_folder", "moe_shape", "port_in_use", "read_evals", "read_manifest", "resolve_lora_targets", "served_models", "server_root", "steps_in", "training_weights",
+    "clearly_over_budget",  # the max_error_rate stop rule the eval uses too (issue 56)
     # SFT data (issue 42)
     "Conversation", "SourceRows", "TrainConfigError", "describe_bad", "read_source",
     # teachers (issue 42)

@@ -84,8 +84,11 @@ def test_the_error_rate_is_judged_on_the_runs_rollouts_once_there_are_enough():
         log.end_step(2, 16)
     log.begin_step(4)
     assert log.run_sampled + 16 >= MIN_JUDGED_ROLLOUTS
-    assert rate_fault(4, 2, 16, 0, 0.1, None, log.before) == (
-        "8 of 64 rollouts failed in steps 1-4 (error_rate 0.12 > orchestrator.max_error_rate 0.1)")
+    # judged by the eval's rule (issue 56): 8 of 64 (12.5%) is within luck of 10%, 16 of 64 is not
+    assert rate_fault(4, 2, 16, 0, 0.1, None, log.before) is None
+    assert rate_fault(4, 10, 16, 0, 0.1, None, log.before) == (
+        "16 of 64 rollouts failed in steps 1-4 (error_rate 0.25, the lower end of its 95% interval above "
+        "orchestrator.max_error_rate 0.1)")
     assert rate_fault(4, 0, 16, 0, 0.1, None, log.before) is None  # 6 of 64 is within it
     assert rate_fault(4, 16, 16, 0, 0.5, None, log.before).startswith("16 of 16 rollouts failed at step 4")
 

@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from prime_cli.envs.errors import mask_secrets
+from prime_cli.train.plugin_api import clearly_over_budget
 
 FAULT_EXIT_CODE = 3  # the orchestrator stopped the run: its last stderr line is `fatal: <cause>`
 FATAL_PREFIX = "fatal: "  # of that last line, which the launcher reads back
 MESSAGES_PER_KIND = 10  # distinct messages logged per kind; later ones are only counted
 MAX_MESSAGE_CHARS = 500  # of an error's message in the one-line fatal cause
-MIN_JUDGED_ROLLOUTS = 64  # max_error_rate is judged on the run's rollouts once there are this many
+MIN_JUDGED_ROLLOUTS = 64  # max_error_rate is judged on the run's rollouts once there are this many (an eval: 20)
 
 
 @dataclass(frozen=True)
@@ -132,24 +133,26 @@ class ErrorLog:
 
 def rate_fault(step: int, failed: int, sampled: int, policy_errors: int, max_error_rate: float,
                first: RolloutError | None, before: tuple[int, int, int] = (0, 0, 0)) -> str | None:
-    """The fatal cause when more than max_error_rate of the rollouts failed (errors the policy caused are
-    not failures of the run: they train as reward 0); else None. `before` is (failed, sampled, first step)
-    of this run's earlier steps. A step whose every rollout failed is judged at once; otherwise the rate
-    is the run's so far, judged from MIN_JUDGED_ROLLOUTS on: two unlucky rollouts of a 16-rollout step must
-    not stop a run (they are never trained on either way)."""
+    """The fatal cause when the rollouts failed past max_error_rate (errors the policy caused are not
+    failures of the run: they train as reward 0); else None. `before` is (failed, sampled, first step) of
+    this run's earlier steps. A step whose every rollout failed is judged at once (nothing of it trains);
+    otherwise the run's rate so far, by the eval's rule (`clearly_over_budget`, from MIN_JUDGED_ROLLOUTS
+    on): the lower end of its 95% interval above max_error_rate. Two unlucky rollouts of a 16-rollout
+    step must not stop a run (they are never trained on either way)."""
+    rate_note = f" without {policy_errors} errors of the policy's own" if policy_errors else ""
     if sampled and failed == sampled:
-        judged_failed, judged_sampled, where = failed, sampled, f"at step {step}"
-    elif before[1] + sampled >= MIN_JUDGED_ROLLOUTS:
-        judged_failed, judged_sampled = before[0] + failed, before[1] + sampled
-        where = f"at step {step}" if not before[1] else f"in steps {before[2]}-{step}"
+        if failed / sampled <= max_error_rate:
+            return None
+        cause = (f"{failed} of {sampled} rollouts failed at step {step} "
+                 f"(error_rate {failed / sampled:.2f}{rate_note} > orchestrator.max_error_rate {max_error_rate:g})")
     else:
-        return None
-    if judged_failed / judged_sampled <= max_error_rate:
-        return None
-    rate = f"error_rate {judged_failed / judged_sampled:.2f}" + (
-        f" without {policy_errors} errors of the policy's own" if policy_errors else "")
-    cause = (f"{judged_failed} of {judged_sampled} rollouts failed {where} "
-             f"({rate} > orchestrator.max_error_rate {max_error_rate:g})")
+        judged_failed, judged_sampled = before[0] + failed, before[1] + sampled
+        if not clearly_over_budget(judged_failed, judged_sampled, max_error_rate, MIN_JUDGED_ROLLOUTS):
+            return None
+        where = f"at step {step}" if not before[1] else f"in steps {before[2]}-{step}"
+        cause = (f"{judged_failed} of {judged_sampled} rollouts failed {where} (error_rate "
+                 f"{judged_failed / judged_sampled:.2f}{rate_note}, the lower end of its 95% interval above "
+                 f"orchestrator.max_error_rate {max_error_rate:g})")
     return cause + (f"; first error: {first.one_line()}" if first else "")
 
 
