@@ -59,6 +59,12 @@ def _import_statements(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFr
     return found
 
 
+def function_local_imports(path: Path) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements of a file that run inside a function (TYPE_CHECKING ones left out)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [node for node, in_function in _import_statements(tree) if in_function]
+
+
 def _resolve_from(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
     if node.level == 0:
         return node.module or ""
