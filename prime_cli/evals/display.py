@@ -13,9 +13,9 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from prime_cli.display import protocol as base
+from prime_cli.display.protocol import STYLES, Clock
 from prime_cli.results.cost import usd
-from prime_cli.runs import display as base
-from prime_cli.runs.display import STYLES, Clock
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import visible
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
+from prime_cli.display import protocol as base
 from prime_cli.results.cost import usd
 from prime_cli.results.gepa_reader import proposal_origin
-from prime_cli.runs import display as base
 from prime_cli.runs.visible import visible
 
 from .scored import format_score

@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
-from .status import RunStatus
-from .visible import visible
+from prime_cli.runs.status import RunStatus
+from prime_cli.runs.visible import visible
 
 if TYPE_CHECKING:
     from rich.console import Console
