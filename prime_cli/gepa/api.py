@@ -8,7 +8,6 @@ import inspect
 import json
 import logging
 import shlex
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ import prime_cli.envs as vf
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.results.cost import cost_text
 from prime_cli.results.gepa_schema import GepaMetadata
+from prime_cli.runs.interrupt import CtrlC
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import json_visible, visible
 
@@ -312,13 +312,10 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
     engine = GepaEngine(config, evaluator, state, reflector, seed_text, run=run, display=display,
                         metric_names=env.rubric.get_reward_func_names(), on_commit=on_commit, stages=stages,
                         window=window)
-    loop = asyncio.get_running_loop()
     task = asyncio.current_task()
-    try:
-        loop.add_signal_handler(signal.SIGINT, task.cancel)  # type: ignore[union-attr]
-        handler = True
-    except (NotImplementedError, RuntimeError, AttributeError):
-        handler = False
+    assert task is not None
+    ctrl_c = CtrlC(engine.drain, task.cancel, display.message)  # the first drains, the second cancels
+    ctrl_c.install()
     try:
         with run_log(run.layout.log_path, secrets), display:
             engine.window.log()
@@ -339,8 +336,7 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
             outcome.error = stop_line(meter, resume_command(config, run.path, outcome), config.max_calls,
                                       outcome.total_metric_calls)
     finally:
-        if handler:
-            loop.remove_signal_handler(signal.SIGINT)
+        ctrl_c.remove()
         cache.close()
         if pools is None:
             for pool in {id(student): student, id(reflector): reflector}.values():

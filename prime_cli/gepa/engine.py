@@ -26,6 +26,12 @@ commit; with --num-test, the seed's held-out test pass runs in the background fr
 rollout slots the search leaves idle. Neither changes a choice, a charge or a saved state.
 
 Speculation (--speculate S, off by default): see speculation.py.
+
+Ctrl-C (runs/interrupt.py, as an eval takes it): the first press drains (`drain`): no proposal is launched
+after it, and the prefetches are dropped; the proposals in flight run on and commit in order, and the
+plans the loop makes at those commits are saved as pending without being run, so that a resumed run
+launches them and makes exactly the choices of an uninterrupted one. Pressed during the test passes, it
+lets them finish. Either way the run ends cancelled and resumable. The second press cancels at once.
 """
 
 from __future__ import annotations
@@ -132,10 +138,12 @@ class GepaEngine:
                                    validation_order(self.num_val, config.seed), run)
         self.prefetcher = Prefetcher(config, evaluator, self.stops, self.proposer, state.candidates)
         self._tasks: dict[int, asyncio.Task] = {}  # the proposals in flight, by iteration
-        self._plans: dict[int, Plan] = {}
+        self._plans: dict[int, Plan] = {}  # the plans not committed yet: running, or after a Ctrl-C saved for resume
         self._background: list[asyncio.Future] = []
         self._seed_test: asyncio.Future | None = None
         self._last_fruitless: str | None = None  # why the last fruitless reflection gave nothing
+        self.draining = False  # the first Ctrl-C came (drain)
+        self._testing = False  # the test passes run
         self._test_keys: list[str] = []  # the test passes' rollouts, once scored
 
     # -- public ------------------------------------------------------------------------------------
@@ -148,6 +156,7 @@ class GepaEngine:
             if seed_rows is not None:
                 self.stages.begin("seed_validation_s")
             for plan in self.state.pending:
+                self._plans[plan.iteration] = plan
                 self._launch(plan)
             self._plan_more()
             self._speculate()
@@ -172,7 +181,9 @@ class GepaEngine:
                 self._show(line)
                 if self.on_commit is not None:
                     self.on_commit(line)
-            searched = True
+            searched = not self.draining
+            if self.draining:
+                status = RunStatus.CANCELLED
         except (KeyboardInterrupt, asyncio.CancelledError):
             status = RunStatus.CANCELLED
         except (ReflectionAborted, EndpointAborted, CostCapReached) as exc:  # a cost cap: resumable as a Ctrl-C
@@ -188,16 +199,29 @@ class GepaEngine:
         try:
             if status == RunStatus.COMPLETED and self.config.num_test > 0:
                 self.stages.begin("test_s")
+                self._testing = True
                 await self._score_test(outcome)
         except CostCapReached as exc:
             outcome.status, outcome.error = RunStatus.CANCELLED, str(exc)
+        except (KeyboardInterrupt, asyncio.CancelledError):  # the second Ctrl-C: the search is saved, its test scores not
+            outcome.status = RunStatus.CANCELLED
         finally:
             self.stages.end("test_s")
             await self._cancel_all(background=True)
             await self.evaluator.cancel_queued()
+        if self.draining:  # pressed during the test passes: they finished, and the run is cancelled as an eval's is
+            outcome.status, outcome.stop_reason = RunStatus.CANCELLED, None
         self.stages.begin("finish_s")
         self._finish(outcome)
         return outcome
+
+    def drain(self) -> str:
+        """The first Ctrl-C (the module's docstring): launch nothing more. Returns what the run waits for."""
+        self.draining = True
+        self.prefetcher.drop_all()
+        if self._tasks:
+            return f"{len(self._tasks)} proposal(s) in flight to finish and commit"
+        return "the test passes to finish" if self._testing else "the run to be saved"
 
     # -- steps ---------------------------------------------------------------------------------------
 
@@ -236,7 +260,8 @@ class GepaEngine:
         return self.planner.prompt_of(self.state.candidates, idx)
 
     def _point(self, last_failure: str = "") -> SearchPoint:
-        return SearchPoint.of(self.state, self.ledger.used, len(self._tasks), self._last_fruitless, last_failure)
+        # the plans not yet committed: those running, and after a Ctrl-C those saved to run on resume
+        return SearchPoint.of(self.state, self.ledger.used, len(self._plans), self._last_fruitless, last_failure)
 
     def _stop_reason(self) -> str | None:
         return self.stops.stop_reason(self._point())
@@ -246,7 +271,7 @@ class GepaEngine:
 
     def _plan_more(self) -> None:
         state = self.state
-        while len(self._tasks) < self.config.parallel_proposals:
+        while len(self._plans) < self.config.parallel_proposals:
             dry = not self._can_launch()
             if dry and not self._edit_before_stopping():
                 break
@@ -254,7 +279,9 @@ class GepaEngine:
             plan = self.planner.next_plan(state.last_planned, state.candidates, self.ledger.charged,
                                           self.stops.budget.known_rows_room(self._point()), dry)
             state.dry_edits += dry
-            self._launch(plan)
+            self._plans[plan.iteration] = plan
+            if not self.draining:
+                self._launch(plan)
 
     def _edit_before_stopping(self) -> bool:
         """Proposals ran dry (not the budget): one edit step from the best before the search gives up on it."""
@@ -263,12 +290,13 @@ class GepaEngine:
                 and not self.stops.budget.holds(point) and not self._plans)
 
     def _speculate(self) -> None:
+        if self.draining:
+            return
         self.prefetcher.update(self.planner, self._plans.values(), self.ledger.charged, self._point(),
                                self.state.last_planned)
 
     def _launch(self, plan: Plan) -> None:
         self.prefetcher.adopt(plan)
-        self._plans[plan.iteration] = plan
         self._tasks[plan.iteration] = asyncio.ensure_future(self.proposer.propose(plan, self.prefetcher.take_reply))
 
     async def _commit(self, result: ProposalResult) -> dict[str, Any]:

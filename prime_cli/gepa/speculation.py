@@ -121,11 +121,16 @@ class Prefetcher:
                 self.stats["reflections_unused"] += 1
         self.stats["dropped"] += 1
 
+    def drop_all(self) -> None:
+        """Drop every prefetch not adopted (a Ctrl-C); the replies adopted ones asked for stay for their
+        proposals to take. stop() awaits what this cancelled."""
+        for key in list(self._spec):
+            self._drop(key)
+
     def stop(self) -> list[asyncio.Task]:
         """Drop every prefetch; the tasks still to cancel and await (the replies nobody took, then the
         prefetches)."""
-        for key in list(self._spec):
-            self._drop(key)
+        self.drop_all()
         tasks: list[asyncio.Task] = list(self._replies.values()) + self._dropped
         self.stats["reflections_unused"] += len(self._replies)
         self._replies.clear()
