@@ -94,7 +94,21 @@ class LineDisplay(Display):
 
 
 class PlainLines(LineDisplay):
-    """Plain text lines for logs and pipes: no ANSI codes."""
+    """Plain text lines for logs and pipes: no ANSI codes. A run starts with its `header_lines`."""
+
+    def start(self, **info: Any) -> None:
+        super().start(**info)
+        for line in self.header_lines(info):
+            self._out(line)
+
+    def header_lines(self, info: Mapping[str, Any]) -> list[str]:
+        """What runs (ending with `written_to`), then what an engine adds; none here."""
+        return []
+
+    @staticmethod
+    def written_to(info: Mapping[str, Any]) -> str:
+        """` -> RUN_DIR` when the run writes a folder, else nothing."""
+        return f" -> {info['run_dir']}" if info.get("run_dir") else ""
 
     def _tagged(self, line: str) -> str:
         """A line as shown: an engine may name its run in front (several runs can share a stream)."""

@@ -5,6 +5,7 @@ resumed run; rate and ETA only count the rollouts finished by this process."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import IO, Any
 
 from rich.console import Console, Group
@@ -96,14 +97,11 @@ class PlainDisplay(EvalDisplay, base.PlainLines):
     def _tagged(self, line: str) -> str:
         return f"{self.env_id} {line}".lstrip()
 
-    def start(self, **kw: Any) -> None:
-        super().start(**kw)
-        resumed = f", resuming with {kw['already_done']} done" if kw.get("already_done") else ""
-        where = f" -> {kw['run_dir']}" if kw.get("run_dir") else ""
-        self._out(f"Evaluating {kw['model']} on {kw['env_id']}: {kw['num_examples']} examples x "
-                  f"{kw['rollouts_per_example']} rollouts = {kw['total']} rollouts{resumed}{where}")
-        if kw.get("limits"):
-            self._out(self._tagged(kw["limits"]))
+    def header_lines(self, info: Mapping[str, Any]) -> list[str]:
+        resumed = f", resuming with {info['already_done']} done" if info.get("already_done") else ""
+        header = (f"Evaluating {info['model']} on {info['env_id']}: {info['num_examples']} examples x "
+                  f"{info['rollouts_per_example']} rollouts = {info['total']} rollouts{resumed}{self.written_to(info)}")
+        return [header, self._tagged(info["limits"])] if info.get("limits") else [header]
 
     def heartbeat(self, *, done: int, total: int, in_flight: list[tuple[Any, int]], oldest_s: float,
                   idle_s: float | None, timeout: float) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 from prime_cli.display import protocol as base
@@ -115,14 +115,13 @@ class PlainDisplay(GepaDisplay, base.PlainLines):
 
     min_fraction = 0.0
 
-    def start(self, **info: Any) -> None:
-        super().start(**info)
-        where = f" -> {info['run_dir']}" if info.get("run_dir") else ""
+    def header_lines(self, info: Mapping[str, Any]) -> list[str]:
         resumed = f" (resuming at {info['used']} rollouts)" if info.get("used") else ""
-        self._out(f"GEPA on {info['env_id']}: student {info['model']}, reflection {info['reflector']}, "
-                  f"budget {info['max_calls']} rollouts{resumed}{where}")
-        if self.seed_total:
-            self._out(f"validating the seed prompt: 0/{self.seed_total} rollouts (progress every {self.min_interval:g}s)")
+        header = (f"GEPA on {info['env_id']}: student {info['model']}, reflection {info['reflector']}, "
+                  f"budget {info['max_calls']} rollouts{resumed}{self.written_to(info)}")
+        if not self.seed_total:
+            return [header]
+        return [header, f"validating the seed prompt: 0/{self.seed_total} rollouts (progress every {self.min_interval:g}s)"]
 
     def _seed_progress(self) -> None:
         self._progress_line(self.seed_done, self.seed_total, self.seed_line())
