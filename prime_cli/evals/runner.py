@@ -82,7 +82,7 @@ def resolve_counts(config: EvalConfig) -> tuple[int, int]:
 def limits_line(config: EvalConfig, sampling_args: dict[str, Any]) -> str | None:
     """The header line of a run on the embedded model: its reply cap and per-call timeout, and which of them
     are the `-m local` defaults (None for other models)."""
-    if not (config.local_model or config.local_defaults):
+    if not (config.served_local or config.local_defaults):
         return None
     defaults = config.local_defaults
     cap = sampling_args.get("max_tokens", sampling_args.get("max_completion_tokens"))
