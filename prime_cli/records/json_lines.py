@@ -33,6 +33,15 @@ def _object(path: Path, number: int, line: bytes) -> dict[str, Any] | None:
     return value
 
 
+def parse_whole_line(path: Path, number: int, line: bytes) -> dict[str, Any]:
+    """The object on line `number` of `path`, a line known to be whole (a tail that reads up to the last
+    newline); a JsonLinesError naming file:line when it is not a JSON object."""
+    row = _object(path, number, line)
+    if row is None:
+        raise JsonLinesError(f"{path}:{number}: not valid JSON; fix or delete that line")
+    return row
+
+
 def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     """The objects of a JSON-lines file in order (none when it does not exist); blank lines are skipped."""
     path = Path(path)
@@ -44,11 +53,10 @@ def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
-            row = _object(path, number, line)
-            if row is not None:
+            if line.endswith(b"\n"):
+                yield parse_whole_line(path, number, line)
+            elif (row := _object(path, number, line)) is not None:
                 yield row
-            elif line.endswith(b"\n"):
-                raise JsonLinesError(f"{path}:{number}: not valid JSON; fix or delete that line")
             # else: the torn last line of a write cut short: left out
 
 

@@ -17,7 +17,9 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 - Sampling: `OpenAIChatClient` for an `EndpointSpec` (token ids and logprobs as the server returns them).
 - The output directory: `TrainingRunLayout` names every file and step folder; `TrainingSample` is one
   line of a step's batch.jsonl; `steps_in` lists a folder's step_N; `write_text_atomic` /
-  `write_json_atomic` rewrite a file so that a reader never sees half of it. Ownership and use:
+  `write_json_atomic` rewrite a file so that a reader never sees half of it; `read_json_lines` reads a
+  run's JSON-lines file by prime's one rule (a torn last line left out, any other bad line a
+  `JsonLinesError` naming file:line), `parse_whole_line` one line a tail read whole. Ownership and use:
   `fresh_start` / `fresh_start_refusal` (what a fresh start may delete; `entries_listing` names such
   entries), `read_manifest` /
   `write_manifest` (the mark of a prime run's folder), `FolderLock` (one run per folder, `FolderBusy`).
@@ -43,6 +45,7 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 """
 
 from prime_cli.clients import EndpointSpec, OpenAIChatClient
+from prime_cli.records.json_lines import JsonLinesError, parse_whole_line, read_json_lines
 from prime_cli.results.error_budget import clearly_over_budget
 from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from prime_cli.runs.layouts import steps_in
@@ -105,5 +108,6 @@ __all__ = [
     "Conversation", "SourceRows", "TrainConfigError", "describe_bad", "read_source",
     # teachers (issue 42)
     "RowProblem", "TEACHER_ADAPTER_NAME", "read_adapter", "rollout_row", "served_model_cards",
+    "JsonLinesError", "parse_whole_line", "read_json_lines",
     "VLLM_ADAPTER_SUBDIR", "env_args_flag", "trained_env_args", "visible", "vllm_adapter_path", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
 ]

@@ -3,7 +3,6 @@ read for the user; the closing lines."""
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from pathlib import Path
@@ -13,6 +12,7 @@ from prime_cli.train.plugin_api import (
     TrainingRunLayout,
     env_args_flag,
     model_folder,
+    parse_whole_line,
     trained_env_args,
 )
 
@@ -37,22 +37,23 @@ def read_complete_lines(path: Path, offset: int) -> bytes:
 
 
 class MetricsTail:
-    """Yields the complete new lines of metrics.jsonl since the last call."""
+    """Yields the complete new lines of metrics.jsonl since the last call (a bad one: a JsonLinesError
+    naming file:line)."""
 
     def __init__(self, path: Path):
         self.path = path
         self.offset = 0
+        self.lines_read = 0
         self.rows: list[dict[str, Any]] = []
 
     def poll(self) -> list[dict[str, Any]]:
         complete = read_complete_lines(self.path, self.offset)
         self.offset += len(complete)
         new = []
-        for line in complete.decode(errors="replace").splitlines():
-            try:
-                new.append(json.loads(line))
-            except ValueError:
-                continue
+        for line in complete.split(b"\n")[:-1]:
+            self.lines_read += 1
+            if line.strip():
+                new.append(parse_whole_line(self.path, self.lines_read, line))
         self.rows += new
         return new
 

@@ -8,7 +8,6 @@ and step folders are named by `TrainingRunLayout` (prime_cli.train.plugin_api).
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,14 +16,17 @@ from typing import Any
 from prime_cli.train.plugin_api import (
     FolderBusy,
     FolderLock,
+    JsonLinesError,
     ResumeConfigError,
     TrainingRunLayout,
     check_resume,
     entries_listing,
     fresh_start,
     fresh_start_refusal,
+    read_json_lines,
     read_manifest,
     steps_in,
+    write_jsonl_atomic,
     write_manifest,
     write_text_atomic,
 )
@@ -74,23 +76,28 @@ def _check_resume(layout: TrainingRunLayout, config: Any, step: int) -> list[str
         raise RunDirError(str(exc)) from None
 
 
+def _kept_lines(layout: TrainingRunLayout, step: int) -> dict[Path, list[dict[str, Any]]]:
+    """The metrics and eval lines of steps up to `step`, by file (a torn last line is left out; any other
+    bad line is a RunDirError naming file:line, raised before anything is changed)."""
+    kept = {}
+    for path in (layout.metrics_path, layout.evals_path):
+        if path.exists():
+            try:
+                kept[path] = [row for row in read_json_lines(path) if row.get("step", 0) <= step]
+            except JsonLinesError as exc:
+                raise RunDirError(str(exc)) from None
+    return kept
+
+
 def _rewind(layout: TrainingRunLayout, step: int) -> None:
     """Remove this run's steps after `step` (folders, metrics and eval lines)."""
+    kept = _kept_lines(layout, step)
     for sub in layout.STEP_FOLDERS:
         for later in layout.steps(sub):
             if later > step:
                 shutil.rmtree(layout.step_dir(sub, later), ignore_errors=True)
-    for path in (layout.metrics_path, layout.evals_path):
-        if not path.exists():
-            continue
-        kept = []
-        for line in path.read_text().splitlines():
-            try:
-                if json.loads(line).get("step", 0) <= step:
-                    kept.append(line)
-            except ValueError:
-                continue  # a line cut short by a kill
-        write_text_atomic(path, "".join(line + "\n" for line in kept))
+    for path, rows in kept.items():
+        write_jsonl_atomic(path, rows)
 
 
 def _lock(layout: TrainingRunLayout) -> FolderLock:
@@ -109,6 +116,7 @@ def check(config: Any, output_dir: Path, resume_step: int | None) -> None:
         _check_fresh(layout, force=False)
     else:
         _check_resume(layout, config, resume_step)
+        _kept_lines(layout, resume_step)
 
 
 def prepare(config: Any, output_dir: Path, resume_step: int | None, force: bool = False) -> PreparedDir:

@@ -11,13 +11,12 @@ group which of the two runs fewer token positions).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from prime_cli.train.plugin_api import TrainingSample
+from prime_cli.train.plugin_api import TrainingSample, read_json_lines
 
 
 @dataclass
@@ -44,7 +43,7 @@ class MicroBatch:
 
 
 def read_batch(path: Path) -> list[TrainingSample]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_json_lines(path)  # type: ignore[return-value]
 
 
 def loss_token_count(samples: list[TrainingSample]) -> int:
