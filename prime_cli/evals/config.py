@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from prime_cli.clients.command_flags import LOCAL_MODEL, is_local_model
-from prime_cli.clients.model_target import ModelTarget
+from prime_cli.clients.run_target import RunTarget
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.envs.eval_defaults import ENV_DEFAULT_KEYS, env_eval_defaults  # noqa: F401 - re-exported
 from prime_cli.results.eval_schema import ROW_KEYS
@@ -28,14 +28,13 @@ LOCAL_MAX_TOKENS = 512
 LOCAL_TIMEOUT = 300.0
 
 
-class EvalConfig(ModelTarget):
-    """Everything one eval run needs. Field names are the TOML keys of an `[[eval]]` entry; the model and
-    where it is served (model, base_url, api_key_var, endpoints_path) are the shared ModelTarget block."""
+class EvalConfig(RunTarget):
+    """Everything one eval run needs. Field names are the TOML keys of an `[[eval]]` entry; the environment,
+    the model and where it is served (env_id, env_args, model, base_url, api_key_var, endpoints_path) are
+    the shared RunTarget block."""
 
     model_config = ConfigDict(extra="forbid")
 
-    env_id: str
-    env_args: dict[str, Any] = Field(default_factory=dict)
     extra_env_kwargs: dict[str, Any] = Field(default_factory=dict)
     headers: dict[str, str] = Field(default_factory=dict)
     num_examples: int | None = None

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from prime_cli.clients.command_flags import is_local_model
-from prime_cli.clients.model_target import ModelTarget
+from prime_cli.clients.run_target import RunTarget
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.runs.config_fields import Count, Dollars, Seconds, ZeroOrMore
 from prime_cli.runs.config_loading import build_model, read_toml_config
@@ -28,15 +28,13 @@ MIN_VALIDATION_ROWS = 10
 REFLECTION_MAX_TOKENS = 1024
 
 
-class GepaConfig(ModelTarget):
-    """Everything one GEPA run needs. Field names are the TOML keys; the student and where it is served
-    (model, base_url, api_key_var, endpoints_path: the last two serve the reflection model too) are the
-    shared ModelTarget block."""
+class GepaConfig(RunTarget):
+    """Everything one GEPA run needs. Field names are the TOML keys; the environment, the student and where
+    it is served (env_id, env_args, model, base_url, api_key_var, endpoints_path: the last two serve the
+    reflection model too) are the shared RunTarget block."""
 
     model_config = ConfigDict(extra="forbid")
 
-    env_id: str
-    env_args: dict[str, Any] = Field(default_factory=dict)
     reflection_model: str | None = None
     reflection_base_url: str | None = None
     max_calls: Count = 500
@@ -60,7 +58,7 @@ class GepaConfig(ModelTarget):
     timeout: Seconds | None = None
     display: Literal["auto", "rich", "plain", "json"] = "auto"
     # the built-in name (`local`, `local-moe`) of the reflection model where a local server of this session
-    # serves it (the student's is ModelTarget's)
+    # serves it (the student's is RunTarget's)
     _reflection_builtin: str | None = PrivateAttr(default=None)
 
     @property

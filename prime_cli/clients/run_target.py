@@ -1,14 +1,19 @@
-"""The model a run calls and where it is served: the config block an eval and a GEPA search share (-m, -b,
--k, -e). Field names are the TOML keys."""
+"""What an eval and a GEPA search run on: the environment (its id and arguments) and the model it calls,
+where that is served (-m, -b, -k, -e). The config block both share; field names are the TOML keys (in
+this order in their key lists)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, PrivateAttr
+from typing import Any
+
+from pydantic import BaseModel, Field, PrivateAttr
 
 from .command_flags import LOCAL_MODEL, is_local_model
 
 
-class ModelTarget(BaseModel):
+class RunTarget(BaseModel):
+    env_id: str
+    env_args: dict[str, Any] = Field(default_factory=dict)
     model: str = LOCAL_MODEL
     base_url: str | None = None
     api_key_var: str | None = None
