@@ -17,8 +17,6 @@ from .eval_run import EvalRun
 from .pass_k import ESTIMATORS, ks, passes_by_example, per_example
 from .summary import is_scored
 
-LABELS = {"pass_at_k": "@", "pass_hat_k": "^"}
-
 
 def pass_threshold(run: EvalRun) -> float:
     value = (run.metadata.summary or {}).get("pass_threshold")

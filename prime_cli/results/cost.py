@@ -19,7 +19,6 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-ROLES = ("student", "judge", "reflection")
 UNKNOWN_FIX = "add input_price and output_price (dollars per million tokens) to the model's entry in configs/endpoints.toml"
 
 

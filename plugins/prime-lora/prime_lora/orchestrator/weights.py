@@ -21,11 +21,6 @@ from prime_cli.train.plugin_api import (
 from .servers import InferencePool, InferenceServerHandle
 
 
-def newest_step(output_dir: Path) -> int | None:
-    steps = TrainingRunLayout(output_dir).weight_steps()
-    return steps[-1] if steps else None
-
-
 def reset_prefix_cache(base_url: str, attempts: int = 50, wait_s: float = 0.1, timeout: float = 60.0) -> bool:
     """POST /reset_prefix_cache (vLLM dev mode, which the launcher turns on). A new adapter loaded in
     place keeps its LoRA id, and vLLM's prefix-cache keys hold the id, not the weights: without a
