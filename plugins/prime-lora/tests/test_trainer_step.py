@@ -102,14 +102,14 @@ def test_forward_tokens_count_padding_and_shared_prompts_once(model_path, tmp_pa
     batches = micro_batches(samples, 2, 0, torch.device("cpu"), share_prefix=True)
     run = sum(mb.prefix_len + mb.input_ids.shape[0] * (mb.input_ids.shape[1] - mb.prefix_len) for mb in batches)
     assert result.forward_tokens == run
-    assert result.total_tokens == sum(len(s["input_ids"]) for s in samples) != run  # padding differs
+    assert result.all_tokens == sum(len(s["input_ids"]) for s in samples) != run  # padding differs
     metrics = result.as_metrics()
     assert metrics["forward_tokens_per_s"] == pytest.approx(run / result.train_s)
-    assert metrics["tokens_per_s"] == pytest.approx(result.total_tokens / result.train_s)
+    assert metrics["tokens_per_s"] == pytest.approx(result.all_tokens / result.train_s)
     packed = tiny_config(tmp_path, **{"trainer.micro_batch_size": 2})  # packing (the default) runs no padding
     model, params, optimizer, scheduler = _trainer(model_path, packed)
     result = train_step(model, optimizer, scheduler, params, samples, packed, torch.device("cpu"), 0)
-    assert result.forward_tokens == result.total_tokens
+    assert result.forward_tokens == result.all_tokens
 
 
 def test_loss_splits_masking_and_mismatch_by_side():

@@ -42,8 +42,8 @@ class StepResult:
     entropy: float
     grad_norm: float
     skipped: bool  # non-finite loss or gradient: no optimizer step
-    num_tokens: int  # loss tokens
-    total_tokens: int  # every token of the batch's samples
+    num_tokens: int  # loss tokens (metrics.jsonl `num_tokens`)
+    all_tokens: int  # every token of the batch's samples (tokens_per_s counts these)
     train_s: float
     zero_advantage: bool = False  # every advantage is 0: no optimizer step
     mismatch_kl_masked: float = 0.0  # mean k3 over the tokens masked by the ratio band
@@ -51,7 +51,7 @@ class StepResult:
     masked_low_fraction: float = 0.0  # ratio < ratio_low
     masked_high_fraction: float = 0.0  # ratio > ratio_high
     forward_tokens: int = 0  # token positions the model ran: padding included, a shared prompt once
-    peak_memory_bytes: int = 0
+    peak_memory_bytes: int = 0  # the run's peak so far (the allocator's or the process's high-water mark), not this step's
     # an MoE's routing near-ties (routing.py): their share of the loss tokens, the share of those the ratio
     # band masked, their mean k3; None for a dense model
     routing: dict[str, float] | None = None
@@ -67,7 +67,7 @@ class StepResult:
         if self.sft:
             return {"loss": clean(self.loss), "nll": clean(self.loss), "entropy": clean(self.entropy),
                     "grad_norm": clean(self.grad_norm), "skipped": self.skipped, "num_tokens": self.num_tokens,
-                    "tokens_per_s": per_s(self.total_tokens), "forward_tokens": self.forward_tokens,
+                    "tokens_per_s": per_s(self.all_tokens), "forward_tokens": self.forward_tokens,
                     "forward_tokens_per_s": per_s(self.forward_tokens), "train_s": self.train_s,
                     "peak_memory_gib": self.peak_memory_bytes / GIB}
         return {"loss": clean(self.loss), "mismatch_kl": clean(self.mismatch_kl),
@@ -76,7 +76,7 @@ class StepResult:
                 "masked_fraction": self.masked_fraction, "masked_low_fraction": self.masked_low_fraction,
                 "masked_high_fraction": self.masked_high_fraction, "entropy": clean(self.entropy),
                 "grad_norm": clean(self.grad_norm), "skipped": self.skipped, "zero_advantage": self.zero_advantage,
-                "num_tokens": self.num_tokens, "tokens_per_s": per_s(self.total_tokens),
+                "num_tokens": self.num_tokens, "tokens_per_s": per_s(self.all_tokens),
                 "forward_tokens": self.forward_tokens, "forward_tokens_per_s": per_s(self.forward_tokens),
                 "train_s": self.train_s, "peak_memory_gib": self.peak_memory_bytes / GIB, **(self.routing or {})}
 
@@ -118,9 +118,9 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
         model = LossPositionLogprobs(model)
     model.train()
     optimizer.zero_grad(set_to_none=True)
-    total = loss_token_count(samples)
+    loss_tokens = loss_token_count(samples)
     sft = config.is_sft
-    zero_advantage = not sft and total > 0 and not any(has_signal(s) for s in samples)
+    zero_advantage = not sft and loss_tokens > 0 and not any(has_signal(s) for s in samples)
     sums = StepSums(device)
     sampling = SFT_SAMPLING if sft else SamplingTransform.from_config(config.orchestrator.sampling)
     grad_scale = dist.world if dist.sharded else 1  # FSDP averages over ranks; the batch's gradient is the sum
@@ -132,7 +132,7 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
     batches = plan_micro_batches(samples, pack=trainer.pack and supports_packing(model.model),
                                  budget=trainer.micro_batch_tokens or config.seq_len, size=trainer.micro_batch_size,
                                  pad_id=pad_id, device=device, share_prefix=share)
-    passes = dist.passes(batches) if total else []
+    passes = dist.passes(batches) if loss_tokens else []
     for index, (mb, counts) in enumerate(passes):
         if mb.loss_tokens == 0 and not dist.sharded:
             continue
@@ -144,8 +144,8 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
                                   mb.prefix_len, mb.loss_index, mb.padded, sampling, mb.position_ids,
                                   mb.document_lengths)
             routing = getattr(model.model, "prime_router_margins", None)
-            parts = sft_loss(logp, total) if sft else policy_loss(
-                logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, total,
+            parts = sft_loss(logp, loss_tokens) if sft else policy_loss(
+                logp, mb.inference_logprobs, mb.advantages, config.trainer.loss, loss_tokens,
                 routing.near_tie if routing is not None else None)
         if not counts:  # a pass that only keeps sharded ranks in step: no gradient, no metrics
             if not zero_advantage:
@@ -160,8 +160,8 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
         dist.sum_grads(params)
     totals = sums.read(dist)  # the step's one read of the device
     masked = totals.masked_low + totals.masked_high
-    grad_norm = clip_gradients(params, config.trainer.optim.max_norm) if total and not zero_advantage else 0.0
-    skipped = total == 0 or not (math.isfinite(totals.loss) and math.isfinite(grad_norm))
+    grad_norm = clip_gradients(params, config.trainer.optim.max_norm) if loss_tokens and not zero_advantage else 0.0
+    skipped = loss_tokens == 0 or not (math.isfinite(totals.loss) and math.isfinite(grad_norm))
     if skipped or zero_advantage:
         optimizer.zero_grad(set_to_none=True)
     else:
@@ -170,13 +170,13 @@ def train_step(model: Any, optimizer: Any, scheduler: Any, params: list[torch.nn
         warnings.simplefilter("ignore", UserWarning)
         scheduler.step()
     wait_for_device(device)
-    n = max(total, 1)  # (the unmasked k3: two sums rounded apart, so it is kept >= 0 below)
+    n = max(loss_tokens, 1)  # (the unmasked k3: two sums rounded apart, so it is kept >= 0 below)
     return StepResult(loss=totals.loss, mismatch_kl=totals.mismatch_kl / n, masked_fraction=masked / n,
-                      entropy=totals.entropy / n, grad_norm=grad_norm, skipped=skipped, num_tokens=total,
-                      total_tokens=sum(len(s["input_ids"]) for s in samples), train_s=time.perf_counter() - started,
+                      entropy=totals.entropy / n, grad_norm=grad_norm, skipped=skipped, num_tokens=loss_tokens,
+                      all_tokens=sum(len(s["input_ids"]) for s in samples), train_s=time.perf_counter() - started,
                       zero_advantage=zero_advantage, mismatch_kl_masked=totals.mismatch_kl_masked / max(masked, 1),
                       mismatch_kl_unmasked=max(totals.mismatch_kl - totals.mismatch_kl_masked, 0.0)
-                      / max(total - masked, 1),
+                      / max(loss_tokens - masked, 1),
                       masked_low_fraction=totals.masked_low / n, masked_high_fraction=totals.masked_high / n,
                       forward_tokens=int(totals.forward_tokens), peak_memory_bytes=peak_memory_bytes(device),
                       routing=routing_metrics(totals, n) if hasattr(model.model, "prime_router_margins") else None,
