@@ -128,13 +128,13 @@ def info(
     verbose: bool = typer.Option(False, "-v", "--verbose", help=VERBOSE_HELP),
 ) -> None:
     """Arguments (with defaults), dataset sizes, reward functions and tools of an environment."""
-    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.envs.errors import UserInputError
     from prime_cli.workspace import environment_info
 
     args = json_object_arg("-a/--env-args", env_args or None) or {}
     try:
         described = environment_info(name, args, path)
-    except EnvConfigError as exc:
+    except UserInputError as exc:
         fail_error(exc, verbose)
     typer.echo(f"{described.env_id}  ({described.module_file})")
     if described.env_class:
@@ -195,7 +195,7 @@ def check(
         flag = next(flag for flag, value in given.items() if value is not None)
         fail(f"{flag} applies to the judge model; add -m MODEL")
     args = json_object_arg("-a/--env-args", env_args or None) or {}
-    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.envs.errors import UserInputError
     from prime_cli.workspace.env_check import JudgeFlags, check_environment
 
     judge = JudgeFlags(model, base_url, api_key_var, endpoints_path, max_retries) if model is not None else None
@@ -204,7 +204,7 @@ def check(
     try:
         with quiet:
             report = check_environment(name, args, num_examples, judge)
-    except EnvConfigError as exc:
+    except UserInputError as exc:
         fail_error(exc, verbose)
     if json_output:
         typer.echo(json.dumps(report.as_dict(), indent=1))

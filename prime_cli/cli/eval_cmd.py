@@ -94,13 +94,13 @@ def run(
     if steps is not None or no_eval_base:
         fail(f"{'--steps' if steps is not None else '--no-eval-base'} only applies to a checkpoint sweep; "
              "add --weights-dir OUT/weights")
-    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.envs.errors import UserInputError
     from prime_cli.evals.api import run_evals
     from prime_cli.serve.errors import ServeError
 
     try:
         code = run_evals(target, values)
-    except (EnvConfigError, ServeError) as exc:
+    except (UserInputError, ServeError) as exc:
         fail_config(exc, ctx, values)
     raise typer.Exit(code)
 
@@ -119,13 +119,13 @@ def _steps(text: str | None) -> list[int] | None:
 
 def _sweep(ctx: typer.Context, target: str, values: dict[str, Any], weights_dir: str, steps: list[int] | None,
            eval_base: bool) -> None:
-    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.envs.errors import UserInputError
     from prime_cli.evals.sweep import run_sweep
     from prime_cli.serve.errors import ServeError
 
     try:
         code = run_sweep(target, values, weights_dir, steps, eval_base)
-    except (EnvConfigError, ServeError) as exc:
+    except (UserInputError, ServeError) as exc:
         fail_config(exc, ctx, values)
     raise typer.Exit(code)
 
@@ -137,12 +137,12 @@ def export(
     output: str | None = typer.Option(None, "-o", "--output", help="File to write. Default: ./<env>--<model>--<run_id>.<format>."),
 ) -> None:
     """Write a saved run's rows as one csv, parquet or jsonl file (metrics also as metrics.<name> columns)."""
-    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.envs.errors import UserInputError
     from prime_cli.evals.export import export_run
 
     try:
         written, rows = export_run(run, fmt.lower(), output)
-    except EnvConfigError as exc:
+    except UserInputError as exc:
         fail(str(exc))
     typer.echo(f"exported {rows} rows to {written}")
 
@@ -160,14 +160,14 @@ def compare(
     Errored rollouts are left out and counted."""
     import math
 
-    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.envs.errors import UserInputError
     from prime_cli.results.compare import compare_runs, comparison_json, comparison_lines
 
     if power is not None and (power == 0 or not math.isfinite(power)):
         fail(f"--power must be a non-zero reward difference to detect, e.g. 0.05 (got {power:g})")
     try:
         result = compare_runs(run_a, run_b, power)
-    except EnvConfigError as exc:
+    except UserInputError as exc:
         fail(str(exc))
     if as_json:
         typer.echo(json.dumps(comparison_json(result)))
@@ -191,7 +191,7 @@ def rescore(
     the paired difference to the saved rewards, overall and per reward function. A rubric that reads a
     state key the run did not save is refused: save it next time with `prime eval run -C KEY`.
     Ctrl-C keeps the rows scored so far; the printed --resume command finishes the rest."""
-    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.envs.errors import UserInputError
     from prime_cli.evals.rescore_report import run_rescore
 
     if resume == options.BARE:
@@ -200,6 +200,6 @@ def rescore(
     args = json_object_arg("-a/--env-args", env_args)
     try:
         code = run_rescore(run_dir, args, output_dir, resume, max_concurrent, as_json)
-    except EnvConfigError as exc:
+    except UserInputError as exc:
         fail(str(exc))
     raise typer.Exit(code)

@@ -1,7 +1,7 @@
 """Errors of the model-access layer.
 
 - `ClientConfigError` is a configuration mistake found before any request is sent (a bad endpoint
-  registry, an unset API-key variable, a missing optional extra). It is an `EnvConfigError`, so the
+  registry, an unset API-key variable, a missing optional extra). It is a `UserInputError`, so the
   CLI prints its message as one line and exits with code 2.
 - `FatalEndpointError` is a model failure that no retry can fix and that will hit every other
   request to the same endpoint too (rejected key, unknown model, server unreachable). It is a
@@ -12,10 +12,10 @@ Messages are single lines and never contain API keys.
 
 from __future__ import annotations
 
-from prime_cli.envs.errors import EnvConfigError, FatalError, ModelError
+from prime_cli.envs.errors import FatalError, ModelError, UserInputError
 
 
-class ClientConfigError(EnvConfigError):
+class ClientConfigError(UserInputError):
     """The endpoint configuration is wrong; the message says what and how to fix it."""
 
 

@@ -34,6 +34,7 @@ from .errors import (
     ToolCallError,
     ToolError,
     ToolParseError,
+    UserInputError,
 )
 from .example_datasets import (
     BOXED_SYSTEM_PROMPT,
@@ -70,7 +71,7 @@ __all__ = [
     "MaybeThinkParser", "Message", "Messages", "ModelError", "MultiTurnEnv", "OverlongPromptError", "Parser", "PythonEnv",
     "RolloutScore", "Rubric", "RubricError", "RubricGroup", "SamplingArgs", "SandboxEnv", "SingleTurnEnv", "State",
     "StatefulToolEnv", "SystemMessage", "ThinkParser", "Tool", "ToolCall", "ToolCallError", "ToolEnv", "ToolError",
-    "ToolMessage", "ToolParseError", "ToolRubric", "TrajectoryStep", "Usage", "UserMessage", "XMLParser", "cleanup",
+    "ToolMessage", "ToolParseError", "ToolRubric", "TrajectoryStep", "Usage", "UserInputError", "UserMessage", "XMLParser", "cleanup",
     "convert_func_to_tool_def", "extract_boxed_answer", "extract_hash_answer", "load_environment",
     "load_example_dataset", "maybe_await", "messages", "stop", "tool_schema",
 ]

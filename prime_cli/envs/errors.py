@@ -6,9 +6,11 @@ Two families:
   `FatalError` will hit every other rollout too (a rejected key, a server gone): its record says
   `"fatal": true` and the engines stop the run on it (`is_fatal`) instead of recording one failed
   rollout after another.
-- `EnvConfigError` and subclasses are mistakes in an environment or its input (a bad dataset row,
-  a missing `load_environment`, an argument it does not accept). They are raised to the caller with
-  a message that names the problem and the fix; the CLI turns them into one line and exit code 2.
+- `UserInputError` and subclasses are mistakes in what the user gave (a flag, a config file, a run
+  folder, an endpoint registry, an environment). They are raised to the caller with a message that
+  names the problem and the fix; the CLI turns them into one line and exit code 2. `EnvConfigError`
+  is the kind for mistakes in an environment or its input (a bad dataset row, a missing
+  `load_environment`, an argument it does not accept).
 """
 
 from __future__ import annotations
@@ -61,7 +63,11 @@ class InfraError(Error):
     """Something outside the model and the environment failed (a sandbox, a service)."""
 
 
-class EnvConfigError(ValueError):
+class UserInputError(ValueError):
+    """A mistake in what the user gave. Message says what and how to fix it; the CLI exits with 2."""
+
+
+class EnvConfigError(UserInputError):
     """A mistake in an environment definition or its input. Message says what and how to fix it."""
 
 

@@ -32,7 +32,7 @@ from typing import Any
 from . import verifiers_alias
 from .arguments import check_env_args
 from .environment import Environment
-from .errors import EnvConfigError, EnvironmentLoadError, EnvironmentNotInstalledError
+from .errors import EnvironmentLoadError, EnvironmentNotInstalledError, UserInputError
 from .load_errors import code_failure, empty_rubric, not_an_environment
 
 
@@ -274,7 +274,7 @@ def import_environment_module(env_id: str, root: Path | None = None) -> Any:
         raise EnvironmentLoadError(f"{env_id!r} is not a valid environment id (expected a name like 'reverse-text')")
     try:
         loaded = _import(module, root)
-    except EnvConfigError:
+    except UserInputError:
         raise
     except Exception as exc:  # the environment's module raised while it was imported: one line, cause kept
         raise code_failure(env_id.strip(), exc, "importing its module", _code_place(module, root)) from exc
@@ -316,7 +316,7 @@ def build_environment(env_id: str, env_args: dict[str, Any]) -> Environment:
     check_env_args(env_id, factory, env_args)
     try:
         env = factory(**env_args)
-    except EnvConfigError:
+    except UserInputError:
         raise
     except Exception as exc:  # the environment's own code: one line naming the cause, the original as cause
         raise code_failure(env_id.strip(), exc, "load_environment()", _code_place(module.__name__, None)) from exc

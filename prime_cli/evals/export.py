@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any
 
-from prime_cli.envs.errors import EnvConfigError
+from prime_cli.envs.errors import UserInputError
 from prime_cli.results.eval_rows import to_json
 from prime_cli.results.eval_run import EvalRun, load_run
 from prime_cli.results.eval_schema import EvalRunLayout, PathLike
@@ -22,7 +22,7 @@ from prime_cli.runs.atomic import write_atomic
 FORMATS = ("csv", "parquet", "jsonl")
 
 
-class ExportError(EnvConfigError):
+class ExportError(UserInputError):
     """An export that cannot be written as asked (a missing library, a bad output path)."""
 
 

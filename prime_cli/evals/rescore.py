@@ -20,7 +20,7 @@ from typing import Any
 
 import prime_cli
 import prime_cli.envs as vf
-from prime_cli.envs.errors import EnvConfigError
+from prime_cli.envs.errors import UserInputError
 from prime_cli.results.eval_rows import read_results
 from prime_cli.results.eval_run import EvalRun, load_run
 from prime_cli.results.eval_schema import EvalRunLayout, MetadataRecord, Rollout
@@ -41,7 +41,7 @@ RESULT_KEYS = {"avg_reward", "avg_metrics", "pass_at_k", "pass_hat_k", "avg_erro
                "source", "cost"}  # `source`: the converted copy of another tool's run names its folder; ours is not one
 
 
-class RescoreRefused(EnvConfigError):
+class RescoreRefused(UserInputError):
     """The rubric needs what the run did not save (one line for the user)."""
 
 
@@ -108,7 +108,7 @@ def _open_resumed(resume: Path, source: EvalRun) -> RunStore:
 
 def rescore(path: str, env_args: dict[str, Any] | None, output_dir: str | None, resume: str | None,
             max_concurrent: int = 32, progress: Callable[[int, int], None] | None = None) -> RescoreOutcome:
-    """Rescore the run at `path`; raises EnvConfigError/RunDirError (one line) on bad input, before writing."""
+    """Rescore the run at `path`; raises a UserInputError (one line) on bad input, before writing."""
     if resume:
         _check_resume(Path(resume))
     source = load_run(path)
@@ -125,7 +125,7 @@ def rescore(path: str, env_args: dict[str, Any] | None, output_dir: str | None, 
     env = vf.load_environment(env_id, **args)
     groups = _groups(source.rows)
     if not groups:
-        raise EnvConfigError(f"{source.source_path} has no rollouts to rescore")
+        raise UserInputError(f"{source.source_path} has no rollouts to rescore")
     independent = bool(source.metadata.independent_scoring)
     stores: list[RunStore] = []
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prime_cli.envs.errors import EnvConfigError
+from prime_cli.envs.errors import UserInputError
 from prime_cli.runs.layouts import TrainingRunLayout, step_dir_name, steps_in
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.training_env_args import (
@@ -54,7 +54,7 @@ from .runner import resolve_counts
 from .sweep_table import SweepRow, print_json, print_table, sweep_row
 
 
-class SweepError(EnvConfigError):
+class SweepError(UserInputError):
     """Bad sweep input, or a server that cannot load the adapters (one line, exit 2)."""
 
 

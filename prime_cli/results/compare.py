@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from prime_cli.envs.errors import EnvConfigError
+from prime_cli.envs.errors import UserInputError
 from prime_cli.results.intervals import (
     NO_SPREAD,
     PairedComparison,
@@ -30,7 +30,7 @@ from .eval_run import EvalRun, load_run
 from .row_values import example_key
 
 
-class CompareError(EnvConfigError):
+class CompareError(UserInputError):
     """The two runs cannot be compared (one line for the user)."""
 
 

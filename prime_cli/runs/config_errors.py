@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from prime_cli.envs.errors import EnvConfigError
+from prime_cli.envs.errors import UserInputError
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class ValueProblem:
         return f"{name} {self.message} (got {shown(self.value)})"
 
 
-class ConfigValueError(EnvConfigError):
+class ConfigValueError(UserInputError):
     """Values of a config that are not allowed (`problems`), plus other problems as ready lines (`others`:
     unknown or missing keys). The message names each key in `where`; `describe(names)` names the keys
     the user gave otherwise (by their flags)."""

@@ -8,12 +8,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from prime_cli.envs.errors import EnvConfigError
+from prime_cli.envs.errors import UserInputError
 
 METADATA_FILE = "metadata.json"
 
 
-class RunDirError(EnvConfigError):
+class RunDirError(UserInputError):
     """A path given as a run directory is not one (missing or invalid metadata.json)."""
 
 

@@ -147,7 +147,7 @@ def check_environments(config: RLConfig, dry_run: bool = False) -> list[str]:
             reason = lines[0] if lines else type(exc).__name__
             if isinstance(exc, EnvironmentCodeError):  # the environment's code: its error, without the id again
                 reason = exc.short + exc.where
-            elif not isinstance(exc, vf.EnvConfigError):
+            elif not isinstance(exc, vf.UserInputError):
                 reason = f"{type(exc).__name__}: {reason}"
             raise TrainConfigError(f"{where}[{index}].id: cannot load environment {entry.id!r} "
                                    f"({visible(train_spelling(reason, f'{where}[{index}]'))})") from exc

@@ -178,7 +178,7 @@ def _shown(info: EnvironmentInfo) -> EnvironmentInfo:
 
 
 def _environment_info(env_id: str, env_args: dict[str, Any] | None, root: Path | None) -> EnvironmentInfo:
-    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.envs.errors import UserInputError
     from prime_cli.envs.load_errors import EnvironmentCodeError, empty_rubric
     from prime_cli.envs.loader import build_environment, import_environment_module
 
@@ -202,7 +202,7 @@ def _environment_info(env_id: str, env_args: dict[str, Any] | None, root: Path |
         info.dataset_problem = exc.short
         return info
     except Exception as exc:  # missing data, bad arguments: the description so far is still useful
-        info.dataset_problem = str(exc) if isinstance(exc, EnvConfigError) else f"{type(exc).__name__}: {exc}"
+        info.dataset_problem = str(exc) if isinstance(exc, UserInputError) else f"{type(exc).__name__}: {exc}"
         return info
     info.env_class = type(env).__name__
     names = env.rubric.get_reward_func_names()
@@ -215,5 +215,5 @@ def _environment_info(env_id: str, env_args: dict[str, Any] | None, root: Path |
         info.dataset_size = len(env.dataset) if env.dataset is not None else None
         info.eval_dataset_size = len(env.eval_dataset) if env.eval_dataset is not None else None
     except Exception as exc:
-        info.dataset_problem = str(exc) if isinstance(exc, EnvConfigError) else f"{type(exc).__name__}: {exc}"
+        info.dataset_problem = str(exc) if isinstance(exc, UserInputError) else f"{type(exc).__name__}: {exc}"
     return info

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from prime_cli.envs.errors import EnvConfigError
+from prime_cli.envs.errors import UserInputError
 
 
-class WorkspaceError(EnvConfigError):
+class WorkspaceError(UserInputError):
     """A bad environment name, a folder that is not a package, a failed install..."""

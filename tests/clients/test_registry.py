@@ -15,7 +15,7 @@ from prime_cli.clients import (
     load_registry,
     resolve_model,
 )
-from prime_cli.envs.errors import EnvConfigError
+from prime_cli.envs.errors import EnvConfigError, UserInputError
 
 REGISTRY = """
 [[endpoint]]
@@ -101,8 +101,8 @@ def test_index_tables_are_left_to_the_package_index_reader(tmp_path):
     assert list(load_registry(path)) == ["a"]
 
 
-def test_client_config_error_is_an_env_config_error():
-    assert issubclass(ClientConfigError, EnvConfigError)
+def test_client_config_error_is_a_user_input_error():  # exit code 2 in the CLI; not an environment's mistake
+    assert issubclass(ClientConfigError, UserInputError) and not issubclass(ClientConfigError, EnvConfigError)
 
 
 def test_resolve_registry_name_with_overrides(tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from prime_cli.envs.errors import EnvConfigError
+from prime_cli.envs.errors import EnvConfigError, UserInputError
 from prime_cli.evals.store import (
     RunStore,
     completed_pairs,
@@ -348,7 +348,7 @@ def test_run_dir_errors_name_the_file(tmp_path):
     (tmp_path / "metadata.json").write_text("[1]")
     with pytest.raises(RunDirError, match="holds a JSON list"):
         read_metadata(tmp_path)
-    assert issubclass(RunDirError, EnvConfigError)
+    assert issubclass(RunDirError, UserInputError) and not issubclass(RunDirError, EnvConfigError)
 
 
 def test_open_and_read_refuse_a_folder_that_is_not_a_run(tmp_path):

@@ -80,7 +80,7 @@ def check_environment(env_id: str, env_args: dict[str, Any] | None = None, num_e
                       judge: JudgeFlags | None = None) -> CheckReport:
     """Raises EnvConfigError when the environment cannot be loaded (bad name or arguments) or the judge
     model flags are wrong (ClientConfigError). Without `judge`, judge rubrics are skipped."""
-    from prime_cli.envs.errors import EnvConfigError
+    from prime_cli.envs.errors import EnvConfigError, UserInputError
     from prime_cli.envs.loader import load_environment
 
     from ..names import check_env_id
@@ -89,7 +89,7 @@ def check_environment(env_id: str, env_args: dict[str, Any] | None = None, num_e
     specs = judge_specs(judge) if judge else None  # bad -m/-b/-k/-e fail before the environment loads
     try:
         env = load_environment(env_id, **(env_args or {}))
-    except EnvConfigError:
+    except UserInputError:
         raise
     except Exception as exc:  # the environment's own code failed: one line, not a traceback
         raise EnvConfigError(f"{env_id}: load_environment() raised {type(exc).__name__}: {exc}") from exc
