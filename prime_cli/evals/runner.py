@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from prime_cli.envs.eval_defaults import env_eval_defaults, env_sampling_default
 from prime_cli.results.eval_schema import Rollout, Summary
 from prime_cli.results.reward_signal import reward_check
 from prime_cli.results.summary import RunningStats, metadata_fields, power_record, summarize
+from prime_cli.runs.interrupt import CtrlC
 from prime_cli.runs.log import run_log
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.wait_notices import notice_interval
@@ -163,7 +163,7 @@ class EvalRunner:
         self.start = time.perf_counter()
         self.last_finished: float | None = None  # when this process last finished a rollout
         self.quiet_since = self.start  # the last finished rollout or heartbeat
-        self.interrupted = False  # a first Ctrl-C came: the next one cancels the groups in flight
+        self.ctrl_c = CtrlC(self.drain, self.cancel_groups, display.message)  # as GEPA takes it
         self.stop: Stop | None = None
 
     def stop_for(self, reason: StopReason, error: str | None = None) -> bool:
@@ -182,16 +182,10 @@ class EvalRunner:
             if task is not asyncio.current_task():
                 task.cancel()
 
-    def interrupt(self) -> None:
-        """SIGINT. The first Ctrl-C starts no new group and drains those in flight; the next cancels them."""
-        if self.interrupted:
-            self.cancel_groups()
-            return
-        self.interrupted = True
+    def drain(self) -> str:
+        """The first Ctrl-C: no new group starts, those in flight finish and are saved (the next one cancels them)."""
         self.stop_for(StopReason.CANCELLED)
-        self.display.message(
-            f"cancelling: waiting for {len(self.in_flight)} in-flight group(s) to finish (Ctrl-C again to stop now)",
-            "warning")
+        return f"{len(self.in_flight)} in-flight group(s) to finish"
 
     def count_error(self) -> None:
         """An errored rollout was saved: stop the run when the error rate is clearly over the budget."""
@@ -303,12 +297,7 @@ class EvalRunner:
         self.show_estimate()  # a resumed run: from its finished rollouts
 
     async def run(self) -> EvalOutcome:
-        loop = asyncio.get_running_loop()
-        try:
-            loop.add_signal_handler(signal.SIGINT, self.interrupt)
-            handler_installed = True
-        except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
-            handler_installed = False
+        self.ctrl_c.install()
         self.show_start()
         sandboxed = await start_sandboxes(self.config, self.env, self.display)
         beating = asyncio.create_task(self.heartbeat())
@@ -322,8 +311,7 @@ class EvalRunner:
             raise
         finally:
             beating.cancel()
-            if handler_installed:
-                loop.remove_signal_handler(signal.SIGINT)
+            self.ctrl_c.remove()
             end, all_rows, summary = await self.save(sandboxed, raised)
         return self.report(end, all_rows, summary)
 

@@ -44,9 +44,10 @@ def test_ctrl_c_after_another_stop_drains_then_cancels_but_keeps_the_first_reaso
         run.stop_for(StopReason.COST_CAP)
         group = asyncio.create_task(asyncio.sleep(10))
         run.in_flight[group] = ("example", 1, 0.0)
-        run.interrupt()
-        assert not group.cancelled() and run.display.lines[-1][1] == "warning"  # the first Ctrl-C drains
-        run.interrupt()  # the second cancels what is in flight
+        run.ctrl_c()
+        assert not group.cancelled() and run.display.lines[-1] == (
+            "cancelling: waiting for 1 in-flight group(s) to finish (Ctrl-C again to stop now)", "warning")
+        run.ctrl_c()  # the second cancels what is in flight
         await asyncio.sleep(0)
         return run, group
 
