@@ -14,7 +14,8 @@ METADATA_FILE = "metadata.json"
 
 
 class RunDirError(UserInputError):
-    """A path given as a run directory is not one (missing or invalid metadata.json)."""
+    """A path given as a run folder does not fit the request: not a run (missing or invalid metadata.json),
+    or for training (the plugin raises it too) a fresh start over a run, a missing checkpoint, a folder in use."""
 
 
 def read_metadata(run_dir: str | os.PathLike[str]) -> dict[str, Any]:

@@ -22,7 +22,8 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
   `JsonLinesError` naming file:line), `parse_whole_line` one line a tail read whole. Ownership and use:
   `fresh_start` / `fresh_start_refusal` (what a fresh start may delete; `entries_listing` names such
   entries), `read_manifest` /
-  `write_manifest` (the mark of a prime run's folder), `FolderLock` (one run per folder, `FolderBusy`).
+  `write_manifest` (the mark of a prime run's folder), `FolderLock` (one run per folder, `FolderBusy`);
+  `RunDirError` is the one error of a folder that does not fit the request (a UserInputError: one line).
 - A warm start: `check_initial_adapter(config)` (does `[model] adapter = PATH` fit the run's LoRA: None, else
   one line), `adapter_path(config)` the folder it names.
 - Resume checks: `check_resume` (may a run resume at a step with a config: a whole checkpoint, checked
@@ -49,6 +50,7 @@ from prime_cli.records.json_lines import JsonLinesError, parse_whole_line, read_
 from prime_cli.results.error_budget import clearly_over_budget
 from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from prime_cli.runs.layouts import steps_in
+from prime_cli.runs.metadata import RunDirError
 from prime_cli.runs.online_evals import eval_summary_line, read_evals
 from prime_cli.runs.status import FINISHED, RunStatus
 from prime_cli.runs.tasks import gather_or_cancel
@@ -98,7 +100,7 @@ async def evaluate_policy(*args, **kwargs):
 __all__ = [
     "API_VERSION", "AdapterLoadError", "BufferConfig", "EndpointSpec", "FINISHED", "FolderBusy", "FolderLock",
     "LoraTargets", "LossConfig", "MOE_ARCHITECTURES",
-    "ManagedProcess", "OpenAIChatClient", "RLConfig", "ResumeConfigError", "RunStatus",
+    "ManagedProcess", "OpenAIChatClient", "RLConfig", "ResumeConfigError", "RunDirError", "RunStatus",
     "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
     "VllmServer", "adapter_path", "check_initial_adapter", "check_resume", "entries_listing", "env_file_values", "eval_summary_line",
     "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "gather_or_cancel", "load_adapter",

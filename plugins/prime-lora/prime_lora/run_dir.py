@@ -18,6 +18,7 @@ from prime_cli.train.plugin_api import (
     FolderLock,
     JsonLinesError,
     ResumeConfigError,
+    RunDirError,
     TrainingRunLayout,
     check_resume,
     entries_listing,
@@ -32,10 +33,6 @@ from prime_cli.train.plugin_api import (
 )
 
 __all__ = ["PreparedDir", "RunDirError", "check", "checkpoint_steps", "prepare", "steps_in"]
-
-
-class RunDirError(Exception):
-    """The output directory does not fit the request (fresh start over a run, missing checkpoint, in use)."""
 
 
 @dataclass

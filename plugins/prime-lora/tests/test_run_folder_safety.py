@@ -188,3 +188,11 @@ def test_dry_run_warns_of_what_a_resume_would_refuse(tmp_path):
     (notes,) = output_dir_notes(rl_config(out, max_steps=8, **{"trainer.model.lora.rank": 16}), 5)
     assert notes.startswith("warning: a real run would refuse to resume: ") and "trainer.model.lora.rank" in notes
     assert output_dir_notes(rl_config(out, max_steps=8), 5) == ["note: resuming with max_steps changed: 6 -> 8"]
+
+
+def test_the_plugins_run_dir_error_is_prime_s_one_run_dir_error():
+    from prime_cli.envs.errors import UserInputError
+    from prime_cli.train import plugin_api
+
+    assert run_dir.RunDirError is plugin_api.RunDirError
+    assert issubclass(run_dir.RunDirError, UserInputError)  # one line, exit code 2, wherever it is raised
