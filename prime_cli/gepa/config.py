@@ -14,9 +14,6 @@ from prime_cli.envs.errors import EnvConfigError
 from prime_cli.runs.config_fields import Count, Dollars, Seconds, ZeroOrMore
 from prime_cli.runs.config_loading import build_model, read_toml_config
 
-# Settings that decide the search itself: a resumed run keeps the values it was started with.
-SEARCH_KEYS = ("env_id", "env_args", "num_train", "num_val", "minibatch_size", "rollouts_per_example",
-               "seed", "perfect_score", "parallel_proposals", "sampling_args", "state_columns")
 # Seconds per model request: the embedded model on CPU answers within this once max_tokens is bounded,
 # and a stuck request is noticed sooner than with the default for remote servers.
 DEFAULT_TIMEOUT = 600.0
@@ -31,7 +28,8 @@ REFLECTION_MAX_TOKENS = 1024
 class GepaConfig(RunTarget):
     """Everything one GEPA run needs. Field names are the TOML keys; the environment, the student and where
     it is served (env_id, env_args, model, base_url, api_key_var, endpoints_path: the last two serve the
-    reflection model too) are the shared RunTarget block."""
+    reflection model too) are the shared RunTarget block. A resumed run keeps every saved value but those
+    resume_rules.CHANGEABLE_ON_RESUME names (and a larger max_calls)."""
 
     model_config = ConfigDict(extra="forbid")
 
