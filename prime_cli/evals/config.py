@@ -65,11 +65,6 @@ class EvalConfig(RunTarget):
     _local_defaults: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     @property
-    def local_model(self) -> bool:
-        """`served_local` under its old name, for evals/runner.py until its rewrite lands."""
-        return self.served_local
-
-    @property
     def local_defaults(self) -> dict[str, Any]:
         """The embedded model's defaults this run took because neither the user nor the environment set them."""
         return self._local_defaults
