@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from prime_cli.envs.errors import error_record
+from prime_cli.records.header import header_update, new_header, with_header
 from prime_cli.results.eval_rows import read_results, to_json
 from prime_cli.results.eval_schema import (
     ROW_KEYS,
@@ -32,7 +33,7 @@ from prime_cli.results.eval_schema import (
 from prime_cli.runs.atomic import write_atomic
 from prime_cli.runs.ids import RUN_ID_PATTERN, new_run_id
 from prime_cli.runs.metadata import RunDirError, read_metadata
-from prime_cli.runs.status import RESUMABLE, RunStatus
+from prime_cli.runs.status import RESUMABLE
 
 logger = logging.getLogger(__name__)
 
@@ -182,8 +183,8 @@ class RunStore:
         run_dir = Path(run_dir)
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         run_dir.mkdir()
-        meta: MetadataRecord = {**metadata, "date": datetime.now().astimezone().isoformat(timespec="seconds"),
-                                "status": RunStatus.RUNNING}
+        meta: MetadataRecord = {**with_header(new_header("eval", run_dir.name), metadata),  # type: ignore[typeddict-item]
+                                "date": datetime.now().astimezone().isoformat(timespec="seconds")}
         write_atomic(EvalRunLayout(run_dir).metadata_path, _encode(meta, indent=2), durable=True)
         return cls(run_dir, meta)
 
@@ -210,7 +211,7 @@ class RunStore:
         """Merge `fields` into metadata.json and rewrite it atomically. `date` never changes."""
         fields.pop("date", None)
         with self._lock:
-            self.metadata.update(fields)  # type: ignore[typeddict-item]
+            self.metadata.update(fields, **header_update(self.metadata, fields))  # type: ignore[typeddict-item]
             data = _encode(self.metadata, indent=2)
             write_atomic(self.metadata_path, data, durable=True)
         return self.metadata

@@ -15,8 +15,8 @@ from typing import IO, Any
 
 import prime_cli.envs as vf
 from prime_cli.envs.errors import EnvConfigError
+from prime_cli.records.gepa_run import GepaMetadata
 from prime_cli.results.cost import cost_text
-from prime_cli.results.gepa_schema import GepaMetadata
 from prime_cli.runs.interrupt import CtrlC
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import json_visible, visible

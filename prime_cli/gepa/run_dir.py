@@ -12,18 +12,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from prime_cli.results.gepa_reader import read_jsonl
-from prime_cli.results.gepa_schema import (
+from prime_cli.records.gepa_run import (
     FrontierRow,
     GepaCandidate,
     GepaIteration,
     GepaMetadata,
     GepaRunLayout,
 )
+from prime_cli.records.header import header_update, new_header, with_header
+from prime_cli.results.gepa_reader import read_jsonl
 from prime_cli.runs import json_lines
 from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from prime_cli.runs.metadata import RunDirError
-from prime_cli.runs.status import RunStatus
 
 from .pareto import row_fronts
 from .state import Candidate, SearchState
@@ -50,7 +50,7 @@ class GepaRunDir:
     @classmethod
     def create(cls, path: Path, metadata: GepaMetadata) -> GepaRunDir:
         path.mkdir(parents=True, exist_ok=True)
-        run = cls(path, {**metadata, "run_id": path.name, "status": RunStatus.RUNNING, "created_at": now_iso(),
+        run = cls(path, {**with_header(new_header("gepa", path.name), metadata),  # type: ignore[typeddict-item]
                          "completed_at": None})
         run.write_metadata()
         run.layout.candidates_path.touch()
@@ -74,7 +74,7 @@ class GepaRunDir:
         return run, state
 
     def write_metadata(self, **fields: Any) -> None:
-        self.metadata.update(fields)  # type: ignore[typeddict-item]
+        self.metadata.update(fields, **header_update(self.metadata, fields))  # type: ignore[typeddict-item]
         write_json_atomic(self.layout.metadata_path, self.metadata, indent=2)
 
     def _append(self, path: Path, row: GepaCandidate | GepaIteration) -> None:

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+# RowScore and mean_scored are the run record's (a candidate's val_mean); the engine imports them from here
+from prime_cli.records.gepa_run import RowScore
+from prime_cli.records.gepa_run import mean_scored as mean_scored
 from prime_cli.results.summary import error_kind
-
-RowScore = float | None
-"""A row's mean reward over its scored rollouts; None when every rollout of the row errored."""
 
 MOSTLY = 0.5
 """A candidate with more than this share of its rollouts errored is not accepted."""
@@ -39,12 +39,6 @@ def row_score(entries: Sequence[dict[str, Any]]) -> RowScore:
 def errored(rows: Iterable[Sequence[dict[str, Any]]]) -> int:
     """Errored rollouts among rows of entries."""
     return sum(1 for entries in rows for e in entries if not entry_scored(e))
-
-
-def mean_scored(scores: Iterable[RowScore]) -> float | None:
-    """Mean over the rows with a score; None when none has one."""
-    values = [s for s in scores if s is not None]
-    return sum(values) / len(values) if values else None
 
 
 def mostly_errored(errored_rollouts: int, rollouts: int, parent_errored: int = 0) -> bool:

@@ -10,35 +10,9 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from prime_cli.results.gepa_schema import GepaCandidate
+from prime_cli.records.gepa_run import Candidate, RowScore
 
 from .pareto import best_candidate
-from .scored import RowScore, mean_scored
-
-
-@dataclass
-class Candidate:
-    idx: int
-    prompt: str
-    parent: int | None
-    val_scores: list[RowScore]  # None: every rollout of that row errored (scored.py)
-    iteration: int
-    discovered_at_calls: int
-    val_errored: int = 0  # its validation rollouts that errored: counted, left out of its scores
-    val_rows_run: int | None = None  # validation rows it was run on (fewer: a partial validation,
-    # validation.py; the others are None in val_scores); None in states saved before: every row
-
-    @property
-    def val_mean(self) -> float | None:
-        """Mean over the validation rows it was scored on; None when it was scored on none."""
-        return mean_scored(self.val_scores)
-
-    def line(self) -> GepaCandidate:
-        """The candidates.jsonl line (the shared run-directory format)."""
-        return {"candidate_idx": self.idx, "system_prompt": self.prompt, "parent_idx": self.parent,
-                "val_scores": self.val_scores, "val_mean": self.val_mean, "val_errored": self.val_errored,
-                "val_rows_run": len(self.val_scores) if self.val_rows_run is None else self.val_rows_run,
-                "iteration": self.iteration, "discovered_at_calls": self.discovered_at_calls}
 
 
 @dataclass

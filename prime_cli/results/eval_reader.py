@@ -17,8 +17,9 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from prime_cli.records.header import RunKind, read_header
 from prime_cli.records.training_run import find_training_runs, read_training_run
 from prime_cli.results.eval_schema import EvalRunLayout, MetadataRecord, Rollout
 from prime_cli.results.foreign_runs import TRACES_FILE, resolve_run_dir
@@ -28,7 +29,6 @@ from prime_cli.runs.metadata import RunDirError, read_metadata
 from prime_cli.runs.status import RunStatus
 
 SCAN_SLICE = 4 << 20
-RunKind = Literal["eval", "gepa", "training"]
 _SKIP_DIRS = {".git", ".venv", "node_modules", "__pycache__", ".pytest_cache"}
 
 
@@ -69,15 +69,17 @@ def read_entry(run_dir: Path) -> RunEntry:
     when it is not a run."""
     run_dir = resolve_run_dir(run_dir)
     meta = read_metadata(run_dir)
-    gepa = _is_gepa_dir(run_dir, meta)
+    # a header names the kind; a folder written before headers is told by its files
+    header = read_header(meta, lambda: "gepa" if _is_gepa_dir(run_dir, meta) else "eval", run_dir.name)
+    gepa = header["kind"] == "gepa"
     avg = meta.get("best_score") if gepa else meta.get("avg_reward")
     return RunEntry(
         kind="gepa" if gepa else "eval",
         path=run_dir,
         env_id=str(meta.get("env_id") or "?"),
         model=str(meta.get("model") or "?"),
-        run_id=str(meta.get("run_id") or run_dir.name),
-        status=RunStatus.read(meta.get("status")),
+        run_id=header["run_id"],
+        status=RunStatus.read(header["status"]),
         date=str(meta.get("date") or meta.get("created_at") or ""),
         avg_reward=avg if isinstance(avg, (int, float)) else None,
         num_examples=meta.get("num_examples"),

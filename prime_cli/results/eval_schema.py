@@ -113,8 +113,16 @@ class MetadataRecord(TypedDict, total=False):
     time into the object as it was read and writes it back, so a key an older file (or another tool)
     lacks must stay absent and an unknown key must survive; `RunMetadata` fills defaults for
     readers (eval_run.load_run, export) and validates types. One pydantic model for both would write
-    its defaults into every resumed run's file. `RunMetadata.from_record` / `to_record` convert."""
+    its defaults into every resumed run's file. `RunMetadata.from_record` / `to_record` convert.
+    A new run's file starts with the header (records/header.py: format_version, kind, run_id, status,
+    created_at, finished_at, error); `date` (local time with its offset) stays beside it."""
 
+    format_version: int
+    kind: str  # "eval"
+    run_id: str
+    created_at: str  # UTC
+    finished_at: str | None
+    error: str | None
     env_id: str
     env_args: dict[str, Any]
     model: str

@@ -1,6 +1,6 @@
 """Reader of GEPA run folders (`<root>/outputs/gepa/<env_id>--<model>/<run_id>/`).
 
-The format is fixed in DESIGN.md ("GEPA runs on disk") and typed in schema.py: metadata.json,
+The format is fixed in DESIGN.md ("GEPA runs on disk") and typed in records/gepa_run.py: metadata.json,
 candidates.jsonl, iterations.jsonl, pareto_frontier.jsonl, best_prompt.txt. A run may still be being
 written: files may be missing and the last line of a jsonl file may be cut short; both are tolerated.
 Runs of older versions (and verifiers' GEPA folders: no candidates.jsonl, no status) load too.
@@ -14,10 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prime_cli.records.gepa_run import (
+    Candidate,
+    FrontierRow,
+    GepaIteration,
+    GepaMetadata,
+    GepaRunLayout,
+)
 from prime_cli.runs.metadata import RunDirError, read_metadata
 from prime_cli.runs.status import RunStatus
-
-from .gepa_schema import FrontierRow, GepaCandidate, GepaIteration, GepaMetadata, GepaRunLayout
 
 logger = logging.getLogger(__name__)
 
@@ -42,39 +47,6 @@ def read_jsonl(path: Path) -> list[Any]:
         elif i != last:
             logger.warning("%s:%d: skipped an invalid line", path, i + 1)
     return rows
-
-
-@dataclass
-class Candidate:
-    idx: int
-    system_prompt: str
-    parent_idx: int | None
-    val_scores: list[float | None]  # None: every rollout of that row errored
-    val_mean: float | None
-    iteration: int
-    discovered_at_calls: int | None
-    val_errored: int = 0  # validation rollouts that errored: counted, left out of its scores
-    val_rows_run: int | None = None  # validation rows it was run on (fewer: validated in part); None: all
-
-    @classmethod
-    def from_row(cls, row: GepaCandidate) -> Candidate:
-        scores = [float(s) if isinstance(s, (int, float)) else None for s in row.get("val_scores") or []]
-        mean = row.get("val_mean")
-        if not isinstance(mean, (int, float)):
-            scored = [s for s in scores if s is not None]
-            mean = sum(scored) / len(scored) if scored else None
-        parent = row.get("parent_idx")
-        return cls(
-            idx=int(row.get("candidate_idx", 0)),
-            system_prompt=str(row.get("system_prompt") or ""),
-            parent_idx=int(parent) if isinstance(parent, int) else None,
-            val_scores=scores,
-            val_mean=mean,
-            iteration=int(row.get("iteration") or 0),
-            discovered_at_calls=row.get("discovered_at_calls"),
-            val_errored=int(row.get("val_errored") or 0),
-            val_rows_run=row["val_rows_run"] if isinstance(row.get("val_rows_run"), int) else None,
-        )
 
 
 @dataclass
@@ -111,7 +83,7 @@ class GepaRun:
         while current is not None and current not in chain:
             chain.append(current)
             cand = self.candidate(current)
-            current = cand.parent_idx if cand else None
+            current = cand.parent if cand else None
         return chain[::-1]
 
     def frontier_counts(self) -> dict[int, int]:
@@ -129,7 +101,7 @@ class GepaRun:
             return self.best_prompt
         best = self.best_idx
         cand = self.candidate(best) if best is not None else None
-        return cand.system_prompt if cand else ""
+        return cand.prompt if cand else ""
 
 
 def proposal_origin(line: dict[str, Any]) -> str:
@@ -156,7 +128,7 @@ def read_gepa_run(run_dir: Path) -> GepaRun:
         best_prompt = best_file.read_text(encoding="utf-8") if best_file.is_file() else None
     except OSError as exc:
         raise RunDirError(f"{best_file} cannot be read ({exc})") from None
-    candidates = [Candidate.from_row(row) for row in read_jsonl(layout.candidates_path)]
+    candidates = [Candidate.from_line(row) for row in read_jsonl(layout.candidates_path)]
     return GepaRun(
         path=run_dir,
         metadata=metadata,

@@ -1,4 +1,4 @@
-"""The GEPA run's typed record (prime_cli/results/gepa_schema.py) and its layout: the writer and the readers
+"""The GEPA run's typed record (prime_cli/records/gepa_run.py) and its layout: the writer and the readers
 agree on every file name, and runs written in earlier formats still load."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 
 from prime_cli.gepa.run_dir import GepaRunDir
 from prime_cli.gepa.state import Candidate, SearchState
+from prime_cli.records.gepa_run import GepaRunLayout
 from prime_cli.results.eval_reader import discover_runs, read_entry
 from prime_cli.results.gepa_reader import is_gepa_run, read_gepa_run
-from prime_cli.results.gepa_schema import GepaRunLayout
 from prime_cli.runs.folders import folder_kind
 
 

@@ -98,4 +98,4 @@ def test_gepa_reader_lineage_frontier_and_a_run_being_written(tmp_path):
     live = read_gepa_run(write_gepa_run(tmp_path / "live", status="running", truncated_tail=True))
     assert len(live.candidates) == 3 and live.best_prompt is None and live.status == "running"
     assert live.best_prompt_text() == CHILD  # from metadata's best_idx when best_prompt.txt is not there yet
-    assert live.candidate(0).system_prompt == SEED
+    assert live.candidate(0).prompt == SEED

@@ -114,10 +114,10 @@ class GepaScreen(Screen):
         table = self.query_one("#cand-table", DataTable)
         table.clear()
         for cand in run.candidates:
-            parent = run.candidate(cand.parent_idx) if cand.parent_idx is not None else None
+            parent = run.candidate(cand.parent) if cand.parent is not None else None
             gain = shared_gain(cand.val_scores, parent.val_scores) if parent else None
             star = "★ " if cand.idx == run.best_idx else ""
-            table.add_row(f"{star}{cand.idx}", fmt(cand.parent_idx), str(cand.iteration), fmt(cand.val_mean),
+            table.add_row(f"{star}{cand.idx}", fmt(cand.parent), str(cand.iteration), fmt(cand.val_mean),
                           signed(gain), str(front.get(cand.idx, 0)), fmt(cand.discovered_at_calls))
         if run.candidates:
             table.move_cursor(row=min(self.selected, len(run.candidates) - 1))
@@ -174,9 +174,9 @@ class GepaScreen(Screen):
         cand = self.run.candidates[position]
         lineage = " → ".join(f"#{i}" for i in self.run.lineage(cand.idx))
         scores = " ".join(fmt(s, 2) for s in cand.val_scores)
-        parent = self.run.candidate(cand.parent_idx) if cand.parent_idx is not None else None
-        body = prompt_diff(parent.system_prompt, cand.system_prompt) if parent else \
-            Text(visible(cand.system_prompt, multiline=True))
+        parent = self.run.candidate(cand.parent) if cand.parent is not None else None
+        body = prompt_diff(parent.prompt, cand.prompt) if parent else \
+            Text(visible(cand.prompt, multiline=True))
         self.query_one("#cand-text", Static).update(Group(
             Text.assemble(("candidate ", "bold"), f"#{cand.idx}", ("  lineage ", "bold"), lineage),
             Text.assemble(("validation ", "bold"), f"mean {fmt(cand.val_mean)}  per row: {scores}",
@@ -185,7 +185,7 @@ class GepaScreen(Screen):
                           (f"  (validated on {cand.val_rows_run} of {len(cand.val_scores)} rows: what the budget left, "
                            "or half when it was below its parent there; – : a row not run)", "dim") if cand.val_rows_run is not None
                           and cand.val_rows_run < len(cand.val_scores) else ""),
-            Text(f"diff against parent #{cand.parent_idx}" if parent else "seed prompt", style="bold underline"),
+            Text(f"diff against parent #{cand.parent}" if parent else "seed prompt", style="bold underline"),
             body,
         ))
 
@@ -203,7 +203,7 @@ class GepaScreen(Screen):
         if self.query_one(TabbedContent).active == "best":
             text = self.run.best_prompt_text()
         elif self.run.candidates:
-            text = self.run.candidates[self.selected].system_prompt
+            text = self.run.candidates[self.selected].prompt
         else:
             return
         self.app.copy_to_clipboard(text)

@@ -1,13 +1,16 @@
-"""The typed record of a GEPA run: its lines, its metadata and its file layout.
+"""The record of a GEPA run: its lines, its metadata, its file layout and its candidates.
 
 DESIGN.md, "GEPA runs on disk", is the contract; this module is that contract in code. The writer
-(run_dir.py) and the reader (reader.py, the TUI) name every file through `GepaRunLayout` (it lives in
-prime_cli/runs/layouts.py, so that the eval reader and the folder checks below the engines can name
-GEPA files too) and pass lines as the TypedDicts below. Runs written by older versions may lack any key: read with `.get`.
+(gepa/run_dir.py) and the reader (results/gepa_reader.py, the TUI) name every file through
+`GepaRunLayout` (it lives in prime_cli/runs/layouts.py, so that the folder checks below the records can
+name GEPA files too), pass lines as the TypedDicts below, and hold candidates as the one `Candidate`.
+Runs written by older versions may lack any key: read with `.get`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from typing_extensions import TypedDict
@@ -15,7 +18,18 @@ from typing_extensions import TypedDict
 from prime_cli.runs.layouts import GepaRunLayout
 from prime_cli.runs.status import RunStatus
 
-__all__ = ["FrontierPrompt", "FrontierRow", "GepaCandidate", "GepaIteration", "GepaMetadata", "GepaRunLayout"]
+__all__ = ["Candidate", "FrontierPrompt", "FrontierRow", "GepaCandidate", "GepaIteration", "GepaMetadata",
+           "GepaRunLayout", "RowScore", "mean_scored"]
+
+RowScore = float | None
+"""A row's mean reward over its scored rollouts; None when every rollout of the row errored
+(gepa/scored.py: errored rollouts are left out, never scored 0)."""
+
+
+def mean_scored(scores: Iterable[RowScore]) -> float | None:
+    """Mean over the rows with a score; None when none has one."""
+    values = [s for s in scores if s is not None]
+    return sum(values) / len(values) if values else None
 
 
 class GepaCandidate(TypedDict, total=False):
@@ -75,12 +89,16 @@ class GepaIteration(TypedDict, total=False):
 
 
 class GepaMetadata(TypedDict, total=False):
-    """A GEPA run's metadata.json (rewritten as the search goes; unknown keys are kept)."""
+    """A GEPA run's metadata.json (rewritten as the search goes; unknown keys are kept). It starts with
+    the header (records/header.py); files of format version 0 have only run_id, status, created_at, error."""
 
+    format_version: int
+    kind: str  # "gepa"
     run_id: str
     status: RunStatus | str  # a RunStatus value (running, then completed, cancelled or failed); read back as a str
-    created_at: str
-    completed_at: str | None
+    created_at: str  # ISO 8601; UTC since format version 1
+    finished_at: str | None  # UTC, set with the status that ends the run
+    completed_at: str | None  # local time with its offset, as format version 0 wrote it
     env_id: str
     env_args: dict[str, Any]
     model: str
@@ -106,3 +124,47 @@ class GepaMetadata(TypedDict, total=False):
     # where the last process's wall time went, in seconds (prime_cli/gepa/stages.py): startup_s, load_s,
     # local_server_s, setup_s, search_s, seed_validation_s (within search_s), test_s, finish_s, total_s
     stages: dict[str, float]
+
+
+@dataclass
+class Candidate:
+    """A system prompt the search kept, with its validation scores: the engine's search state holds
+    these (state.json stores them as `asdict`), candidates.jsonl stores each as one `GepaCandidate` line
+    (`line`), and the reader builds them back from those lines (`from_line`)."""
+
+    idx: int
+    prompt: str
+    parent: int | None
+    val_scores: list[RowScore]  # one per validation row
+    iteration: int  # the iteration that proposed it (0 for the seed)
+    discovered_at_calls: int | None  # metric calls spent when it was accepted; None in lines of early versions
+    val_errored: int = 0  # its validation rollouts that errored: counted, left out of its scores
+    val_rows_run: int | None = None  # validation rows it was run on (fewer: a partial validation,
+    # gepa/validation.py; the others are None in val_scores); None in states saved before: every row
+
+    @property
+    def val_mean(self) -> float | None:
+        """Mean over the validation rows it was scored on; None when it was scored on none."""
+        return mean_scored(self.val_scores)
+
+    def line(self) -> GepaCandidate:
+        """Its candidates.jsonl line."""
+        return {"candidate_idx": self.idx, "system_prompt": self.prompt, "parent_idx": self.parent,
+                "val_scores": self.val_scores, "val_mean": self.val_mean, "val_errored": self.val_errored,
+                "val_rows_run": len(self.val_scores) if self.val_rows_run is None else self.val_rows_run,
+                "iteration": self.iteration, "discovered_at_calls": self.discovered_at_calls}
+
+    @classmethod
+    def from_line(cls, row: GepaCandidate) -> Candidate:
+        """The candidate of a candidates.jsonl line; a line of an older version lacks keys (defaults)."""
+        parent = row.get("parent_idx")
+        return cls(
+            idx=int(row.get("candidate_idx", 0)),
+            prompt=str(row.get("system_prompt") or ""),
+            parent=int(parent) if isinstance(parent, int) else None,
+            val_scores=[float(s) if isinstance(s, (int, float)) else None for s in row.get("val_scores") or []],
+            iteration=int(row.get("iteration") or 0),
+            discovered_at_calls=row.get("discovered_at_calls"),
+            val_errored=int(row.get("val_errored") or 0),
+            val_rows_run=row["val_rows_run"] if isinstance(row.get("val_rows_run"), int) else None,
+        )
