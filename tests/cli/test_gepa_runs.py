@@ -136,8 +136,9 @@ def test_json_events_from_start_to_done(tmp_path):
 
 
 def test_live_panel_shows_the_seed_validation_and_ctrl_c_there_leaves_a_resumable_run(tmp_path):
-    """Ctrl-C before the seed prompt is scored: status cancelled, the seed as best prompt, an empty
-    frontier, and a resume command that finishes the run when pasted."""
+    """Ctrl-C while the seed prompt is being scored drains (the one Ctrl-C policy, runs/interrupt.py): the
+    seed's validation and the proposals in flight finish and commit, nothing new starts; status cancelled,
+    best_prompt.txt is the best committed candidate's, and a resume command that finishes the run when pasted."""
     toy(tmp_path)
     run_dir = tmp_path / "run"
     with ScriptedOpenAIServer(reply, delay=0.3) as server:
@@ -149,8 +150,13 @@ def test_live_panel_shows_the_seed_validation_and_ctrl_c_there_leaves_a_resumabl
             assert term.wait_exit(timeout=30) == 1
             output = term.raw.decode(errors="replace")
         consistent(run_dir, "cancelled")
-        assert (run_dir / "best_prompt.txt").read_text() == SEED
-        assert (run_dir / "pareto_frontier.jsonl").read_text() == ""
+        assert "cancelling: waiting for" in output
+        lines = [json.loads(line) for line in (run_dir / "candidates.jsonl").read_text().splitlines()]
+        assert lines[0]["system_prompt"] == SEED and len(lines[0]["val_scores"]) == 6  # the seed was scored to the end
+        best = max(lines, key=lambda line: line["val_mean"])
+        assert (run_dir / "best_prompt.txt").read_text() == best["system_prompt"]
+        assert (run_dir / "pareto_frontier.jsonl").read_text() != ""
+        drained = len((run_dir / "iterations.jsonl").read_text().splitlines())
         command = " ".join(resume_line(output.replace("\r", "")).split())
         assert command == f"prime gepa run toy-gepa -R {run_dir}"
         server.delay = 0  # slow replies only to catch the seed validation on screen; the resume needs none
@@ -158,6 +164,7 @@ def test_live_panel_shows_the_seed_validation_and_ctrl_c_there_leaves_a_resumabl
     assert resumed.returncode == 0, resumed.stderr
     consistent(run_dir, "completed")
     assert meta(run_dir)["total_metric_calls"] >= 18
+    assert len((run_dir / "iterations.jsonl").read_text().splitlines()) >= drained
 
 
 # -- 3. timeouts -----------------------------------------------------------------------------------
