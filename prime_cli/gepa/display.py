@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 from prime_cli.display import protocol as base
+from prime_cli.records.gepa_run import proposal_origin
 from prime_cli.results.cost import usd
-from prime_cli.results.gepa_reader import proposal_origin
 from prime_cli.runs.visible import visible
 
 from .scored import format_score

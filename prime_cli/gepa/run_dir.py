@@ -20,7 +20,7 @@ from prime_cli.records.gepa_run import (
     GepaRunLayout,
 )
 from prime_cli.records.header import header_update, new_header, with_header
-from prime_cli.results.gepa_reader import read_jsonl
+from prime_cli.records.json_lines import read_json_lines
 from prime_cli.runs import json_lines
 from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from prime_cli.runs.metadata import RunDirError
@@ -69,7 +69,7 @@ class GepaRunDir:
         run = cls(path, metadata)
         # lines written after the last saved state are dropped: the resumed run writes them again
         write_jsonl_atomic(layout.candidates_path, [c.line() for c in state.candidates])
-        write_jsonl_atomic(layout.iterations_path, [row for row in read_jsonl(layout.iterations_path)
+        write_jsonl_atomic(layout.iterations_path, [row for row in read_json_lines(layout.iterations_path)
                                                     if int(row.get("iteration", 0)) <= state.last_committed])
         return run, state
 

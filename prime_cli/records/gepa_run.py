@@ -1,25 +1,32 @@
-"""The record of a GEPA run: its lines, its metadata, its file layout and its candidates.
+"""The record of a GEPA run (`<root>/outputs/gepa/<env_id>--<model>/<run_id>/`): its lines, its
+metadata, its candidates and its reader.
 
 DESIGN.md, "GEPA runs on disk", is the contract; this module is that contract in code. The writer
-(gepa/run_dir.py) and the reader (results/gepa_reader.py, the TUI) name every file through
-`GepaRunLayout` (it lives in prime_cli/runs/layouts.py, so that the folder checks below the records can
-name GEPA files too), pass lines as the TypedDicts below, and hold candidates as the one `Candidate`.
-Runs written by older versions may lack any key: read with `.get`.
+(gepa/run_dir.py) and the reader (`read_gepa_run`, for the TUI) name every file through `GepaRunLayout`
+(it lives in prime_cli/runs/layouts.py, so that the folder checks below the records can name GEPA files
+too), pass lines as the TypedDicts below, and hold candidates as the one `Candidate`. A run may still be
+being written: files may be missing and the last line of a JSON-lines file may be torn (left out, by
+records.json_lines' rule; a bad line elsewhere is an error naming file:line). Runs written by older
+versions (and verifiers' GEPA folders: no candidates.jsonl, no status) load too: read with `.get`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from typing_extensions import TypedDict
 
 from prime_cli.runs.layouts import GepaRunLayout
+from prime_cli.runs.metadata import RunDirError, read_metadata
 from prime_cli.runs.status import RunStatus
 
-__all__ = ["Candidate", "FrontierPrompt", "FrontierRow", "GepaCandidate", "GepaIteration", "GepaMetadata",
-           "GepaRunLayout", "RowScore", "mean_scored"]
+from .json_lines import read_json_lines
+
+__all__ = ["Candidate", "FrontierPrompt", "FrontierRow", "GepaCandidate", "GepaIteration", "GepaMetadata", "GepaRun",
+           "GepaRunLayout", "RowScore", "is_gepa_run", "mean_scored", "proposal_origin", "read_gepa_run"]
 
 RowScore = float | None
 """A row's mean reward over its scored rollouts; None when every rollout of the row errored
@@ -168,3 +175,94 @@ class Candidate:
             val_errored=int(row.get("val_errored") or 0),
             val_rows_run=row["val_rows_run"] if isinstance(row.get("val_rows_run"), int) else None,
         )
+
+
+@dataclass
+class GepaRun:
+    path: Path
+    metadata: GepaMetadata
+    candidates: list[Candidate] = field(default_factory=list)
+    iterations: list[GepaIteration] = field(default_factory=list)
+    frontier: list[FrontierRow] = field(default_factory=list)
+    best_prompt: str | None = None
+
+    @property
+    def status(self) -> RunStatus | str:
+        return RunStatus.read(self.metadata.get("status"))
+
+    def candidate(self, idx: int) -> Candidate | None:
+        for cand in self.candidates:
+            if cand.idx == idx:
+                return cand
+        return None
+
+    @property
+    def best_idx(self) -> int | None:
+        best = self.metadata.get("best_idx")
+        if isinstance(best, int):
+            return best
+        scored = [c for c in self.candidates if c.val_mean is not None]
+        return max(scored, key=lambda c: c.val_mean).idx if scored else None
+
+    def lineage(self, idx: int) -> list[int]:
+        """Candidate indices from the seed down to `idx` (a broken or cyclic chain stops early)."""
+        chain: list[int] = []
+        current: int | None = idx
+        while current is not None and current not in chain:
+            chain.append(current)
+            cand = self.candidate(current)
+            current = cand.parent if cand else None
+        return chain[::-1]
+
+    def frontier_counts(self) -> dict[int, int]:
+        """How many validation rows each candidate is among the best on."""
+        counts: dict[int, int] = {}
+        for row in self.frontier:
+            for prompt in row.get("best_prompts") or []:
+                idx = prompt.get("candidate_idx") if isinstance(prompt, dict) else None
+                if isinstance(idx, int):
+                    counts[idx] = counts.get(idx, 0) + 1
+        return counts
+
+    def best_prompt_text(self) -> str:
+        if self.best_prompt is not None:
+            return self.best_prompt
+        best = self.best_idx
+        cand = self.candidate(best) if best is not None else None
+        return cand.prompt if cand else ""
+
+
+def proposal_origin(line: dict[str, Any]) -> str:
+    """Where an iteration's child came from: `parent 3`, `edit of 3` (the edit step) or `merge of 3 + 5`."""
+    kind, parent = line.get("kind") or "reflect", line.get("parent_idx")
+    if kind == "edit":
+        return f"edit of {parent}"
+    if kind == "merge":
+        return f"merge of {parent} + {line.get('other_idx')}"
+    return f"parent {parent}"
+
+
+def is_gepa_run(run_dir: Path) -> bool:
+    return GepaRunLayout(Path(run_dir)).looks_like_run()
+
+
+def read_gepa_run(run_dir: Path) -> GepaRun:
+    """Everything in a GEPA run folder. Raises RunDirError when metadata.json is missing or bad, or a
+    JSON-lines file has a bad line other than a torn last one (JsonLinesError)."""
+    run_dir = Path(run_dir)
+    layout = GepaRunLayout(run_dir)
+    metadata: GepaMetadata = read_metadata(run_dir)  # type: ignore[assignment]
+    best_file = layout.best_prompt_path
+    try:
+        best_prompt = best_file.read_text(encoding="utf-8") if best_file.is_file() else None
+    except OSError as exc:
+        raise RunDirError(f"{best_file} cannot be read ({exc})") from None
+    candidates = [Candidate.from_line(row) for row in read_json_lines(layout.candidates_path)]
+    return GepaRun(
+        path=run_dir,
+        metadata=metadata,
+        candidates=candidates,
+        iterations=read_json_lines(layout.iterations_path),
+        frontier=read_json_lines(layout.frontier_path),
+        best_prompt=best_prompt,
+    )

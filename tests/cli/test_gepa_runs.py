@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from prime_cli.results.gepa_reader import read_gepa_run
+from prime_cli.records.gepa_run import read_gepa_run
 from tests.cli.conftest import one_error_line, record_local_server
 from tests.gepa import support
 from tests.support.cli import PRIME, TerminalSession, prime_env, run_prime, run_shell

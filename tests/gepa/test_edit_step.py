@@ -196,7 +196,7 @@ def test_a_merge_does_not_bring_back_an_instruction_an_accepted_child_took_out()
 
 
 def test_an_iteration_says_where_its_child_came_from():
-    from prime_cli.results.gepa_reader import proposal_origin
+    from prime_cli.records.gepa_run import proposal_origin
 
     assert proposal_origin({"parent_idx": 2}) == "parent 2"  # runs written before the kinds
     assert proposal_origin({"kind": "edit", "parent_idx": 4}) == "edit of 4"

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from prime_cli.results.gepa_reader import read_gepa_run
+from prime_cli.records.gepa_run import read_gepa_run
 from tests.evals.cli_support import run_prime
 from tests.gepa import support
 from tests.support.scripted_server import ScriptedOpenAIServer

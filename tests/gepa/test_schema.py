@@ -7,9 +7,8 @@ import json
 
 from prime_cli.gepa.run_dir import GepaRunDir
 from prime_cli.gepa.state import Candidate, SearchState
-from prime_cli.records.gepa_run import GepaRunLayout
+from prime_cli.records.gepa_run import GepaRunLayout, is_gepa_run, read_gepa_run
 from prime_cli.results.eval_reader import discover_runs, read_entry
-from prime_cli.results.gepa_reader import is_gepa_run, read_gepa_run
 from prime_cli.runs.folders import folder_kind
 
 

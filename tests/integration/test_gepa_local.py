@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 
-from prime_cli.results.gepa_reader import read_gepa_run
+from prime_cli.records.gepa_run import read_gepa_run
 from tests.evals.cli_support import prime_env
 from tests.support.cli import run_shell
 

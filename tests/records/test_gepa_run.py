@@ -3,11 +3,14 @@ and a candidates.jsonl line round-trips through it with today's on-disk key name
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import pytest
+
 from prime_cli.gepa.state import Candidate as EngineCandidate
-from prime_cli.records.gepa_run import Candidate
-from prime_cli.results.gepa_reader import read_gepa_run
+from prime_cli.records.gepa_run import Candidate, read_gepa_run
+from prime_cli.records.json_lines import JsonLinesError
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "records"
 
@@ -33,3 +36,15 @@ def test_a_line_of_an_early_version_reads_with_defaults():
                                 "val_scores": [1, 0], "iteration": 0})
     assert cand == Candidate(0, "seed", None, [1.0, 0.0], 0, None)
     assert cand.val_mean == 0.5 and cand.val_rows_run is None
+
+
+def test_a_damaged_middle_line_is_an_error_naming_it_and_a_torn_last_line_is_left_out(tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "gepa-v0", run_dir)
+    path = run_dir / "candidates.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines) + '{"candidate_idx": 3, "system_pro', encoding="utf-8")
+    assert [c.idx for c in read_gepa_run(run_dir).candidates] == [0, 1, 2]
+    path.write_text(lines[0] + "not json\n" + "".join(lines[1:]), encoding="utf-8")
+    with pytest.raises(JsonLinesError, match=r"candidates\.jsonl:2: not valid JSON"):
+        read_gepa_run(run_dir)

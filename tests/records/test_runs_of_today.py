@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from prime_cli.records.gepa_run import read_gepa_run
 from prime_cli.records.training_run import read_training_run
 from prime_cli.results.eval_run import load_run
-from prime_cli.results.gepa_reader import read_gepa_run
 from prime_cli.tui.locate import locate
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "records"

@@ -14,8 +14,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
+from prime_cli.records.gepa_run import GepaRun, proposal_origin, read_gepa_run
 from prime_cli.results.eval_reader import metadata_mtime
-from prime_cli.results.gepa_reader import GepaRun, proposal_origin, read_gepa_run
 from prime_cli.runs.status import RunStatus
 from prime_cli.runs.visible import visible
 from prime_cli.tui.style import fmt, short_date, signed, status_text
