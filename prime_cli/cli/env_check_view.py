@@ -8,10 +8,10 @@ from prime_cli.runs.visible import visible
 
 
 def print_report(report: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # lazy: start-up
+    from rich.table import Table  # lazy: start-up
 
-    from prime_cli.workspace.env_check import REWARD
+    from prime_cli.workspace.env_check import REWARD  # lazy: start-up
 
     console = Console()
     if not console.is_terminal:

@@ -25,7 +25,7 @@ def init(
     force: bool = typer.Option(False, "--force", help="Overwrite the files of an existing environment."),
 ) -> None:
     """Create ./environments/<module>/ with a pyproject ([tool.prime.eval] defaults), a README and load_environment()."""
-    from prime_cli.workspace import WorkspaceError, init_environment
+    from prime_cli.workspace import WorkspaceError, init_environment  # lazy: start-up
 
     try:
         files = init_environment(name, path, force=force)
@@ -65,10 +65,10 @@ def install(
     packages prime depends on stay at their installed versions (an environment that needs another version of
     one is refused, naming it). Every package added or changed is listed.
     """
-    from rich.console import Console
+    from rich.console import Console  # lazy: start-up
 
-    from prime_cli.workspace import WorkspaceError, install_target
-    from prime_cli.workspace.install import InstallResult
+    from prime_cli.workspace import WorkspaceError, install_target  # lazy: start-up
+    from prime_cli.workspace.install import InstallResult  # lazy: start-up
 
     try:
         with Console(stderr=True).status(f"installing {target} with pip ..."):
@@ -91,7 +91,7 @@ def list_(
 ) -> None:
     """Environments: installed packages with a load_environment() (depending on prime-cli or verifiers; trainer
     plugins are left out) and local ones in ./environments/, which are used when both exist."""
-    from prime_cli.workspace import list_environments
+    from prime_cli.workspace import list_environments  # lazy: start-up
 
     entries = list_environments(path)
     if json_output:
@@ -102,8 +102,8 @@ def list_(
     if not entries:
         typer.echo("no environments: create one with `prime env init NAME`")
         return
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # lazy: start-up
+    from rich.table import Table  # lazy: start-up
 
     table = Table("environment", "installed", "local", "location", box=None)
     for e in entries:
@@ -128,8 +128,8 @@ def info(
     verbose: bool = typer.Option(False, "-v", "--verbose", help=VERBOSE_HELP),
 ) -> None:
     """Arguments (with defaults), dataset sizes, reward functions and tools of an environment."""
-    from prime_cli.envs.errors import UserInputError
-    from prime_cli.workspace import environment_info
+    from prime_cli.envs.errors import UserInputError  # lazy: start-up
+    from prime_cli.workspace import environment_info  # lazy: start-up
 
     args = json_object_arg("-a/--env-args", env_args or None) or {}
     try:
@@ -195,8 +195,8 @@ def check(
         flag = next(flag for flag, value in given.items() if value is not None)
         fail(f"{flag} applies to the judge model; add -m MODEL")
     args = json_object_arg("-a/--env-args", env_args or None) or {}
-    from prime_cli.envs.errors import UserInputError
-    from prime_cli.workspace.env_check import JudgeFlags, check_environment
+    from prime_cli.envs.errors import UserInputError  # lazy: start-up
+    from prime_cli.workspace.env_check import JudgeFlags, check_environment  # lazy: start-up
 
     judge = JudgeFlags(model, base_url, api_key_var, endpoints_path, max_retries) if model is not None else None
     # with --json, stdout is the report alone: what the environment prints while it loads goes to stderr
@@ -209,7 +209,7 @@ def check(
     if json_output:
         typer.echo(json.dumps(report.as_dict(), indent=1))
     else:
-        from .env_check_view import print_report
+        from .env_check_view import print_report  # lazy: start-up
 
         print_report(report)
     raise typer.Exit(0 if report.ok else 1)
@@ -247,11 +247,11 @@ def push(
         fail(f"--visibility must be public or private (got {visibility!r})")
     if num_examples == 0 or num_examples < -1:
         fail(f"-n/--num-examples must be a positive number, or -1 for all (got {num_examples})")
-    from rich.console import Console
+    from rich.console import Console  # lazy: start-up
 
-    from prime_cli.workspace import WorkspaceError
-    from prime_cli.workspace.push import CheckRefused, push_environment
-    from prime_cli.workspace.push_project import shown
+    from prime_cli.workspace import WorkspaceError  # lazy: start-up
+    from prime_cli.workspace.push import CheckRefused, push_environment  # lazy: start-up
+    from prime_cli.workspace.push_project import shown  # lazy: start-up
 
     if skip_check:
         typer.echo("warning: --skip-check: pushing without running `prime env check` (recorded in the package)", err=True)

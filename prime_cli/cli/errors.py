@@ -89,11 +89,11 @@ def fail_error(exc: BaseException, verbose: bool = False, message: str | None = 
     failure = _code_failure(exc)
     if failure is None:
         fail(line)
-    from prime_cli.runs.visible import visible
+    from prime_cli.runs.visible import visible  # lazy: start-up
 
     line = visible(line)
     if verbose:
-        import traceback
+        import traceback  # lazy: already loaded
 
         cause = failure.__cause__ or failure
         typer.echo(visible("".join(traceback.format_exception(cause)).rstrip(), multiline=True), err=True)
@@ -118,7 +118,7 @@ def json_object_arg(flag: str, text: str | None) -> dict[str, Any] | None:
     """A flag's JSON object (`-a '{"k": 1}'`), or one `error:` line naming the flag; None when not given."""
     if text is None:
         return None
-    import json
+    import json  # lazy: already loaded
 
     try:
         value = json.loads(text)

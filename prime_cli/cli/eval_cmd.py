@@ -94,9 +94,9 @@ def run(
     if steps is not None or no_eval_base:
         fail(f"{'--steps' if steps is not None else '--no-eval-base'} only applies to a checkpoint sweep; "
              "add --weights-dir OUT/weights")
-    from prime_cli.envs.errors import UserInputError
-    from prime_cli.evals.api import run_evals
-    from prime_cli.serve.errors import ServeError
+    from prime_cli.envs.errors import UserInputError  # lazy: start-up
+    from prime_cli.evals.api import run_evals  # lazy: start-up
+    from prime_cli.serve.errors import ServeError  # lazy: start-up
 
     try:
         code = run_evals(target, values)
@@ -119,9 +119,9 @@ def _steps(text: str | None) -> list[int] | None:
 
 def _sweep(ctx: typer.Context, target: str, values: dict[str, Any], weights_dir: str, steps: list[int] | None,
            eval_base: bool) -> None:
-    from prime_cli.envs.errors import UserInputError
-    from prime_cli.evals.sweep import run_sweep
-    from prime_cli.serve.errors import ServeError
+    from prime_cli.envs.errors import UserInputError  # lazy: start-up
+    from prime_cli.evals.sweep import run_sweep  # lazy: start-up
+    from prime_cli.serve.errors import ServeError  # lazy: start-up
 
     try:
         code = run_sweep(target, values, weights_dir, steps, eval_base)
@@ -137,8 +137,8 @@ def export(
     output: str | None = typer.Option(None, "-o", "--output", help="File to write. Default: ./<env>--<model>--<run_id>.<format>."),
 ) -> None:
     """Write a saved run's rows as one csv, parquet or jsonl file (metrics also as metrics.<name> columns)."""
-    from prime_cli.envs.errors import UserInputError
-    from prime_cli.evals.export import export_run
+    from prime_cli.envs.errors import UserInputError  # lazy: start-up
+    from prime_cli.evals.export import export_run  # lazy: start-up
 
     try:
         written, rows = export_run(run, fmt.lower(), output)
@@ -158,10 +158,14 @@ def compare(
     (paired t-test on per-example mean rewards, two-sided), how many examples got better, worse or stayed
     the same, and the same for each metric both runs have and for pass@k and pass^k (every k both have).
     Errored rollouts are left out and counted."""
-    import math
+    import math  # lazy: already loaded
 
-    from prime_cli.envs.errors import UserInputError
-    from prime_cli.results.compare import compare_runs, comparison_json, comparison_lines
+    from prime_cli.envs.errors import UserInputError  # lazy: start-up
+    from prime_cli.results.compare import (  # lazy: start-up
+        compare_runs,
+        comparison_json,
+        comparison_lines,
+    )
 
     if power is not None and (power == 0 or not math.isfinite(power)):
         fail(f"--power must be a non-zero reward difference to detect, e.g. 0.05 (got {power:g})")
@@ -191,8 +195,8 @@ def rescore(
     the paired difference to the saved rewards, overall and per reward function. A rubric that reads a
     state key the run did not save is refused: save it next time with `prime eval run -C KEY`.
     Ctrl-C keeps the rows scored so far; the printed --resume command finishes the rest."""
-    from prime_cli.envs.errors import UserInputError
-    from prime_cli.evals.rescore_report import run_rescore
+    from prime_cli.envs.errors import UserInputError  # lazy: start-up
+    from prime_cli.evals.rescore_report import run_rescore  # lazy: start-up
 
     if resume == options.BARE:
         fail("-R/--resume needs the folder of the rescore to finish: the one an interrupted "

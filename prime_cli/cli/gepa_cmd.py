@@ -85,9 +85,9 @@ def run(
         if run_dir is not None and run_dir != resume:
             fail(f"-R {resume} and -o {run_dir} name different run folders; give one of them")
         values["run_dir"] = resume
-    from prime_cli.envs.errors import UserInputError
-    from prime_cli.gepa.api import run_gepa
-    from prime_cli.serve.errors import ServeError
+    from prime_cli.envs.errors import UserInputError  # lazy: start-up
+    from prime_cli.gepa.api import run_gepa  # lazy: start-up
+    from prime_cli.serve.errors import ServeError  # lazy: start-up
 
     try:
         code = run_gepa(target, values, resume=resume is not None, verbose=verbose)

@@ -23,7 +23,7 @@ def setup(
 
     Safe to run again: files you changed are kept unless --force is given.
     """
-    from prime_cli.workspace import WorkspaceError, setup_lab
+    from prime_cli.workspace import WorkspaceError, setup_lab  # lazy: start-up
 
     if path.exists() and not path.is_dir():
         fail(f"{path} is a file; give a folder to set up")

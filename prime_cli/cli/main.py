@@ -70,11 +70,11 @@ def unknown_eval_word(argv: list[str]) -> str | None:
     if len(argv) < 2 or argv[0] != "eval" or argv[1] in EVAL_SUBCOMMANDS or argv[1].startswith("-"):
         return None
     word = argv[1]
-    from pathlib import Path
+    from pathlib import Path  # lazy: already loaded
 
     if word.endswith(".toml") or Path(word).is_file():
         return None
-    from prime_cli.envs.loader import (
+    from prime_cli.envs.loader import (  # lazy: start-up
         environment_exists,
         malformed_id,
         missing_owned_environment,
@@ -87,7 +87,7 @@ def unknown_eval_word(argv: list[str]) -> str | None:
         return None
     if word.count("/") == 1 and module_name(word).isidentifier():
         return missing_owned_environment(word, module_name(word))
-    import difflib
+    import difflib  # lazy: already loaded
 
     close = difflib.get_close_matches(word, EVAL_COMMANDS, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else "; see prime eval --help"
@@ -96,9 +96,9 @@ def unknown_eval_word(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import sys
+    import sys  # lazy: already loaded
 
-    from .errors import one_line_warnings
+    from .errors import one_line_warnings  # lazy: already loaded
 
     one_line_warnings()
     args = sys.argv[1:] if argv is None else list(argv)

@@ -26,7 +26,7 @@ def list_cmd() -> None:
     A running prime's own sandboxes are listed too; bwrap sandboxes die with their owner, so only their
     leftover cgroup folders can appear.
     """
-    from prime_cli.sandbox.inventory import list_sandboxes
+    from prime_cli.sandbox.inventory import list_sandboxes  # lazy: start-up
 
     found, notes = list_sandboxes()
     for note in notes:
@@ -43,7 +43,7 @@ def prune_cmd(
 ) -> None:
     """Remove the sandboxes prime made whose owner process is dead (what a SIGKILL or a crash left), and
     print each one removed. Nothing prime did not make is touched."""
-    from prime_cli.sandbox.inventory import prune
+    from prime_cli.sandbox.inventory import prune  # lazy: start-up
 
     removed, notes = prune(everything)
     for note in notes:
@@ -62,7 +62,7 @@ def image_build(
     Needs root the first time; importing an already built image does not."""
     if engine not in ("podman", "docker"):
         fail(f"--engine must be podman or docker (got {engine!r})")
-    from prime_cli.sandbox.images import ImageError, ensure_base_image
+    from prime_cli.sandbox.images import ImageError, ensure_base_image  # lazy: start-up
 
     try:
         tag = ensure_base_image(engine)

@@ -27,17 +27,17 @@ def serve(
     `prime eval run ENV` (model `local`) uses this server while it runs; without one it starts a
     server for the run and stops it afterwards. Serving an already-running model reuses it.
     """
-    import sys
+    import sys  # lazy: already loaded
 
-    from rich.console import Console
+    from rich.console import Console  # lazy: start-up
 
-    from prime_cli.serve import ServeError
-    from prime_cli.serve.api import model_to_serve
-    from prime_cli.serve.api import serve as serve_model
-    from prime_cli.serve.errors import ServerDied
-    from prime_cli.serve.lora_runtime import vllm_lora_rank
-    from prime_cli.serve.model_dir import parse_lora_option
-    from prime_cli.serve.server import ServerOptions
+    from prime_cli.serve import ServeError  # lazy: start-up
+    from prime_cli.serve.api import model_to_serve  # lazy: start-up
+    from prime_cli.serve.api import serve as serve_model  # lazy: start-up
+    from prime_cli.serve.errors import ServerDied  # lazy: start-up
+    from prime_cli.serve.lora_runtime import vllm_lora_rank  # lazy: start-up
+    from prime_cli.serve.model_dir import parse_lora_option  # lazy: start-up
+    from prime_cli.serve.server import ServerOptions  # lazy: start-up
 
     console = Console(stderr=True, highlight=False)
     status_line = console.status("starting", spinner="dots")

@@ -45,7 +45,7 @@ def train(
     output folder, the model's weights on this machine) and every environment is loaded before anything
     starts; a mistake is reported as one `error:` line.
     """
-    from prime_cli.train.errors import TrainConfigError
+    from prime_cli.train.errors import TrainConfigError  # lazy: start-up
 
     try:
         if list_trainers:
@@ -69,7 +69,7 @@ def train(
     if slurm_template is not None and not slurm_template.is_file():
         fail(f"--slurm-template {slurm_template}: no such file (a Jinja2 sbatch template)")
     if dry_run:
-        from prime_cli.train.folder_notes import output_dir_notes
+        from prime_cli.train.folder_notes import output_dir_notes  # lazy: start-up
 
         _print_dry_run(config, plugin, notes + output_dir_notes(config, resume_step), unchecked)
         raise typer.Exit(_slurm(plugin, config, resume_step, True, slurm_template) if slurm else 0)
@@ -125,17 +125,22 @@ def _slurm(plugin: TrainerPlugin, config, resume_step: int | None, dry_run: bool
 def _prepare(config_path: Path, trainer: str | None, overrides: list[str], output_dir: str | None, dry_run: bool):
     """The validated config (in the plugin's model), the plugin, notes for the dry-run plan, and the notes on
     environments a dry run could not load here (a judge's key not set)."""
-    from prime_cli.train.devices import check_devices, gpu_shortage, has_cuda, visible_gpu_count
-    from prime_cli.train.errors import TrainConfigError
-    from prime_cli.train.loading import (
+    from prime_cli.train.devices import (  # lazy: start-up
+        check_devices,
+        gpu_shortage,
+        has_cuda,
+        visible_gpu_count,
+    )
+    from prime_cli.train.errors import TrainConfigError  # lazy: start-up
+    from prime_cli.train.loading import (  # lazy: start-up
         check_environments,
         config_notes,
         load_train_config_with_notes,
         validate_config,
     )
-    from prime_cli.train.plan_size import cpu_size_note
-    from prime_cli.train.plugins import load_trainer
-    from prime_cli.train.preflight import (
+    from prime_cli.train.plan_size import cpu_size_note  # lazy: start-up
+    from prime_cli.train.plugins import load_trainer  # lazy: start-up
+    from prime_cli.train.preflight import (  # lazy: start-up
         check_adapters,
         check_data_sources,
         check_eval_max_tokens,
@@ -166,7 +171,7 @@ def _prepare(config_path: Path, trainer: str | None, overrides: list[str], outpu
 
 
 def _print_trainers() -> None:
-    from prime_cli.train.plugins import INSTALL_HINT, list_trainers
+    from prime_cli.train.plugins import INSTALL_HINT, list_trainers  # lazy: start-up
 
     found = list_trainers()
     if not found:
@@ -179,9 +184,9 @@ def _print_trainers() -> None:
 
 
 def _print_dry_run(config, plugin: TrainerPlugin, notes: list[str], unchecked: list[str]) -> None:
-    from prime_cli.train.devices import has_cuda
-    from prime_cli.train.plan import build_plan, render_plan
-    from prime_cli.train.tomlio import dumps
+    from prime_cli.train.devices import has_cuda  # lazy: start-up
+    from prime_cli.train.plan import build_plan, render_plan  # lazy: start-up
+    from prime_cli.train.tomlio import dumps  # lazy: start-up
 
     cuda = has_cuda()
     typer.echo(f"Trainer: {plugin.name} {plugin.version}")

@@ -21,13 +21,13 @@ def tui(
     interval: float = typer.Option(1.0, "--interval", min=0.1, help="Seconds between checks for new rows of a running run."),
 ) -> None:
     """Browse, inspect and compare evaluations, GEPA runs and training runs (q goes back, ? shows the keys)."""
-    from prime_cli.runs.metadata import RunDirError
-    from prime_cli.tui.locate import locate
+    from prime_cli.runs.metadata import RunDirError  # lazy: start-up
+    from prime_cli.tui.locate import locate  # lazy: start-up
 
     try:  # the path is checked before Textual is imported, so a bad one is one line
         located = locate(path)
     except RunDirError as exc:
         fail(str(exc))
-    from prime_cli.tui.app import make_app  # Textual is imported only here
+    from prime_cli.tui.app import make_app  # lazy: start-up (Textual is imported only here)
 
     make_app(path, live_interval=interval, located=located).run()

@@ -43,8 +43,8 @@ def open_pool(specs: list[EndpointSpec], *, max_concurrent: int, max_retries: in
               on_retry: Callable[[str, str, int, int], None] | None = None) -> ClientPool:
     """One client per endpoint replica, `max_concurrent` requests in flight, the shared retry policy
     (`on_retry` is told of each retry)."""
-    from .pool import ClientPool
-    from .retry import RetryPolicy
+    from .pool import ClientPool  # lazy: already loaded
+    from .retry import RetryPolicy  # lazy: already loaded
 
     return ClientPool(specs, max_concurrent=max_concurrent,
                       retry=RetryPolicy(max_retries=max_retries, on_retry=on_retry), timeout=timeout)
@@ -75,7 +75,7 @@ def check_endpoints(model: str, base_url: str | None = None, key_var: str | None
             if spec.key_var:
                 api_key_for(spec, key_flag)
             if spec.kind == "litellm":
-                from .litellm_client import check_provider_key, route_line
+                from .litellm_client import check_provider_key, route_line  # lazy: already loaded
 
                 check_provider_key(spec, key_flag)
                 if (line := route_line(spec)) and line not in lines:
@@ -88,7 +88,7 @@ def check_endpoints(model: str, base_url: str | None = None, key_var: str | None
 
 def _endpoint_id_hint(model: str, base_url: str | None, endpoints_path: str | None) -> str:
     """A name close to an endpoint id of the registry, used without -b, is most likely a typo of it."""
-    import difflib
+    import difflib  # lazy: already loaded
 
     path = endpoints_path or default_registry_path()
     if base_url or not os.path.isfile(path):

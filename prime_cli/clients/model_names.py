@@ -62,7 +62,7 @@ def model_table() -> dict[str, Any]:
 
 def bare_model_route(name: str) -> BareModelRoute | None:
     """The provider LiteLLM's model table gives a bare chat model name (no `/`), or None."""
-    from .providers import litellm_providers
+    from .providers import litellm_providers  # lazy: already loaded
 
     entry = model_table().get(name) if name and "/" not in name else None
     if entry is None or entry.get("mode") not in CHAT_MODES:

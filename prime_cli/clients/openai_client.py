@@ -148,7 +148,7 @@ class OpenAIChatClient(EndpointClient):
     """Implements the envs ChatClient (and CompletionClient) protocol over `openai.AsyncOpenAI`."""
 
     def _connect(self) -> None:
-        import openai
+        import openai  # lazy: heavy
 
         spec = self.spec
         self._api_key = api_key_for(spec)

@@ -18,11 +18,11 @@ def make_client(spec: EndpointSpec, **kwargs: Any) -> ChatClient:
     """The client class for `spec.kind`, built with `kwargs`: the settings every kind takes (EndpointClient:
     max_concurrent, retry, timeout, return_token_ids)."""
     if spec.kind == "openai":
-        from .openai_client import OpenAIChatClient
+        from .openai_client import OpenAIChatClient  # lazy: already loaded
 
         return OpenAIChatClient(spec, **kwargs)
     if spec.kind == "litellm":
-        from .litellm_client import LiteLLMChatClient
+        from .litellm_client import LiteLLMChatClient  # lazy: already loaded
 
         return LiteLLMChatClient(spec, **kwargs)
     raise ClientConfigError(f"endpoint '{spec.endpoint_id}': unknown client kind '{spec.kind}' (known: {', '.join(KINDS)})")

@@ -59,12 +59,12 @@ def unknown_price_refusal(max_cost: float, models: list[str], registry: str | os
 def price_table() -> dict[str, Any]:
     """LiteLLM's model price table: the file litellm ships (model_names.model_table), else
     `litellm.model_cost` (read locally)."""
-    from .model_names import model_table
+    from .model_names import model_table  # lazy: already loaded
 
     if table := model_table():
         return table
     try:
-        from .providers import import_litellm
+        from .providers import import_litellm  # lazy: already loaded
 
         return dict(import_litellm().model_cost)
     except Exception:  # noqa: BLE001 - no table: every model not priced in the registry is unknown
@@ -84,7 +84,7 @@ def table_price(model: str) -> tuple[float, float] | None:
     names = [model]
     prefix, slash, rest = model.partition("/")
     if slash and rest:
-        from .providers import provider_of
+        from .providers import provider_of  # lazy: already loaded
 
         if provider_of(model):
             names.append(rest)

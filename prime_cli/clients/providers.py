@@ -23,7 +23,7 @@ def import_litellm() -> Any:
     """Import litellm with its model cost map read from the installed package, never downloaded."""
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     try:
-        import litellm
+        import litellm  # lazy: heavy
     except ImportError:
         raise ClientConfigError(f"litellm is not installed; reinstall prime: {REINSTALL_HINT}") from None
     return litellm

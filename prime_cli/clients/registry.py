@@ -149,7 +149,7 @@ def load_registry(path: str | os.PathLike[str]) -> dict[str, list[EndpointSpec]]
     except (OSError, UnicodeDecodeError) as exc:
         raise ClientConfigError(f"cannot read endpoint registry {path}: {exc}") from None
     if path.suffix == ".py":
-        from .endpoints_py import endpoint_blocks
+        from .endpoints_py import endpoint_blocks  # lazy: start-up
 
         data: dict[str, Any] = {"endpoint": endpoint_blocks(path, text)}
     else:
@@ -222,12 +222,12 @@ def resolve_model(
             key_var = DEFAULT_KEY_VAR
         return [EndpointSpec(name, name, base_url, key_var, extra, "openai")]
     if "/" in name:
-        from .providers import provider_of
+        from .providers import provider_of  # lazy: already loaded
 
         if provider_of(name):
             return [EndpointSpec(name, name, "", key_var, extra, "litellm")]
     else:
-        from .model_names import bare_model_route
+        from .model_names import bare_model_route  # lazy: already loaded
 
         if bare_model_route(name):  # gpt-4.1-mini: LiteLLM's model list names its provider (OpenAI)
             return [EndpointSpec(name, name, "", key_var, extra, "litellm")]
@@ -241,7 +241,7 @@ def unknown_model_message(name: str, registry_path: Path, registry: dict[str, li
         known = f"endpoint ids in {registry_path}: {', '.join(registry)}{_suggest(name, list(registry))}"
     else:
         known = f"{registry_path} has no endpoints"
-    from .model_names import spelling_hint
+    from .model_names import spelling_hint  # lazy: already loaded
 
     hint = spelling_hint(name)
     return (f"unknown model '{name}'{f' ({hint})' if hint else ''}: {known}; for any OpenAI-compatible server pass -b URL "

@@ -222,7 +222,7 @@ def _connect_failure(exc: BaseException) -> str | None:
 
 def _openai_types() -> Any:
     try:
-        import openai
+        import openai  # lazy: heavy
     except ImportError:  # pragma: no cover - openai is a core dependency
         return None
     return openai

@@ -145,8 +145,8 @@ class LivePanel(Display):
 
     def __init__(self, console: Console | None = None, *, clock: Clock | None = None,
                  refresh_per_second: float = 4) -> None:
-        from rich.console import Console
-        from rich.live import Live
+        from rich.console import Console  # lazy: heavy
+        from rich.live import Live  # lazy: heavy
 
         super().__init__(clock)
         self.console = console or Console()
@@ -168,7 +168,7 @@ class LivePanel(Display):
                 self.console.line()  # rich leaves a non-terminal's final frame unterminated
 
     def message(self, text: str, level: str = "info") -> None:
-        from rich.text import Text
+        from rich.text import Text  # lazy: heavy
 
         self.console.print(Text(visible(text, multiline=True), style=STYLES.get(level, "")))
 
@@ -176,15 +176,15 @@ class LivePanel(Display):
         try:  # runs on rich's refresh thread: a bad value must not kill the view or the run
             return self._panel()
         except Exception as exc:
-            from rich.text import Text
+            from rich.text import Text  # lazy: heavy
 
             return Text(f"(progress display error: {exc!r})", style="red")
 
     def _panel(self) -> Panel:
         if self.info:
             return self._running_panel()
-        from rich.panel import Panel
-        from rich.text import Text
+        from rich.panel import Panel  # lazy: heavy
+        from rich.text import Text  # lazy: heavy
 
         return Panel(Text(f"Starting {self.name}…", style="dim"), title=f"prime {self.name.lower()}",
                      title_align="left")
@@ -202,7 +202,7 @@ def make_display(mode: str | None, stream: IO[str] | None, kinds: Mapping[str, C
         is_tty = getattr(stream or sys.stdout, "isatty", lambda: False)()
         mode = "rich" if is_tty and os.environ.get("TERM") != "dumb" else "plain"
     if mode == "rich":
-        from rich.console import Console
+        from rich.console import Console  # lazy: heavy
 
         return kinds["rich"](Console(file=stream) if stream is not None else Console(), clock=clock)
     if mode in ("plain", "json"):

@@ -68,7 +68,7 @@ def _short(signature: inspect.Signature, width: int = 24) -> str:
 
 def _mismatch(annotation: Any, value: Any) -> str | None:
     """Why `value` does not fit `annotation`, or None when it fits or cannot be checked."""
-    from pydantic import ConfigDict, TypeAdapter, ValidationError
+    from pydantic import ConfigDict, TypeAdapter, ValidationError  # lazy: heavy
 
     try:
         text = json.dumps(value)

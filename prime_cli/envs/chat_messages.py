@@ -45,7 +45,7 @@ class AttributeDict(dict):
         return plain(self, exclude_none)
 
     def model_copy(self, update: dict[str, Any] | None = None, deep: bool = False) -> AttributeDict:
-        import copy
+        import copy  # lazy: already loaded
 
         clone = copy.deepcopy(self) if deep else type(self).__new__(type(self))
         if not deep:

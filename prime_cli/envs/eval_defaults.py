@@ -15,12 +15,12 @@ SAMPLING_DEFAULT_KEYS = ("max_tokens", "temperature")
 
 def env_eval_defaults(env_id: str) -> dict[str, Any]:
     """`[tool.prime.eval]` (or `[tool.verifiers.eval]`) of the environment's pyproject, if found."""
-    from .loader import module_name
+    from .loader import module_name  # lazy: already loaded
 
     module = module_name(env_id)
     candidates = [Path.cwd() / "environments" / module / "pyproject.toml"]
     try:
-        import importlib.util
+        import importlib.util  # lazy: already loaded
 
         spec = importlib.util.find_spec(module)
         if spec is not None and spec.origin:

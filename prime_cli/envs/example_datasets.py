@@ -104,7 +104,7 @@ def _hub_records(name: str, spec: ExampleDataset, split: str) -> list[dict[str, 
     hint = (f"put {split}.jsonl under $PRIME_DATA_DIR/{name}/ (one JSON object per line, as {spec.hub_id} "
             f"has them)")
     try:
-        from datasets import load_dataset
+        from datasets import load_dataset  # lazy: optional dependency
     except ImportError:
         raise DatasetError(f"load_example_dataset({name!r}): no local copy and no `datasets` package; {hint}, "
                            "or `pip install datasets` to read the Hugging Face cache") from None
@@ -136,7 +136,7 @@ def load_example_dataset(name: str = "gsm8k", split: str | None = None, n: int |
         raise DatasetError(f"load_example_dataset({name!r}): a row of {where} lacks the fields "
                            f"{spec.hub_id} has ({type(exc).__name__}: {exc})") from None
     try:
-        from datasets import Dataset
+        from datasets import Dataset  # lazy: optional dependency
     except ImportError:
         return rows
     return Dataset.from_list(rows)

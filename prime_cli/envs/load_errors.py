@@ -56,7 +56,7 @@ def _is_verifiers_name(name: Any) -> bool:
 
 
 def _is_alias(module: Any) -> bool:
-    from .verifiers_alias import is_alias
+    from .verifiers_alias import is_alias  # lazy: already loaded
 
     return is_alias(module)
 
@@ -87,7 +87,7 @@ def _real_verifiers(module: Any, origin: str | None = None) -> str | None:
         where = f" from {root if root.name == 'verifiers' else path.parent}"
     version = ""
     try:
-        import importlib.metadata
+        import importlib.metadata  # lazy: start-up
 
         version = f" {importlib.metadata.version('verifiers')}"
     except Exception:  # noqa: BLE001 - no distribution (a bare folder on the path): no version to show
@@ -183,7 +183,7 @@ def not_an_environment(env_id: str, module: str, value: Any) -> EnvironmentCodeE
 
 def _scores_itself(rubric: Any) -> bool:
     """A rubric class that overrides scoring: it may score without registered reward functions."""
-    from .rubrics import Rubric, RubricGroup
+    from .rubrics import Rubric, RubricGroup  # lazy: already loaded
 
     base = RubricGroup if isinstance(rubric, RubricGroup) else Rubric
     return any(getattr(type(rubric), method, None) is not getattr(base, method, None)
@@ -191,7 +191,7 @@ def _scores_itself(rubric: Any) -> bool:
 
 
 def _has_reward_functions(rubric: Any) -> bool:
-    from .rubrics import Rubric, RubricGroup
+    from .rubrics import Rubric, RubricGroup  # lazy: already loaded
 
     if not isinstance(rubric, Rubric) or _scores_itself(rubric):
         return True
@@ -202,7 +202,7 @@ def _has_reward_functions(rubric: Any) -> bool:
 
 def empty_rubric(env_id: str, env: Any) -> EnvironmentCodeError | None:
     """The refusal of an environment (or EnvGroup child) whose rubric has no reward function, else None."""
-    from .env_group import EnvGroup
+    from .env_group import EnvGroup  # lazy: already loaded
 
     fix = "add one: vf.Rubric(funcs=[my_reward]) or rubric.add_reward_func(my_reward)"
     if isinstance(env, EnvGroup):

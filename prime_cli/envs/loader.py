@@ -192,8 +192,8 @@ def _import_local(module: str, root: Path | None) -> Any | None:
 
 def _versions(module: str, folder: Path) -> tuple[str, str]:
     """(" 1.2" style suffixes for the local and the installed version), empty when unknown."""
-    import importlib.metadata
-    import tomllib
+    import importlib.metadata  # lazy: start-up
+    import tomllib  # lazy: already loaded
 
     local = installed = ""
     try:

@@ -95,7 +95,7 @@ def friendly_hook(event: str, args: tuple) -> None:
 
 
 def missing_modules(names: list[str]) -> list[str]:
-    import importlib.util
+    import importlib.util  # lazy: already loaded
 
     missing = []
     for name in names:
@@ -110,7 +110,7 @@ def missing_modules(names: list[str]) -> list[str]:
 
 def apply_memory_limit(memory_mb: int | None) -> None:
     if memory_mb:
-        import resource
+        import resource  # lazy: start-up
 
         limit = memory_mb * 1024 * 1024
         hard = resource.getrlimit(resource.RLIMIT_AS)[1]

@@ -179,7 +179,7 @@ def _typed_dict_schema(td: type, defs: dict[str, Any], within: tuple[type, ...])
 def _pydantic_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
     """pydantic's JSON schema of `tp`, titles left out and its definitions written in place, but for a
     recursive type, whose definition goes to `defs`; {} (any value) where pydantic has none."""
-    import pydantic
+    import pydantic  # lazy: heavy
 
     try:
         schema = pydantic.TypeAdapter(tp).json_schema()
@@ -339,6 +339,6 @@ def _sphinx_params(lines: list[str], entries: dict[str, list[str]]) -> None:
 
 def convert_func_to_tool_def(func: Callable[..., Any]) -> Any:
     """`tool_schema(func)` as a verifiers-style flat `Tool` (name, description, parameters)."""
-    from .chat_messages import Tool
+    from .chat_messages import Tool  # lazy: already loaded
 
     return Tool(tool_schema(func)["function"])

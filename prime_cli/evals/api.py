@@ -22,8 +22,8 @@ def configs_for(target: str, values: dict[str, Any]) -> list[EvalConfig]:
 
 
 async def _run_all(checked: list[tuple[EvalConfig, Any]], stream: Any) -> list[Any]:
-    from .display import make_display
-    from .runner import run_eval
+    from .display import make_display  # lazy: heavy
+    from .runner import run_eval  # lazy: heavy
 
     async def one(config: EvalConfig, env: Any, mode: str) -> Any:
         with make_display(mode, stream=stream) as display:
@@ -54,8 +54,8 @@ def run_evals(target: str, values: dict[str, Any], stream: Any = None) -> int:
     builtins = list(dict.fromkeys(c.model for c, _ in checked if uses_local(c)))
     if not builtins:
         return _execute(checked, stream)
-    from prime_cli.serve.local import local_endpoint
-    from prime_cli.serve.startup_status import local_server_status
+    from prime_cli.serve.local import local_endpoint  # lazy: start-up
+    from prime_cli.serve.startup_status import local_server_status  # lazy: start-up
 
     with local_server_status() as (status, tick), contextlib.ExitStack() as stack:
         endpoints = {name: stack.enter_context(local_endpoint(status, tick, model=name)) for name in builtins}
@@ -66,7 +66,7 @@ def run_evals(target: str, values: dict[str, Any], stream: Any = None) -> int:
 
 def _execute(checked: list[tuple[EvalConfig, Any]], stream: Any) -> int:
     outcomes = asyncio.run(_run_all(checked, stream or sys.stdout))
-    from prime_cli.runs.visible import visible
+    from prime_cli.runs.visible import visible  # lazy: start-up
 
     for outcome in outcomes:
         if outcome.error:  # may quote a server's or an environment's words

@@ -204,7 +204,7 @@ def heartbeat_text(env_id: str, done: int, total: int, in_flight: list[tuple[Any
                    idle_s: float | None, timeout: float) -> str:
     """`reverse-text [0/24 0.0%] waiting: 24 rollouts in flight (examples 0, 1, 2), the oldest since
     14:02:11 (1:05 ago); none finished yet; a model call times out after 300s (--timeout)`."""
-    from datetime import datetime, timedelta
+    from datetime import datetime, timedelta  # lazy: already loaded
 
     rollouts = sum(count for _, count in in_flight)
     ids = [visible(str(example_id)) for example_id, _ in in_flight]

@@ -44,9 +44,9 @@ class RetryWarnings:
             line = f"{describe}: {reason}, retry {attempt}/{max_retries}"
             if self.others == self.shown:
                 line += " (further retries other than timeouts are not shown; the summary counts them)"
-        import sys
+        import sys  # lazy: already loaded
 
-        from prime_cli.runs.visible import visible
+        from prime_cli.runs.visible import visible  # lazy: start-up
 
         print(f"warning: {visible(line)}", file=self.stream or sys.stderr, flush=True)
 

@@ -19,8 +19,8 @@ def _progress_bar() -> tuple[Any, Any]:
     """A rich progress bar on a terminal's stderr; nothing in a pipe."""
     if not sys.stderr.isatty():
         return None, None
-    from rich.console import Console
-    from rich.progress import (
+    from rich.console import Console  # lazy: heavy
+    from rich.progress import (  # lazy: heavy
         BarColumn,
         MofNCompleteColumn,
         Progress,
@@ -66,9 +66,9 @@ def run_rescore(path: str, env_args: dict[str, Any] | None, output_dir: str | No
 
 
 def _print_report(outcome: RescoreOutcome, comparison: Any) -> None:
-    from rich.console import Console
+    from rich.console import Console  # lazy: heavy
 
-    from .summary_view import render_summary
+    from .summary_view import render_summary  # lazy: heavy
 
     console = Console()
     render_summary(outcome.summary, console)

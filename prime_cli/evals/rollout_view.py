@@ -171,9 +171,9 @@ def rollout_event(view: RolloutView) -> dict[str, Any]:
 
 def rollout_renderable(view: RolloutView) -> Any:
     """The block for a rich console: a bold header line, then a grid of role labels and texts."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
+    from rich.console import Group  # lazy: heavy
+    from rich.table import Table  # lazy: heavy
+    from rich.text import Text  # lazy: heavy
 
     header = Text(view.header(), style="bold")
     if view.error:

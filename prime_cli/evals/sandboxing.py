@@ -38,7 +38,7 @@ def needs_sandbox(env: Any) -> bool:
 
 
 def provider_name(config: Any, env: Any) -> str:
-    from prime_cli.sandbox import chosen_name
+    from prime_cli.sandbox import chosen_name  # lazy: already loaded
 
     wishes = requested_providers(env)
     return config.sandbox or chosen_name(wishes[0] if wishes else None)
@@ -48,7 +48,11 @@ def check_sandbox(config: Any, env: Any) -> None:
     """Raise EnvConfigError (one line) when the environment needs a sandbox no provider here can give."""
     if not needs_sandbox(env):
         return
-    from prime_cli.sandbox import SandboxUnavailable, chosen_name, get_provider
+    from prime_cli.sandbox import (  # lazy: already loaded
+        SandboxUnavailable,
+        chosen_name,
+        get_provider,
+    )
 
     wishes = set(requested_providers(env))
     try:
@@ -70,7 +74,7 @@ async def start_run(config: Any, env: Any, display: Any) -> bool:
     """Set the run's provider, reset the stats, prune what a killed run left; True when sandboxed."""
     if not needs_sandbox(env):
         return False
-    from prime_cli.sandbox import STATS, use_provider
+    from prime_cli.sandbox import STATS, use_provider  # lazy: already loaded
 
     if config.sandbox:
         use_provider(config.sandbox)
@@ -78,7 +82,7 @@ async def start_run(config: Any, env: Any, display: Any) -> bool:
     if provider_name(config, env) == "none":
         display.message(UNSANDBOXED_WARNING, "warning")
     try:  # the containers' inventory, where present
-        from prime_cli.sandbox.inventory import prune_dead_owners
+        from prime_cli.sandbox.inventory import prune_dead_owners  # lazy: start-up
     except ImportError:
         return True
     try:
@@ -91,14 +95,14 @@ async def start_run(config: Any, env: Any, display: Any) -> bool:
 
 
 async def close_all() -> None:
-    from prime_cli.sandbox import close_all as close_every_sandbox
+    from prime_cli.sandbox import close_all as close_every_sandbox  # lazy: already loaded
 
     await close_every_sandbox()
 
 
 def record(config: Any, env: Any) -> dict[str, Any]:
     """{provider, isolated, started, failed, start_p50_s, start_p95_s} of this run's sandboxes."""
-    from prime_cli.sandbox import STATS, get_provider
+    from prime_cli.sandbox import STATS, get_provider  # lazy: already loaded
 
     name = provider_name(config, env)
     rows = STATS.summary()
@@ -117,7 +121,7 @@ def summary_text(sandbox: Any) -> str | None:
     """`bwrap 20 started, 0 failed, start p50 0.031 s / p95 0.052 s` (the summary's Sandboxes line)."""
     if not isinstance(sandbox, dict) or "provider" not in sandbox:
         return None
-    from prime_cli.sandbox import summary_line
+    from prime_cli.sandbox import summary_line  # lazy: already loaded
 
     rows = {sandbox["provider"]: {k: sandbox.get(k, 0) for k in ("started", "failed", "start_p50_s", "start_p95_s")}}
     rows.update(sandbox.get("other_providers") or {})

@@ -136,9 +136,9 @@ def with_trained_env_args(config: EvalConfig, values: dict[str, Any], weights_di
 
 
 def _auth_headers(config: EvalConfig) -> dict[str, str]:
-    from prime_cli.clients.registry import NO_KEY, api_key_for
+    from prime_cli.clients.registry import NO_KEY, api_key_for  # lazy: already loaded
 
-    from .endpoints import endpoint_specs
+    from .endpoints import endpoint_specs  # lazy: already loaded
 
     spec = endpoint_specs(config)[0]
     key = api_key_for(spec)
@@ -289,8 +289,8 @@ def run_sweep(target: str, values: dict[str, Any], weights_dir: str, steps: list
         if warning := base_model_mismatch(adapters, folder, served_path):
             sweep.note(warning)
         return sweep.run(config.model_copy(update={"model": model}), headers)
-    from prime_cli.serve.local import local_endpoint
-    from prime_cli.serve.startup_status import local_server_status
+    from prime_cli.serve.local import local_endpoint  # lazy: start-up
+    from prime_cli.serve.startup_status import local_server_status  # lazy: start-up
 
     with (local_server_status() as (status, tick),
           local_endpoint(status, tick, lora_rank=sweep.rank, model=config.model) as endpoint):

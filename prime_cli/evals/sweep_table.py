@@ -120,9 +120,9 @@ def verdict(rows: list[SweepRow], best: int | None) -> str | None:
 
 
 def print_table(rows: list[SweepRow], weights_dir: Path, stream: IO[str] | None = None) -> None:
-    from rich.console import Console
-    from rich.measure import Measurement
-    from rich.table import Table
+    from rich.console import Console  # lazy: heavy
+    from rich.measure import Measurement  # lazy: heavy
+    from rich.table import Table  # lazy: heavy
 
     compare_with_base(rows)
     best = best_index(rows)

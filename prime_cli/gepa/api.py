@@ -51,7 +51,7 @@ def resolve_config(target: str | None, values: dict[str, Any], *, resume: bool =
     """The config, and whether it resumes the run in -o/--run-dir (or -R, `resume`). A resumed run's saved
     config is the default; a flag given that differs from it is refused (see `resume_conflict`). An -o
     holding anything but a GEPA run (an eval run, other files, a file) is refused."""
-    from prime_cli.runs.folders import check_gepa_run_dir
+    from prime_cli.runs.folders import check_gepa_run_dir  # lazy: start-up
 
     given_dir = values.get("run_dir")
     if target is None and not (resume and given_dir):
@@ -119,7 +119,7 @@ def resume_conflict(key: str, stored: Any, given: Any, run_dir: Path) -> str | N
 
 def open_pools(config: GepaConfig) -> tuple[Any, Any, list[str]]:
     """Student and reflection clients, resolved exactly as `prime eval run` resolves -m."""
-    from prime_cli.clients.endpoints import secrets_of
+    from prime_cli.clients.endpoints import secrets_of  # lazy: already loaded
 
     student_specs = model_specs(config, config.model, config.base_url)
     reflect_url = config.reflection_base_url or config.base_url
@@ -141,7 +141,7 @@ def eval_command(config: GepaConfig, prompt: str) -> str:
 
 def model_flags(config: GepaConfig) -> list[str]:
     """-m, -b, -k, -e for the student as the user gave them (`-m local` for the embedded model)."""
-    from prime_cli.clients.command_flags import model_flags as flags
+    from prime_cli.clients.command_flags import model_flags as flags  # lazy: already loaded
 
     return flags(config.model, config.base_url, config.api_key_var, config.endpoints_path,
                  local=config.student_builtin or False)
@@ -276,8 +276,8 @@ async def run_search(config: GepaConfig, resume: bool, stream: IO[str], *, pools
                      inputs: SearchInputs | None = None, stages: Stages | None = None,
                      window: ContextWindow | None = None) -> tuple[Outcome, Path | None]:
     stages = stages or Stages(from_process_start=False)
-    from prime_cli.runs.ids import new_run_id
-    from prime_cli.runs.log import run_log
+    from prime_cli.runs.ids import new_run_id  # lazy: start-up
+    from prime_cli.runs.log import run_log  # lazy: start-up
 
     if inputs is None:
         stages.begin("load_s")
@@ -359,8 +359,8 @@ def run_gepa(target: str | None, values: dict[str, Any], stream: IO[str] | None 
     if not builtins:
         return _finish(config, resume, stream, inputs, stages, verbose)
     check_before_local_start(config, inputs)
-    from prime_cli.serve.local import local_endpoint
-    from prime_cli.serve.startup_status import local_server_status
+    from prime_cli.serve.local import local_endpoint  # lazy: start-up
+    from prime_cli.serve.startup_status import local_server_status  # lazy: start-up
 
     stages.begin("local_server_s")
     with local_server_status() as (status, tick), contextlib.ExitStack() as stack:
@@ -383,17 +383,17 @@ def fitted_window(config: GepaConfig, inputs: SearchInputs) -> ContextWindow:
 def check_before_local_start(config: GepaConfig, inputs: SearchInputs) -> None:
     """A built-in reflection model whose server this run would start: its context is the one `prime serve`
     starts it with, so a run that cannot fit is refused before minutes of starting (as fitted_window would)."""
-    from prime_cli.clients.command_flags import is_local_model
+    from prime_cli.clients.command_flags import is_local_model  # lazy: already loaded
 
     name = config.reflector
     if not is_local_model(name) or config.reflection_base_url:
         return
-    from dataclasses import fields
+    from dataclasses import fields  # lazy: already loaded
 
-    from prime_cli.serve.builtin_models import served_name
-    from prime_cli.serve.local import running_servers
-    from prime_cli.serve.paths import models_dir
-    from prime_cli.serve.server import ServerOptions
+    from prime_cli.serve.builtin_models import served_name  # lazy: start-up
+    from prime_cli.serve.local import running_servers  # lazy: start-up
+    from prime_cli.serve.paths import models_dir  # lazy: start-up
+    from prime_cli.serve.server import ServerOptions  # lazy: start-up
 
     served = served_name(name)
     if any(name == "local" or served in record["models"] for record in running_servers()):

@@ -97,7 +97,7 @@ class GepaConfig(RunTarget):
 
     def student_sampling_args(self) -> dict[str, Any]:
         """-S/-t/-T, over the environment's own defaults (`[tool.prime.eval]`), as `prime eval run` samples."""
-        from prime_cli.envs.eval_defaults import env_sampling_defaults
+        from prime_cli.envs.eval_defaults import env_sampling_defaults  # lazy: start-up
 
         return {**env_sampling_defaults(self.env_id, self.sampling_args), **self.sampling_args}
 

@@ -112,7 +112,7 @@ def load_tokenizer(root: Any) -> Any:
     try:
         if not path.is_file():
             return None
-        from tokenizers import Tokenizer
+        from tokenizers import Tokenizer  # lazy: optional dependency
 
         return Tokenizer.from_file(str(path))
     except Exception:  # noqa: BLE001 - no tokenizer (or an unreadable one): the bytes bound counts
@@ -122,7 +122,7 @@ def load_tokenizer(root: Any) -> Any:
 
 def table_context(model: str) -> int | None:
     """`max_input_tokens` of `model` (or of the name after its provider prefix) in LiteLLM's model table."""
-    from prime_cli.clients.model_names import model_table
+    from prime_cli.clients.model_names import model_table  # lazy: start-up
 
     table = model_table()
     for name in (model, model.split("/", 1)[-1]):
@@ -133,8 +133,8 @@ def table_context(model: str) -> int | None:
 
 
 def spec_headers(spec: Any) -> dict[str, str]:
-    from prime_cli.clients.errors import ClientConfigError
-    from prime_cli.clients.registry import api_key_for
+    from prime_cli.clients.errors import ClientConfigError  # lazy: start-up
+    from prime_cli.clients.registry import api_key_for  # lazy: start-up
 
     headers = dict(spec.headers or {})
     try:

@@ -135,10 +135,10 @@ class GepaCostMeter(RunCostMeter):
 
 def model_prices(config: Any) -> tuple[Any, Any]:
     """The student's and the reflection model's Price (clients/pricing.py), resolved as the run resolves them."""
-    from prime_cli.clients.pricing import price_of_specs
+    from prime_cli.clients.pricing import price_of_specs  # lazy: already loaded
 
     def price(model: str, url: str | None, local: bool) -> Any:
-        from prime_cli.clients.command_flags import is_local_model
+        from prime_cli.clients.command_flags import is_local_model  # lazy: already loaded
 
         if local or (is_local_model(model) and not url):
             return price_of_specs(model, [], local=True)

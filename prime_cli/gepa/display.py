@@ -159,11 +159,11 @@ class RichDisplay(GepaDisplay, base.LivePanel):
     name = "GEPA"
 
     def _running_panel(self) -> Panel:
-        from rich.console import Group
-        from rich.panel import Panel
-        from rich.progress_bar import ProgressBar
-        from rich.table import Table
-        from rich.text import Text
+        from rich.console import Group  # lazy: heavy
+        from rich.panel import Panel  # lazy: heavy
+        from rich.progress_bar import ProgressBar  # lazy: heavy
+        from rich.table import Table  # lazy: heavy
+        from rich.text import Text  # lazy: heavy
 
         info, s = self.info, self.snapshot
         max_calls = info["max_calls"]

@@ -13,7 +13,7 @@ from .config import GepaConfig
 
 def model_specs(config: GepaConfig, model: str, base_url: str | None) -> list[Any]:
     """The endpoints of the student or the reflection model, resolved as `prime eval run` resolves -m."""
-    from prime_cli.clients.endpoints import endpoint_specs
+    from prime_cli.clients.endpoints import endpoint_specs  # lazy: already loaded
 
     return endpoint_specs(model, base_url, config.api_key_var, config.endpoints_path)
 

@@ -34,7 +34,7 @@ def load_inputs(config: GepaConfig) -> SearchInputs:
 
 
 def open_model_pool(config: GepaConfig, specs: list[Any], served_local: bool = False) -> Any:
-    from prime_cli.clients.endpoints import open_pool
+    from prime_cli.clients.endpoints import open_pool  # lazy: already loaded
 
     timeout = config.timeout_for(served_local)
     return open_pool(specs, max_concurrent=config.max_concurrent, max_retries=config.max_retries,
@@ -52,8 +52,8 @@ def say_retry(timeout: float, describe: str, reason: str, attempt: int, max_retr
 
 
 def check_endpoints(config: GepaConfig) -> None:
-    from prime_cli.clients.endpoints import check_endpoints as check
-    from prime_cli.clients.registry import check_base_url
+    from prime_cli.clients.endpoints import check_endpoints as check  # lazy: already loaded
+    from prime_cli.clients.registry import check_base_url  # lazy: already loaded
 
     check_base_url(config.reflection_base_url, "--reflection-base-url")
     lines = check(config.model, config.base_url, config.api_key_var, config.endpoints_path)

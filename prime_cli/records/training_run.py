@@ -61,9 +61,9 @@ class TrainingRun:
     def status(self) -> RunStatus:
         """completed (every step trained), else running while a process holds the folder's lock, else
         stopped. A run written before the lock existed: running if something was written in the last minute."""
-        import time
+        import time  # lazy: already loaded
 
-        from prime_cli.runs.training_folder import lock_holder
+        from prime_cli.runs.training_folder import lock_holder  # lazy: start-up
 
         if self.max_steps is not None and self.trained_steps >= self.max_steps:
             return RunStatus.COMPLETED
@@ -233,7 +233,7 @@ def tokenizer_folder(path: Path) -> Path | None:
 
 @lru_cache(maxsize=4)
 def _load_tokenizer(folder: str):  # noqa: ANN202 (tokenizers.Tokenizer, imported lazily)
-    from tokenizers import Tokenizer
+    from tokenizers import Tokenizer  # lazy: optional dependency
 
     return Tokenizer.from_file(str(Path(folder) / "tokenizer.json"))
 

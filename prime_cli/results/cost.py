@@ -102,7 +102,7 @@ def usd(value: float | None) -> str:
         return f"${value:,.2f}"
     if value < 1e-6:
         return "<$0.000001"
-    from decimal import Decimal
+    from decimal import Decimal  # lazy: start-up
 
     return f"${format(Decimal(f'{value:.2g}'), 'f')}"  # $0.000037, never $3.7e-05
 

@@ -112,7 +112,7 @@ def _rows(folder: Path, fmt: str) -> list[dict[str, Any]]:
 
 
 def _metadata(folder: Path, fmt: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    from .summary import metadata_fields, summarize
+    from .summary import metadata_fields, summarize  # lazy: start-up
 
     if fmt == "verifiers-0.4":
         config_path = _v1_config_path(folder)
@@ -134,7 +134,7 @@ def _metadata(folder: Path, fmt: str, rows: list[dict[str, Any]]) -> dict[str, A
 
 
 def _iso(timestamp: float) -> str:
-    from datetime import UTC, datetime
+    from datetime import UTC, datetime  # lazy: already loaded
 
     return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
 

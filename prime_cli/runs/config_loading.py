@@ -63,7 +63,7 @@ def validation_error(exc: Any, known_keys: Iterable[str], where: str) -> ConfigV
 
 def build_model(model: type[Model], where: str, values: dict[str, Any]) -> Model:
     """`model(**values)`, or a `ConfigValueError` naming each bad key in `where` (a file, "command line")."""
-    from pydantic import ValidationError
+    from pydantic import ValidationError  # lazy: heavy
 
     try:
         return model(**values)

@@ -187,14 +187,14 @@ def _descendants(root: int) -> list[int]:
 
 def become_subreaper() -> None:
     """Orphans of our commands (a double-forked daemon) become our children, so killall finds them."""
-    import ctypes
+    import ctypes  # lazy: start-up
 
     pr_set_child_subreaper = 36
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
 
 
 def make_undumpable() -> None:
-    import ctypes
+    import ctypes  # lazy: start-up
 
     pr_set_dumpable = 4
     if ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0) != 0:

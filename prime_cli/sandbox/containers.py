@@ -90,8 +90,8 @@ def engine_folder() -> str:
     caller's folder, that litters the user's project."""
     global _ENGINE_FOLDER
     if _ENGINE_FOLDER is None or not os.path.isdir(_ENGINE_FOLDER):
-        import atexit
-        import tempfile
+        import atexit  # lazy: already loaded
+        import tempfile  # lazy: start-up
 
         _ENGINE_FOLDER = tempfile.mkdtemp(prefix="prime-engine-")
         atexit.register(shutil.rmtree, _ENGINE_FOLDER, True)

@@ -53,7 +53,7 @@ def owner_alive(owner: str) -> bool | None:
 
 def _engine_usable(engine: str) -> str | None:
     """None when the engine answers, else why not (one line)."""
-    from .providers import get_provider
+    from .providers import get_provider  # lazy: already loaded
 
     return get_provider(engine).unavailable_reason()
 

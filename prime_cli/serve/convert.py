@@ -12,8 +12,8 @@ from pathlib import Path
 
 
 def convert(gguf_path: Path, out_dir: Path) -> None:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import torch  # lazy: optional dependency
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: optional dependency
 
     folder, name = str(gguf_path.parent), gguf_path.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)

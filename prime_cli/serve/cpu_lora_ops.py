@@ -21,7 +21,7 @@ PATCHED = ("bgmv_expand", "bgmv_shrink", "bgmv_expand_slice")
 
 def _per_adapter_matmul(inputs, weights, indices, dtype):
     """(T, i) rows times weights[idx] (o, i) transposed, idx per row -> (T, o)."""
-    import torch
+    import torch  # lazy: optional dependency
 
     if weights.dim() == 4:
         weights = weights.squeeze(dim=1)
@@ -45,7 +45,7 @@ def _logits_rows_per_request(inputs, weights, indices):
     one row per prompt token, so rows cannot be matched to adapters (vLLM's own CPU path fails on it too). Adapters
     without an lm_head LoRA (every adapter prime trains) have zero weights in these slots and add exactly 0, so a
     batch mixing them (a distillation teacher's scoring beside the policy's sampling) is answered with zeros."""
-    import torch
+    import torch  # lazy: optional dependency
 
     if all(not bool(weights[index].any()) for index in torch.unique(indices).tolist()):
         return inputs.new_zeros((inputs.shape[0], weights.shape[1]))
@@ -78,10 +78,10 @@ def bgmv_expand_slice(inputs, lora_b_weights, output_tensor, lora_indices_tensor
 
 
 def vllm_plugin() -> None:
-    import os
+    import os  # lazy: already loaded
 
     if os.environ.get("PRIME_VLLM_FAST_LORA") == "1":
-        from . import cpu_moe_lora_ops
+        from . import cpu_moe_lora_ops  # lazy: already loaded
 
         install()
         cpu_moe_lora_ops.install()
@@ -89,11 +89,11 @@ def vllm_plugin() -> None:
 
 def install() -> bool:
     """Replace the torch LoRA ops wherever vLLM binds them. False when vLLM's layout is not the expected one."""
-    import sys
+    import sys  # lazy: already loaded
 
     try:
-        import vllm.lora.ops.torch_ops as package
-        import vllm.lora.ops.torch_ops.lora_ops as ops
+        import vllm.lora.ops.torch_ops as package  # lazy: optional dependency
+        import vllm.lora.ops.torch_ops.lora_ops as ops  # lazy: optional dependency
     except ImportError:
         return False
     if not all(hasattr(ops, name) for name in PATCHED):

@@ -18,7 +18,7 @@ from typing import Any
 
 
 def silu_and_mul(h):
-    import torch.nn.functional as F
+    import torch.nn.functional as F  # lazy: optional dependency
 
     half = h.shape[-1] // 2
     return F.silu(h[..., :half]) * h[..., half:]
@@ -45,7 +45,7 @@ def fused_moe_lora(x, w13, w2, topk_weights, topk_ids, token_lora,
     (slots, E, N/len, R) tensor per gate_up slice; w2_lora_a/b (slots, E, R, N/2) / (slots, E, H, R).
     LoRA scaling is expected folded into the B tensors (vLLM does so when it loads an adapter).
     """
-    import torch
+    import torch  # lazy: optional dependency
 
     num_tokens, top_k = topk_ids.shape
     out = x.new_zeros((num_tokens, w2.shape[1]))
@@ -85,7 +85,7 @@ def fused_moe_lora(x, w13, w2, topk_weights, topk_ids, token_lora,
 
 def token_lora_slots(lora_context, num_tokens: int):
     """The adapter slot of each of the layer's tokens (-1: none), from vLLM's LoRA context."""
-    import torch
+    import torch  # lazy: optional dependency
 
     mapping = lora_context.local_token_lora_mapping
     if mapping is None:
@@ -97,9 +97,13 @@ def token_lora_slots(lora_context, num_tokens: int):
 
 
 def _experts_class():
-    import vllm.model_executor.layers.fused_moe.modular_kernel as mk
-    from vllm.model_executor.layers.fused_moe.experts.cpu_moe import CPUUnquantizedExperts
-    from vllm.model_executor.layers.fused_moe.experts.lora_experts_mixin import LoRAExpertsMixin
+    import vllm.model_executor.layers.fused_moe.modular_kernel as mk  # lazy: optional dependency
+    from vllm.model_executor.layers.fused_moe.experts.cpu_moe import (  # lazy: optional dependency
+        CPUUnquantizedExperts,
+    )
+    from vllm.model_executor.layers.fused_moe.experts.lora_experts_mixin import (  # lazy: optional dependency
+        LoRAExpertsMixin,
+    )
 
     class TorchLoRAExperts(LoRAExpertsMixin, CPUUnquantizedExperts):
         """vLLM's CPU unquantized experts, computed in torch so that LoRA can act inside each expert."""
@@ -146,9 +150,9 @@ def install() -> bool:
     """On CPU, choose the torch LoRA experts for MoE layers of a LoRA-enabled engine. False when vLLM's
     layout is not the expected one."""
     try:
-        import vllm.model_executor.layers.fused_moe.oracle.unquantized as oracle
-        import vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method as method
-        from vllm.platforms import current_platform
+        import vllm.model_executor.layers.fused_moe.oracle.unquantized as oracle  # lazy: optional dependency
+        import vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method as method  # lazy: optional dependency
+        from vllm.platforms import current_platform  # lazy: optional dependency
     except ImportError:
         return False
     original = getattr(oracle, "select_unquantized_moe_backend", None)

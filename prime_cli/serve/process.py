@@ -29,7 +29,7 @@ def _prctl() -> Callable[..., int] | None:
     if sys.platform != "linux":
         return None
     try:
-        import ctypes
+        import ctypes  # lazy: start-up
 
         return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):

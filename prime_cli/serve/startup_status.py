@@ -16,7 +16,7 @@ WAIT_NOTICE_ENV = "PRIME_SERVE_WAIT_NOTICE_S"
 def local_server_status() -> Iterator[tuple[Callable[[str], None], Callable[[float], None]]]:
     """`(status, tick)` for `local_endpoint`: startup messages on stderr (a spinner on a terminal), so that
     stdout stays the run's own output."""
-    from rich.console import Console
+    from rich.console import Console  # lazy: heavy
 
     console = Console(stderr=True, highlight=False)
     spinner = console.status("", spinner="dots") if console.is_terminal else None

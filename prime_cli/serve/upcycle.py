@@ -24,7 +24,7 @@ SHARED_CONFIG_KEYS = ("vocab_size", "hidden_size", "intermediate_size", "num_hid
 
 
 def mixtral_config(dense: dict, experts: int, top_k: int):
-    from transformers import MixtralConfig
+    from transformers import MixtralConfig  # lazy: optional dependency
 
     if dense.get("model_type") != "llama" or dense.get("attention_bias") or dense.get("mlp_bias"):
         raise ValueError("upcycling needs a Llama model without biases (Mixtral's attention and MLP have none)")
@@ -36,7 +36,7 @@ def mixtral_config(dense: dict, experts: int, top_k: int):
 def upcycled_state(dense_state: dict, layers: int, experts: int, hidden: int, seed: int, router_std: float) -> dict:
     """Mixtral parameters (transformers' in-memory names) from Llama ones: the fused `gate_up_proj` of
     each expert is the gate rows then the up rows of the dense MLP."""
-    import torch
+    import torch  # lazy: optional dependency
 
     generator = torch.Generator().manual_seed(seed)
     state = {}
@@ -53,9 +53,9 @@ def upcycled_state(dense_state: dict, layers: int, experts: int, hidden: int, se
 
 
 def upcycle(dense_dir: Path, out_dir: Path, experts: int, top_k: int, seed: int, router_std: float) -> None:
-    import torch
-    from safetensors.torch import load_file
-    from transformers import MixtralForCausalLM
+    import torch  # lazy: optional dependency
+    from safetensors.torch import load_file  # lazy: optional dependency
+    from transformers import MixtralForCausalLM  # lazy: optional dependency
 
     dense = json.loads((dense_dir / "config.json").read_text())
     config = mixtral_config(dense, experts, top_k)

@@ -268,7 +268,7 @@ def _sft_file(out: dict[str, Any]) -> None:
 def _top_level_names(model: type) -> dict[str, str]:
     """{key: where it lands} for the keys that hold a value (not a table) only at the top level of a file:
     the model's own top-level values, the top-level guide spellings, num_gpus, and the hosted `model = "..."`."""
-    from .messages import section_keys
+    from .messages import section_keys  # lazy: start-up
 
     names = {name: name for name in model.model_fields if section_keys(model, (name,)) is None}
     for source, target in ALIASES:
@@ -290,8 +290,8 @@ def hoist_top_level_keys(data: dict[str, Any], renames: dict[str, str], model: t
     """A top-level key written after a table header (`[wandb]` then `env_file = [...]`, which TOML reads as
     wandb.env_file) is moved to the top level when that table has no such key; one note per key says where
     it belongs. Tables are walked as `model` describes them (each entry of an array of tables too)."""
-    from .messages import rename_paths, section_keys
-    from .overrides import format_path
+    from .messages import rename_paths, section_keys  # lazy: start-up
+    from .overrides import format_path  # lazy: start-up
 
     names = _top_level_names(model)
     found: list[tuple[tuple[Any, ...], str, Any]] = []

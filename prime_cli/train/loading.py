@@ -42,7 +42,7 @@ def config_dict(path: Path, overrides: list[str] = ()
                 ) -> tuple[dict[str, Any], dict[str, str], set[str], list[str]]:
     """The v0.4-shaped dict with overrides applied, the hosted renames, the overridden keys, and notes on
     what was read other than as written (a top-level key after a table header, the GPUs num_gpus places)."""
-    from .config import RLConfig
+    from .config import RLConfig  # lazy: heavy
 
     data, renames = normalize(read_toml(path))
     notes = hoist_top_level_keys(data, renames, RLConfig)
@@ -61,10 +61,10 @@ def config_dict(path: Path, overrides: list[str] = ()
 def validate_config(data: dict[str, Any], model: type | None = None, source: str = "the config",
                     renames: dict[str, str] | None = None, overridden: set[str] = frozenset()) -> Any:
     """`model.model_validate(data)`, with a validation error turned into one `TrainConfigError` line."""
-    from pydantic import ValidationError
+    from pydantic import ValidationError  # lazy: heavy
 
     if model is None:
-        from .config import RLConfig as model
+        from .config import RLConfig as model  # lazy: heavy
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -118,13 +118,13 @@ def check_environments(config: RLConfig, dry_run: bool = False) -> list[str]:
     """Each `orchestrator.env[i]` (and `orchestrator.eval.env[i]`) loads with its args (the orchestrator
     would fail later otherwise). A dry run (maybe of a config meant for another machine) returns a model
     client the environment cannot make here (a judge's key not set) as a note, where a real run refuses it."""
-    import prime_cli.envs as vf
-    from prime_cli.clients.errors import ClientConfigError
-    from prime_cli.envs.errors import EnvironmentNotInstalledError
-    from prime_cli.envs.load_errors import EnvironmentCodeError
-    from prime_cli.envs.loader import malformed_id
+    import prime_cli.envs as vf  # lazy: already loaded
+    from prime_cli.clients.errors import ClientConfigError  # lazy: start-up
+    from prime_cli.envs.errors import EnvironmentNotInstalledError  # lazy: already loaded
+    from prime_cli.envs.load_errors import EnvironmentCodeError  # lazy: already loaded
+    from prime_cli.envs.loader import malformed_id  # lazy: already loaded
 
-    from .preflight import client_note, train_spelling
+    from .preflight import client_note, train_spelling  # lazy: start-up
 
     entries = [("orchestrator.env", index, entry) for index, entry in enumerate(config.orchestrator.env)]
     if config.orchestrator.eval is not None:

@@ -84,7 +84,7 @@ class LoraTargets:
 
 def lora_targets_for(config: Any) -> LoraTargets:
     """The targets of an RLConfig's LoRA on the model it trains (its config.json as far as known here)."""
-    from .model_facts import model_config
+    from .model_facts import model_config  # lazy: start-up
 
     lora = config.trainer.model.lora
     return resolve_lora_targets(list(lora.target_modules), lora.rank, lora.alpha,

@@ -24,7 +24,7 @@ TYPE_WORDS = {
 
 
 def _model_in(annotation: Any) -> type | None:
-    from pydantic import BaseModel
+    from pydantic import BaseModel  # lazy: heavy
 
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation

@@ -55,7 +55,7 @@ def model_folder(name: str) -> Path | None:
 
 def local_moe_facts() -> dict[str, Any]:
     """The upcycled model's shape from its recipe (a dry run does not build it)."""
-    from prime_cli.serve.local_moe import NUM_EXPERTS, TOP_K
+    from prime_cli.serve.local_moe import NUM_EXPERTS, TOP_K  # lazy: start-up
 
     return {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "num_hidden_layers": 30,
             "num_local_experts": NUM_EXPERTS, "num_experts_per_tok": TOP_K}
@@ -63,7 +63,7 @@ def local_moe_facts() -> dict[str, Any]:
 
 def _hub_cache_file(name: str) -> Path | None:
     try:
-        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub import try_to_load_from_cache  # lazy: optional dependency
     except ImportError:
         return None
     try:

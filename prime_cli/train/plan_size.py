@@ -17,9 +17,9 @@ def _duration(minutes: float) -> str:
 
 def cpu_size_note(config: Any, cuda: bool) -> str | None:
     """A warning when the run would sample on this machine's CPU far more than the CPU example does."""
-    from prime_cli.clients.command_flags import is_local_model
+    from prime_cli.clients.command_flags import is_local_model  # lazy: start-up
 
-    from .devices import is_multi_gpu
+    from .devices import is_multi_gpu  # lazy: start-up
 
     orch = config.orchestrator
     # a config for several GPUs is meant for another machine (the plan already says it would run on the CPU here)

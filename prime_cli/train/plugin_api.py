@@ -92,7 +92,7 @@ from .sft_rows import RowProblem, rollout_row
 
 async def evaluate_policy(*args, **kwargs):
     """prime_cli.evals.in_training.evaluate_policy (the eval engine loads only when a run evaluates)."""
-    from prime_cli.evals.in_training import evaluate_policy as run
+    from prime_cli.evals.in_training import evaluate_policy as run  # lazy: heavy
 
     return await run(*args, **kwargs)
 

@@ -38,7 +38,7 @@ def check_output_dir(output_dir: str, from_flag: bool) -> None:
 
 def hub_cache_dir() -> str:
     """Where huggingface_hub keeps downloaded models (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/...)."""
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # lazy: optional dependency
 
     return constants.HF_HUB_CACHE
 
@@ -56,8 +56,8 @@ def model_problem(name: str) -> str | None:
     if Path(name).expanduser().exists():
         return f"model.name {name!r} is a file, not a model folder; {choices}"
     try:
-        from huggingface_hub import try_to_load_from_cache
-        from huggingface_hub.errors import HFValidationError
+        from huggingface_hub import try_to_load_from_cache  # lazy: optional dependency
+        from huggingface_hub.errors import HFValidationError  # lazy: optional dependency
     except ImportError:
         return None
     try:
@@ -87,7 +87,7 @@ def check_model(config: RLConfig, dry_run: bool) -> list[str]:
 def check_data_sources(config: RLConfig, dry_run: bool) -> list[str]:
     """Every [[data.source]] names data this machine has, in a format that is read (its rows are read by the
     orchestrator); a dry run returns the problems as notes (the config may be meant for another machine)."""
-    from .sft_data import describe_bad, read_source
+    from .sft_data import describe_bad, read_source  # lazy: heavy
 
     notes = []
     for source in config.orchestrator.algo.dataset.source if config.orchestrator.algo.dataset is not None else []:
@@ -109,10 +109,10 @@ def check_data_sources(config: RLConfig, dry_run: bool) -> list[str]:
 def check_adapters(config: RLConfig, dry_run: bool) -> list[str]:
     """`[model] adapter` fits the run's LoRA (initial_adapter.py), and a teacher adapter is a LoRA adapter folder;
     a dry run returns the problems as notes (the adapter may come from a run not made yet)."""
-    from prime_cli.serve.errors import ServeError
-    from prime_cli.serve.model_dir import read_adapter
+    from prime_cli.serve.errors import ServeError  # lazy: start-up
+    from prime_cli.serve.model_dir import read_adapter  # lazy: start-up
 
-    from .initial_adapter import check_initial_adapter
+    from .initial_adapter import check_initial_adapter  # lazy: start-up
 
     problems = [problem] if (problem := check_initial_adapter(config)) else []
     orch = config.orchestrator
@@ -139,7 +139,7 @@ def check_adapters(config: RLConfig, dry_run: bool) -> list[str]:
 
 def _inside_run_entries(path: Path, output_dir: Path) -> str | None:
     """The entry of output_dir a training run owns (weights/, checkpoints/, ...) that holds `path`, if any."""
-    from prime_cli.runs.layouts import TrainingRunLayout
+    from prime_cli.runs.layouts import TrainingRunLayout  # lazy: start-up
 
     try:
         relative = path.expanduser().resolve().relative_to(output_dir.expanduser().resolve())
@@ -152,8 +152,13 @@ def _inside_run_entries(path: Path, output_dir: Path) -> str | None:
 def check_lora_targets(config: RLConfig) -> None:
     """What the LoRA must do on a Mixture-of-Experts model (lora_targets.py): no dropout on the fused
     experts, and a vLLM max_lora_rank that holds gate_up's rank 2r."""
-    from .lora_targets import MOE_ARCHITECTURES, ROUTER_WEIGHT, lora_targets_for, moe_shape
-    from .model_facts import model_config
+    from .lora_targets import (  # lazy: start-up
+        MOE_ARCHITECTURES,
+        ROUTER_WEIGHT,
+        lora_targets_for,
+        moe_shape,
+    )
+    from .model_facts import model_config  # lazy: start-up
 
     lora = config.trainer.model.lora
     targets = lora_targets_for(config)
@@ -199,7 +204,7 @@ _EVAL_ARGS_FLAG = re.compile(r"-a '(\{.*?\})'")
 def train_spelling(reason: str, where: str) -> str:
     """An environment's hint in `prime eval`'s words (`pass -a '{"corpus_path": "..."}'`) in a training
     config's: the args of the entry at `where` (`args = { corpus_path = "..." } in orchestrator.env[0]`)."""
-    from .tomlio import _scalar
+    from .tomlio import _scalar  # lazy: start-up
 
     def config_args(match: re.Match) -> str:
         try:
@@ -221,7 +226,7 @@ def client_note(where: str, env_id: str, reason: str) -> str:
 def env_file_variables(paths: list[str]) -> Iterator[None]:
     """The variables of env_file set while the checks load the environments (a judge's key may be there, as
     for the run's parts, where env_file wins over the shell), restored afterwards."""
-    from .env_file import env_file_values
+    from .env_file import env_file_values  # lazy: start-up
 
     values = env_file_values(paths or [])
     saved = {name: os.environ.get(name) for name in values}

@@ -65,7 +65,7 @@ def _files_rows(files: list[Path]) -> Iterator[tuple[str, Any]]:
 def hub_snapshot(name: str) -> Path | None:
     """A dataset repository's snapshot in the local Hugging Face cache (None: not there, or no huggingface_hub)."""
     try:
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import snapshot_download  # lazy: optional dependency
     except ImportError:
         return None
     try:

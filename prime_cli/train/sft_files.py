@@ -21,12 +21,12 @@ Row = tuple[str, "dict[str, Any] | RowProblem"]
 
 def _pyarrow(path: Path) -> Any:
     try:
-        import pyarrow  # noqa: F401
+        import pyarrow  # noqa: F401  # lazy: optional dependency
     except ImportError:
         raise TrainConfigError(f"{path}: reading Parquet and Arrow files needs pyarrow; install it "
                                "(pip install 'prime-cli[parquet]') or give the rows as JSON lines") from None
-    import pyarrow.ipc
-    import pyarrow.parquet
+    import pyarrow.ipc  # lazy: optional dependency
+    import pyarrow.parquet  # lazy: optional dependency
 
     return pyarrow
 

@@ -10,7 +10,7 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")  # TOML's bare keys: ASCII only
 
 
 def toml_loads(text: str) -> dict[str, Any]:
-    import tomllib
+    import tomllib  # lazy: start-up
 
     return tomllib.loads(text)
 

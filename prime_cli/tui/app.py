@@ -29,7 +29,7 @@ class PrimeTui(App):
         self.live_interval = live_interval
 
     def on_mount(self) -> None:
-        from prime_cli.tui.screens.browser import BrowserScreen
+        from prime_cli.tui.screens.browser import BrowserScreen  # lazy: start-up
 
         if self.start is not None:
             self.open_run(self.start, rows_first=self.rows_first)
@@ -42,15 +42,15 @@ class PrimeTui(App):
 
     def open_run(self, entry: RunEntry, rows_first: bool = False) -> None:
         if entry.kind == "training":
-            from prime_cli.tui.screens.training import TrainingScreen
+            from prime_cli.tui.screens.training import TrainingScreen  # lazy: start-up
 
             self.push_screen(TrainingScreen(entry.path))
         elif entry.kind == "gepa":
-            from prime_cli.tui.screens.gepa import GepaScreen
+            from prime_cli.tui.screens.gepa import GepaScreen  # lazy: start-up
 
             self.push_screen(GepaScreen(entry.path))
         else:
-            from prime_cli.tui.screens.overview import OverviewScreen
+            from prime_cli.tui.screens.overview import OverviewScreen  # lazy: start-up
 
             overview = OverviewScreen(entry.path)
             self.push_screen(overview)
@@ -58,7 +58,7 @@ class PrimeTui(App):
                 overview.action_rollouts()
 
     def open_compare(self, a: RunEntry, b: RunEntry) -> None:
-        from prime_cli.tui.screens.compare import CompareScreen
+        from prime_cli.tui.screens.compare import CompareScreen  # lazy: start-up
 
         self.push_screen(CompareScreen(a.path, b.path))
 
@@ -69,7 +69,7 @@ class PrimeTui(App):
             self.exit()
 
     def action_help(self) -> None:
-        from prime_cli.tui.screens.help import HelpScreen
+        from prime_cli.tui.screens.help import HelpScreen  # lazy: start-up
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))

@@ -51,7 +51,7 @@ LOAD_ENVIRONMENT = re.compile(r"\bload_environment\b")
 def _environment_module(dist: metadata.Distribution, name: str) -> Path | None:
     """The file of the module `name` provides if it is an environment (it names `load_environment`),
     found without importing it. Trainer plugins (`prime.trainers` entry points) are not environments."""
-    from prime_cli.envs.loader import installed_origin
+    from prime_cli.envs.loader import installed_origin  # lazy: already loaded
 
     if any(ep.group == "prime.trainers" for ep in dist.entry_points):
         return None
@@ -84,7 +84,7 @@ def installed_environments() -> dict[str, tuple[str, str | None]]:
 def local_environments(root: Path | None = None) -> dict[str, tuple[str, str]]:
     """The environment folders under ./environments/ (the loader's rule: prime_cli.envs.loader), name ->
     (version from its pyproject.toml, "?" without one, folder)."""
-    from prime_cli.envs.loader import local_environments as local_folders
+    from prime_cli.envs.loader import local_environments as local_folders  # lazy: already loaded
 
     found: dict[str, tuple[str, str]] = {}
     for env in local_folders(root):
@@ -98,7 +98,7 @@ def local_environments(root: Path | None = None) -> dict[str, tuple[str, str]]:
 
 
 def list_environments(root: Path | None = None) -> list[EnvironmentEntry]:
-    from prime_cli.envs.loader import shadowed_install
+    from prime_cli.envs.loader import shadowed_install  # lazy: already loaded
 
     installed, local = installed_environments(), local_environments(root)
     entries = []
@@ -144,7 +144,7 @@ def _arguments(factory: Any) -> list[tuple[str, str, str]]:
 
 
 def _eval_defaults(module: Any, env_id: str, root: Path | None) -> dict[str, Any]:
-    from prime_cli.envs.loader import find_local_environment
+    from prime_cli.envs.loader import find_local_environment  # lazy: already loaded
 
     origin = Path(getattr(module, "__file__", "") or ".").resolve()
     local = find_local_environment(env_id, root)
@@ -178,9 +178,15 @@ def _shown(info: EnvironmentInfo) -> EnvironmentInfo:
 
 
 def _environment_info(env_id: str, env_args: dict[str, Any] | None, root: Path | None) -> EnvironmentInfo:
-    from prime_cli.envs.errors import UserInputError
-    from prime_cli.envs.load_errors import EnvironmentCodeError, empty_rubric
-    from prime_cli.envs.loader import build_environment, import_environment_module
+    from prime_cli.envs.errors import UserInputError  # lazy: already loaded
+    from prime_cli.envs.load_errors import (  # lazy: already loaded
+        EnvironmentCodeError,
+        empty_rubric,
+    )
+    from prime_cli.envs.loader import (  # lazy: already loaded
+        build_environment,
+        import_environment_module,
+    )
 
     env_id = check_env_id(env_id)
     module = import_environment_module(env_id, root)

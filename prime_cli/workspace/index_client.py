@@ -21,7 +21,7 @@ TIMEOUT_S = 15.0
 
 def normalized(name: str) -> str:
     """The project name as the simple API spells it (PEP 503)."""
-    from packaging.utils import canonicalize_name
+    from packaging.utils import canonicalize_name  # lazy: start-up
 
     return str(canonicalize_name(name))
 
@@ -48,7 +48,7 @@ class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
 
 
 def _version_of(filename: str, project: str) -> str | None:
-    from packaging.utils import (
+    from packaging.utils import (  # lazy: start-up
         InvalidSdistFilename,
         InvalidWheelFilename,
         parse_sdist_filename,
@@ -81,7 +81,7 @@ def refused(index: PackageIndex, status: int) -> WorkspaceError:
 
 def published_versions(index: PackageIndex, project: str) -> list[str]:
     """The versions of `project` the index holds, oldest first ([] when it has none)."""
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import InvalidVersion, Version  # lazy: start-up
 
     request = urllib.request.Request(f"{index.simple_url}{normalized(project)}/", headers={"Accept": "text/html"})
     credentials = index.credentials()
@@ -115,7 +115,7 @@ def published_versions(index: PackageIndex, project: str) -> list[str]:
 
 def published_as(version: str, published: list[str]) -> str | None:
     """The published version equal to `version` by PEP 440 (`2.0` is `2.0.0`), as the index spells it."""
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import InvalidVersion, Version  # lazy: start-up
 
     try:
         wanted = Version(version)
@@ -132,7 +132,7 @@ def published_as(version: str, published: list[str]) -> str | None:
 
 def next_version(version: str, published: list[str]) -> str:
     """The version to suggest instead of `version`: the newest published one with its last number raised."""
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import InvalidVersion, Version  # lazy: start-up
 
     try:
         newest = max([Version(v) for v in published] + [Version(version)])

@@ -66,9 +66,9 @@ class IndexInstallResult:
 
 def parse_request(target: str) -> IndexRequest:
     """`[OWNER/]NAME[==VERSION]`, each part checked (WorkspaceError says which is wrong)."""
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import InvalidVersion, Version  # lazy: start-up
 
-    from .names import check_env_name, is_owner
+    from .names import check_env_name, is_owner  # lazy: already loaded
 
     text = target.strip()
     version = None
@@ -159,8 +159,8 @@ def declared_requirements(arguments: list[str], env: dict[str, str], secrets: li
 
 def answers(url: str) -> bool:
     """Whether a server answers at `url` at all (an HTTP error, 401 included, is an answer)."""
-    import urllib.error
-    import urllib.request
+    import urllib.error  # lazy: start-up
+    import urllib.request  # lazy: start-up
 
     try:
         with urllib.request.urlopen(url, timeout=10):
@@ -198,7 +198,7 @@ def provides_module(project: str, module: str) -> bool:
 
 def choose_version(request: IndexRequest, index: PackageIndex, published: list[str]) -> str:
     """The version asked for, or the newest one on the index."""
-    from .index_client import published_as
+    from .index_client import published_as  # lazy: start-up
 
     where = f"index {index.name} ({index.simple_url})"
     if not published:
@@ -211,7 +211,7 @@ def choose_version(request: IndexRequest, index: PackageIndex, published: list[s
 
 
 def install_from_index(request: IndexRequest, index: PackageIndex) -> IndexInstallResult:
-    from .index_client import published_versions
+    from .index_client import published_versions  # lazy: start-up
 
     version = choose_version(request, index, published_versions(index, request.project))
     credentials = index.credentials()

@@ -58,7 +58,7 @@ class DependencyOutcome:
 
 
 def _requirement(text: str):
-    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.requirements import InvalidRequirement, Requirement  # lazy: start-up
 
     try:
         return Requirement(text)

@@ -57,7 +57,7 @@ def read_from_wheel(wheel: Path) -> dict[str, Any] | None:
 def installed_provenance(module: str, module_file: str | None) -> tuple[str, str, dict[str, Any]] | None:
     """(distribution, version, provenance) of the installed distribution `module_file` (the module as loaded)
     belongs to, if it has one: a local ./environments/ copy used instead of it has none."""
-    import importlib.metadata
+    import importlib.metadata  # lazy: already loaded
 
     if not module_file:
         return None

@@ -121,7 +121,7 @@ def build(project: Project) -> list[Path]:
 
 
 def _prime_version() -> str:
-    from prime_cli import __version__
+    from prime_cli import __version__  # lazy: already loaded
 
     return __version__
 

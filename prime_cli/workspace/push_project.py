@@ -70,7 +70,7 @@ def _module_root(folder: Path, module: str) -> Path | None:
 
 def _dynamic_version(folder: Path) -> str:
     """The version the build backend will give the wheel, asked from it before anything is built."""
-    from build.util import project_wheel_metadata
+    from build.util import project_wheel_metadata  # lazy: start-up
 
     try:
         return str(project_wheel_metadata(folder, isolated=not builds_in_place(folder))["Version"])

@@ -34,7 +34,7 @@ def _twine_quiet() -> Iterator[io.StringIO]:
 
 def metadata_warnings(files: list[Path]) -> list[str]:
     """twine's metadata check: problems raise, warnings are returned (once each)."""
-    from twine.commands.check import check
+    from twine.commands.check import check  # lazy: heavy
 
     with _twine_quiet() as log:
         failed = check([str(path) for path in files])
@@ -49,9 +49,9 @@ def _already_there(status: int, text: str) -> bool:
 
 
 def upload(files: list[Path], index: PackageIndex) -> None:
-    from twine.commands.upload import upload as twine_upload
-    from twine.exceptions import TwineException
-    from twine.settings import Settings
+    from twine.commands.upload import upload as twine_upload  # lazy: heavy
+    from twine.exceptions import TwineException  # lazy: heavy
+    from twine.settings import Settings  # lazy: heavy
 
     # an index without authentication still gets a user and password: twine will not upload without them
     user, password = index.credentials() or ("anonymous", "anonymous")

@@ -150,7 +150,7 @@ class JudgeRubric(Rubric):
     def _client(self) -> Any:
         if self.judge_client is None:
             try:
-                import openai
+                import openai  # lazy: heavy
             except ImportError as exc:
                 raise RubricError(
                     "JudgeRubric has no judge_client and the openai package is not installed; "

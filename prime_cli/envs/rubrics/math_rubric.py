@@ -24,7 +24,7 @@ MAX_VERIFY_CHARS = 50_000
 
 def math_equivalent(response: str, answer: str, timeout_seconds: int = 5) -> bool:
     """Whether `response` and `answer` denote the same value; False when either does not parse."""
-    from math_verify import parse, verify
+    from math_verify import parse, verify  # lazy: optional dependency
 
     if not response or len(response) > MAX_VERIFY_CHARS:
         return False
@@ -42,7 +42,7 @@ class MathRubric(Rubric):
     def __init__(self, funcs: list[RewardFunc] | None = None, weights: list[float] | None = None,
                  parser: Parser | None = None, timeout_seconds: float = 5, **kwargs: Any) -> None:
         try:
-            import math_verify  # noqa: F401
+            import math_verify  # noqa: F401  # lazy: optional dependency
         except ImportError:
             raise EnvConfigError("MathRubric needs the math-verify package: add `math-verify` to the environment's "
                                  "dependencies (or `pip install math-verify`)") from None

@@ -180,7 +180,7 @@ class RolloutsScreen(Screen):
         order = self.order if self.order is not None else list(range(len(self.model)))
         if not order:
             return
-        from prime_cli.tui.screens.rollout import RolloutScreen
+        from prime_cli.tui.screens.rollout import RolloutScreen  # lazy: start-up
 
         self.app.push_screen(RolloutScreen(self.model, order, position))
 

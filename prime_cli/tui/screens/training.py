@@ -194,7 +194,7 @@ class TrainingScreen(Screen):
         table = self.query_one("#steps", DataTable)
         if not self.run.steps:
             return
-        from prime_cli.tui.screens.training_step import StepSamplesScreen
+        from prime_cli.tui.screens.training_step import StepSamplesScreen  # lazy: start-up
 
         row = self.run.steps[table.cursor_row]
         self.app.push_screen(StepSamplesScreen(self.run_dir, row["step"], row))

@@ -80,10 +80,10 @@ def check_environment(env_id: str, env_args: dict[str, Any] | None = None, num_e
                       judge: JudgeFlags | None = None) -> CheckReport:
     """Raises EnvConfigError when the environment cannot be loaded (bad name or arguments) or the judge
     model flags are wrong (ClientConfigError). Without `judge`, judge rubrics are skipped."""
-    from prime_cli.envs.errors import EnvConfigError, UserInputError
-    from prime_cli.envs.loader import load_environment
+    from prime_cli.envs.errors import EnvConfigError, UserInputError  # lazy: already loaded
+    from prime_cli.envs.loader import load_environment  # lazy: already loaded
 
-    from ..names import check_env_id
+    from ..names import check_env_id  # lazy: already loaded
 
     env_id = check_env_id(env_id)
     specs = judge_specs(judge) if judge else None  # bad -m/-b/-k/-e fail before the environment loads

@@ -31,7 +31,7 @@ class JudgeFlags:
 def judge_specs(flags: JudgeFlags) -> list[Any]:
     """The judge's endpoints; ClientConfigError (one line, exit 2) on a bad name, URL, registry or unset key
     variable. Sends no request."""
-    from prime_cli.clients.endpoints import check_endpoints, endpoint_specs
+    from prime_cli.clients.endpoints import check_endpoints, endpoint_specs  # lazy: already loaded
 
     if is_local_model(flags.model) and not flags.base_url:
         raise ClientConfigError(f"-m {flags.model}: prime env check does not start the embedded model; give the URL of "
@@ -43,7 +43,7 @@ def judge_specs(flags: JudgeFlags) -> list[Any]:
 def open_judges(rubric: Any, specs: list[Any], max_retries: int | None) -> Any:
     """A client pool for the judge, and every JudgeRubric of `rubric` (RubricGroup and EnvGroup children
     included) pointed at it, with the resolved model id. Returns the pool (close it in the loop that used it)."""
-    from prime_cli.clients.endpoints import open_pool
+    from prime_cli.clients.endpoints import open_pool  # lazy: already loaded
 
     retries = DEFAULT_RETRIES if max_retries is None else max_retries
     pool = open_pool(specs, max_concurrent=JUDGE_CONCURRENCY, max_retries=retries, timeout=JUDGE_TIMEOUT)
