@@ -144,7 +144,7 @@ def model_flags(config: GepaConfig) -> list[str]:
     from prime_cli.clients.command_flags import model_flags as flags  # lazy: already loaded
 
     return flags(config.model, config.base_url, config.api_key_var, config.endpoints_path,
-                 local=config.student_builtin or False)
+                 local=config.builtin_name or False)
 
 
 def resume_command(config: GepaConfig, run_dir: Path, outcome: Outcome | None = None) -> str:

@@ -63,11 +63,6 @@ class GepaConfig(RunTarget):
     def reflection_served_local(self) -> bool:
         return self._reflection_builtin is not None
 
-    @property
-    def student_builtin(self) -> str | None:
-        """`builtin_name` under its old name, for gepa/api.py until its rewrite lands."""
-        return self.builtin_name
-
     def local_models(self) -> list[str]:
         """The built-in models without a URL among the student and the reflection model, in that order."""
         names = [self.model if self.wants_builtin() else None,
