@@ -4,7 +4,7 @@
 
 Prints seconds for ROWS (default 100,000) reverse-text-shaped results.jsonl lines: parse only, parse +
 a pydantic model's `model_validate`, parse + a `TypeAdapter` over the `Rollout` TypedDict. The
-choice in prime_cli/results/eval_schema.py (TypedDict rows) rests on these figures.
+choice in prime_cli/records/eval_run.py (TypedDict rows) rests on these figures.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from prime_cli.results.eval_schema import Rollout
+from prime_cli.records.eval_run import Rollout
 
 
 class RolloutModel(BaseModel):

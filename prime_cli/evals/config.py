@@ -12,7 +12,7 @@ from prime_cli.clients.command_flags import LOCAL_MODEL, is_local_model
 from prime_cli.clients.run_target import RunTarget
 from prime_cli.envs.errors import EnvConfigError
 from prime_cli.envs.eval_defaults import ENV_DEFAULT_KEYS, env_eval_defaults  # noqa: F401 - re-exported
-from prime_cli.results.eval_schema import ROW_KEYS
+from prime_cli.records.eval_run import ROW_KEYS
 from prime_cli.runs.config_fields import Count, Dollars, NonNegative, Seconds, ZeroOrMore
 from prime_cli.runs.config_loading import build_model, read_toml_config
 

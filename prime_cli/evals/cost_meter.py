@@ -13,9 +13,9 @@ from typing import Any
 
 from prime_cli.clients.cost_cap import judge_price_records, judge_prices, refuse_unknown_prices
 from prime_cli.clients.errors import ClientConfigError
+from prime_cli.records.eval_run import Rollout
 from prime_cli.results.cost import RoleTally, cost_record, judge_usages, usd
 from prime_cli.results.cost_meter import RunCostMeter
-from prime_cli.results.eval_schema import Rollout
 
 
 def student_price(config: Any, specs: list[Any] | None = None) -> Any:

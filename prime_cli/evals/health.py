@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from prime_cli.records.eval_run import Summary
 from prime_cli.results.error_budget import clearly_over_budget
-from prime_cli.results.eval_schema import Summary
 from prime_cli.runs.status import RunStatus
 
 

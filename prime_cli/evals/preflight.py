@@ -15,7 +15,7 @@ from typing import Any
 import prime_cli.envs as vf
 from prime_cli.clients.command_flags import is_local_model
 from prime_cli.envs.errors import EnvConfigError
-from prime_cli.results.eval_schema import MetadataRecord
+from prime_cli.records.eval_run import MetadataRecord
 from prime_cli.results.run_folders import check_eval_output_dir, read_eval_run
 from prime_cli.runs.metadata import RunDirError
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from prime_cli.envs.chat_messages import as_chat_messages
 from prime_cli.envs.types import State
-from prime_cli.results.eval_schema import ROW_KEYS, Rollout
+from prime_cli.records.eval_run import ROW_KEYS, Rollout
 
 from .store import unscored_if_errored
 

@@ -18,7 +18,7 @@ from typing import Any
 import prime_cli.envs as vf
 from prime_cli.envs.errors import is_fatal
 from prime_cli.envs.eval_defaults import env_eval_defaults, env_sampling_defaults
-from prime_cli.results.eval_schema import Rollout, Summary
+from prime_cli.records.eval_run import Rollout, Summary
 from prime_cli.results.reward_signal import reward_check
 from prime_cli.results.summary import RunningStats, metadata_fields, power_record, summarize
 from prime_cli.runs.interrupt import CtrlC

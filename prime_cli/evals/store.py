@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from prime_cli.envs.errors import error_record
-from prime_cli.records.header import header_update, new_header, with_header
-from prime_cli.results.eval_rows import read_results, to_json
-from prime_cli.results.eval_schema import (
+from prime_cli.records.eval_run import (
     ROW_KEYS,
     EvalRunLayout,
     MetadataRecord,
     PathLike,
     Rollout,
 )
+from prime_cli.records.header import header_update, new_header, with_header
+from prime_cli.results.eval_rows import read_results, to_json
 from prime_cli.runs.atomic import write_atomic
 from prime_cli.runs.ids import RUN_ID_PATTERN, new_run_id
 from prime_cli.runs.metadata import RunDirError, read_metadata

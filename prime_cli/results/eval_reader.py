@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prime_cli.records.eval_run import EvalRunLayout, MetadataRecord, Rollout
 from prime_cli.records.header import RunKind, read_header
 from prime_cli.records.training_run import find_training_runs, read_training_run
-from prime_cli.results.eval_schema import EvalRunLayout, MetadataRecord, Rollout
 from prime_cli.results.foreign_runs import TRACES_FILE, resolve_run_dir
 from prime_cli.results.row_columns import HEAVY_KEYS
 from prime_cli.runs.layouts import GepaRunLayout

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from prime_cli.envs.errors import error_record
+from prime_cli.records.eval_run import EvalRunLayout, PathLike, Rollout
 from prime_cli.records.json_lines import iter_json_lines
 from prime_cli.runs import json_lines
 from prime_cli.runs.metadata import RunDirError
-
-from .eval_schema import EvalRunLayout, PathLike, Rollout
 
 RESULTS_FILE = EvalRunLayout.RESULTS
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .eval_schema import Rollout
+from prime_cli.records.eval_run import Rollout
 
 SOURCE_FIELDS = "source_fields"
 

@@ -20,7 +20,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from .eval_schema import Rollout, Summary
+from prime_cli.records.eval_run import Rollout, Summary
+
 from .row_values import example_key, reward_value
 
 TOO_EASY = 0.80

@@ -1,7 +1,7 @@
 """Summaries of eval result rows: averages, pass@k, errors, timing and token usage.
 
 Plain Python (no pandas) so that summarising a run stays fast to import and to compute. A row is a
-results.jsonl row (`prime_cli.results.eval_schema.Rollout`). A rollout that errored is counted
+results.jsonl row (`prime_cli.records.eval_run.Rollout`). A rollout that errored is counted
 (`avg_error`, `error_kinds`) and left out of every score (reward, metrics, pass@k, pass^k and their
 intervals), never scored as 0.0; `avg_reward_errors_as_zero` keeps the mean with errors as 0 (verifiers'
 raw mean).
@@ -17,9 +17,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from prime_cli.records.eval_run import MetadataRecord, Rollout, Summary
 from prime_cli.results.intervals import NO_SPREAD, Interval, clustered_interval, examples_needed
 
-from .eval_schema import MetadataRecord, Rollout, Summary
 from .pass_k import ESTIMATORS, pass_intervals, pass_values, passes_by_example
 from .reward_signal import reward_signal
 from .row_values import example_key, reward_value

@@ -4,7 +4,7 @@ or reader spells one out. They live here, below the engines, because more than o
 files: the GEPA engine writes them, the eval reader lists GEPA runs beside eval runs, the folder checks
 of `-o` recognise them, and the trainer plugin (through `prime_cli.train.plugin_api`) writes a
 training run that `prime train --dry-run` describes. The eval run's layout is
-`prime_cli.results.eval_schema.EvalRunLayout`.
+`prime_cli.records.eval_run.EvalRunLayout`.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from prime_cli.records.eval_run import MetadataRecord, Rollout, Summary
 from prime_cli.results.eval_reader import (
     SCAN_SLICE,
     ResultsIndex,
@@ -21,7 +22,6 @@ from prime_cli.results.eval_reader import (
     parse_line,
     slim_row,
 )
-from prime_cli.results.eval_schema import MetadataRecord, Rollout, Summary
 from prime_cli.results.foreign_runs import resolve_run_dir
 from prime_cli.results.row_columns import RowColumns, SmallRow
 from prime_cli.results.row_index import load_index, results_stamp, save_index

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from prime_cli.evals.store import RunStore, default_base_dir
+from prime_cli.records.eval_run import ROW_KEYS, EvalRunLayout, RunMetadata
 from prime_cli.results.eval_run import load_run
-from prime_cli.results.eval_schema import ROW_KEYS, EvalRunLayout, RunMetadata
 from prime_cli.runs.metadata import RunDirError, read_metadata
 
 # metadata.json as verifiers-era runs and prime before api_key_var/endpoints_path/local_model/retries/

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from prime_cli.results.eval_schema import RunMetadata
+from prime_cli.records.eval_run import RunMetadata
 from prime_cli.runs.status import FINISHED, RESUMABLE, RunStatus
 
 

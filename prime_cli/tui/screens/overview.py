@@ -16,8 +16,8 @@ from textual.containers import Grid, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from prime_cli.records.eval_run import MetadataRecord, Summary
 from prime_cli.results.cost import cost_text
-from prime_cli.results.eval_schema import MetadataRecord, Summary
 from prime_cli.results.intervals import shown_bounds
 from prime_cli.runs.visible import json_visible, visible, visible_data
 from prime_cli.tui.model import RunModel
