@@ -20,12 +20,12 @@ from prime_cli.results.cost_meter import RunCostMeter
 
 def student_price(config: Any, specs: list[Any] | None = None) -> Any:
     """The evaluated model's Price (clients/pricing.py)."""
-    from prime_cli.clients.pricing import Price, price_of_specs
+    from prime_cli.clients.pricing import Price, price_of_specs  # lazy: already loaded
 
     if config.served_local or config.wants_builtin():
         return Price(config.builtin_name or config.model, 0.0, 0.0, "free", "embedded model")
     if specs is None:
-        from .endpoints import endpoint_specs
+        from .endpoints import endpoint_specs  # lazy: start-up
 
         try:
             specs = endpoint_specs(config)
@@ -84,7 +84,7 @@ class CostMeter(RunCostMeter):
 
 def judge_cost(rows: Iterable[Rollout], registry: str | None) -> dict[str, Any]:
     """The cost record of a rescore: its judge calls only (no student model was called)."""
-    from prime_cli.clients.pricing import price_of_name
+    from prime_cli.clients.pricing import price_of_name  # lazy: already loaded
 
     tally = RoleTally()
     for row in rows:

@@ -28,7 +28,7 @@ class ExportError(UserInputError):
 
 def _require_pyarrow() -> None:
     try:
-        import pyarrow  # noqa: F401
+        import pyarrow  # noqa: F401  # lazy: optional dependency
     except ImportError:
         raise ExportError("--format parquet needs pyarrow, which is not installed: pip install pyarrow "
                           "(or export --format csv or jsonl)") from None
@@ -61,7 +61,7 @@ def flat_records(run: EvalRun) -> list[dict[str, Any]]:
 
 
 def _frame(run: EvalRun) -> Any:
-    import pandas as pd
+    import pandas as pd  # lazy: heavy
 
     columns = list(run.records()[0]) if run.rows else run.columns()
     return pd.DataFrame.from_records(flat_records(run), columns=columns)

@@ -20,7 +20,7 @@ from prime_cli.runs.status import RunStatus
 
 def run_retries(pool: Any, previous: Any = None) -> dict[str, Any]:
     """This process's retries (from the client pool) plus those an earlier part of the run recorded."""
-    from prime_cli.clients.retry import RetryCounts
+    from prime_cli.clients.retry import RetryCounts  # lazy: start-up
 
     counts = RetryCounts()
     if isinstance(previous, dict):

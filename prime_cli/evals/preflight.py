@@ -43,11 +43,11 @@ def preflight(config: EvalConfig) -> tuple[EvalConfig, vf.Environment]:
     Raises EnvConfigError (one line for the CLI) on any bad input; writes nothing."""
     config = with_saved_run(config)
     env = load_env(config)
-    from .sandboxing import check_sandbox
+    from .sandboxing import check_sandbox  # lazy: start-up
 
     check_sandbox(config, env)
     show_routes(check_endpoints(config))
-    from .cost_meter import check_cost_cap
+    from .cost_meter import check_cost_cap  # lazy: start-up
 
     check_cost_cap(config, env)
     return config, env
@@ -59,7 +59,7 @@ _SHOWN_ROUTES: set[str] = set()
 def show_routes(lines: list[str]) -> None:
     """Where a bare model name goes (`gpt-4.1-mini: OpenAI via LiteLLM, key OPENAI_API_KEY`), once per
     process (a sweep checks the same model for each environment)."""
-    import sys
+    import sys  # lazy: already loaded
 
     for line in lines:
         if line not in _SHOWN_ROUTES:
@@ -69,7 +69,7 @@ def show_routes(lines: list[str]) -> None:
 
 def _saved_model_dir_name(config: EvalConfig) -> str:
     if uses_local(config):
-        from prime_cli.serve.builtin_models import served_name
+        from prime_cli.serve.builtin_models import served_name  # lazy: start-up
 
         return served_name(config.model)
     return config.model
@@ -106,7 +106,7 @@ def _settings_of_run(config: EvalConfig, meta: MetadataRecord, where: str) -> di
                           f"pass {meta.get('env_id')} as the environment")
     local = bool(meta.get("local_model"))
     if local:
-        from prime_cli.serve.builtin_models import builtin_of_served
+        from prime_cli.serve.builtin_models import builtin_of_served  # lazy: start-up
 
         builtin = builtin_of_served(str(meta.get("model")))
     names = {meta.get("model")} | ({builtin} if local else set())

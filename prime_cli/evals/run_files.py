@@ -98,10 +98,10 @@ def command_prefix(config: EvalConfig) -> list[str]:
     """`prime eval run ENV -m MODEL` and every flag that decides where requests go and what the
     environment is, so that a printed command works when pasted. Credential-like headers are left
     out (they would be printed in clear); the model's sampling settings come from metadata.json."""
-    import json
+    import json  # lazy: already loaded
 
-    from prime_cli.clients.command_flags import model_flags
-    from prime_cli.clients.registry import secret_header_values
+    from prime_cli.clients.command_flags import model_flags  # lazy: already loaded
+    from prime_cli.clients.registry import secret_header_values  # lazy: already loaded
 
     parts = ["prime", "eval", "run", config.env_id, *model_flags(
         config.model, config.base_url, config.api_key_var, config.endpoints_path, local=config.builtin_name or False)]

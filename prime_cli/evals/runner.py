@@ -117,7 +117,7 @@ async def run_eval(config: EvalConfig, display: EvalDisplay, *, pool: Any = None
     secrets: list[str] = []
     specs = None
     if pool is None:  # endpoints are checked before any file is written
-        from .endpoints import endpoint_specs, open_pool, secrets_of
+        from .endpoints import endpoint_specs, open_pool, secrets_of  # lazy: already loaded
 
         specs = endpoint_specs(config)
         secrets = secrets_of(specs)
@@ -320,7 +320,7 @@ class EvalRunner:
         config, files = self.config, self.files
         sandbox: dict[str, Any] = {}
         if sandboxed:  # what Ctrl-C (or a crash) left open is closed before the files are finished
-            from .sandboxing import close_all, record
+            from .sandboxing import close_all, record  # lazy: already loaded
 
             await close_all()
             sandbox = {"sandbox": record(config, self.env)}

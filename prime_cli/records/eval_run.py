@@ -257,7 +257,7 @@ class EvalRunLayout:
     def runs_folder(cls, env_id: str, model: str, output_dir: PathLike | None = None,
                     cwd: PathLike | None = None) -> Path:
         """The folder a run of `env_id` with `model` is created in: `<root>/outputs/evals/<env>--<model>`."""
-        from prime_cli.envs.loader import module_name
+        from prime_cli.envs.loader import module_name  # lazy: already loaded
 
         base = Path(cwd) if cwd is not None else Path(".")
         name = f"{cls.folder_name(env_id)}--{cls.folder_name(model)}"

@@ -91,7 +91,7 @@ def read_entry(run_dir: Path) -> RunEntry:
 
 def training_entry(run_dir: Path) -> RunEntry:
     """The browser entry of a training run folder; num_examples counts its trained steps."""
-    from datetime import UTC, datetime
+    from datetime import UTC, datetime  # lazy: already loaded
 
     run = read_training_run(run_dir)
     return RunEntry(kind="training", path=run_dir, env_id=",".join(run.env_ids) or "?", model=run.model,

@@ -73,7 +73,7 @@ class EvalRun:
     def to_pandas(self) -> pd.DataFrame:
         """One row per rollout: the row's fields (nested ones as Python objects) and one float
         column per metric, `metrics.<name>`."""
-        import pandas as pd
+        import pandas as pd  # lazy: heavy
 
         columns = self.columns() + [METRIC_PREFIX + name for name in self.metric_names()]
         return pd.DataFrame.from_records(self.records(), columns=columns)

@@ -76,7 +76,7 @@ class GepaRunLayout:
     @classmethod
     def runs_folder(cls, env_id: str, model: str, cwd: Path | None = None) -> Path:
         """The folder a run of `env_id` with `model` is created in: `<root>/outputs/gepa/<env>--<model>`."""
-        from prime_cli.envs.loader import module_name
+        from prime_cli.envs.loader import module_name  # lazy: already loaded
 
         base = cwd or Path(".")
         env_folder = base / "environments" / module_name(env_id)

@@ -224,6 +224,6 @@ class OverviewScreen(Screen):
             histogram_view(rewards) if self.model.loaded else Text("loading…", style="dim"))
 
     def action_rollouts(self) -> None:
-        from prime_cli.tui.screens.rollouts import RolloutsScreen
+        from prime_cli.tui.screens.rollouts import RolloutsScreen  # lazy: start-up
 
         self.app.push_screen(RolloutsScreen(self.model))
