@@ -69,19 +69,18 @@ class Rollout(TypedDict, total=False):
 
 
 ROW_KEYS: tuple[str, ...] = tuple(Rollout.__annotations__)
-# the nested fields of a row: JSON strings in flat exports (csv)
-NESTED_ROW_KEYS = ("prompt", "completion", "answer", "info", "metrics", "error", "timing", "token_usage",
-                   "metrics_errors", "judge_usage")
 
 
 class Summary(TypedDict, total=False):
     """`prime_cli.results.summary.summarize`: what a run's rows add up to (metadata.json `summary`)."""
 
     num_rollouts: int
+    num_scored: int  # the rollouts without an error: every score is over these
     num_examples: int
     rollouts_per_example: int
     avg_reward: float | None
     std_reward: float | None
+    avg_reward_errors_as_zero: float | None  # the mean with errored rollouts as 0 (verifiers' avg_reward)
     avg_metrics: dict[str, float | None]
     std_metrics: dict[str, float | None]
     ci95: dict[str, Any]  # 95% intervals clustered by example: reward, metrics, pass_at_k, pass_hat_k (summary._intervals)

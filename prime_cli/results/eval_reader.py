@@ -175,10 +175,6 @@ class ResultsIndex:
         except OSError:
             return 0
 
-    @property
-    def scanned_bytes(self) -> int:
-        return self._scanned
-
     def _check_replaced(self) -> bool:
         """Reset when the file is a new one (renamed over) or shorter than what was indexed."""
         try:

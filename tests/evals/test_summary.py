@@ -214,3 +214,18 @@ def test_a_run_whose_examples_all_scored_the_same_says_so_instead_of_a_zero_widt
     text = summary_text(summarize(rows))
     assert "Reward: 0.000 (every example scored the same: no spread to give an interval; clustered by example" in text
     assert "[0.000, 0.000]" not in text and "pass@1=0.000  pass@2=0.000" in text
+
+
+def test_every_key_a_summary_holds_is_declared_in_the_summary_type():
+    """metadata.json `summary` is read through the Summary TypedDict: a key written but not declared is
+    a key no reader's type knows of (per_task holds summaries too)."""
+    from prime_cli.records.eval_run import Summary
+
+    rows = make_rows()
+    for row, task in zip(rows, ["a", "a", "a", "a", "b", "b", "b", "b"], strict=True):
+        row["task"] = task
+    summary = summarize(rows)
+    declared = set(Summary.__annotations__)
+    assert set(summary) - declared == set()
+    for part in summary["per_task"].values():
+        assert set(part) - declared == set()
