@@ -6,12 +6,12 @@ JSON-lines files follow records.json_lines: a torn last line (a run still writin
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from prime_cli.runs.json_lines import read_json_object
 from prime_cli.runs.layouts import TrainingRunLayout
 from prime_cli.runs.online_evals import eval_env_names, eval_mean, read_evals
 from prime_cli.runs.status import RunStatus
@@ -24,14 +24,6 @@ def is_training_run(path: Path) -> bool:
     layout = TrainingRunLayout(Path(path))
     return layout.config_path.is_file() and (
         layout.metrics_path.is_file() or (layout.output_dir / layout.ROLLOUTS).is_dir())
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 @dataclass
@@ -142,7 +134,7 @@ def read_training_run(path: Path) -> TrainingRun:
     layout = TrainingRunLayout(Path(path))
     by_step: dict[int, dict[str, Any]] = {}
     for step in layout.steps(layout.ROLLOUTS):
-        stats = _read_json(layout.batch_stats_path(step))
+        stats = read_json_object(layout.batch_stats_path(step))
         if stats:
             by_step[step] = {**stats, "step": step}
     metrics = [m for m in read_json_lines(layout.metrics_path) if isinstance(m.get("step"), int)]
@@ -150,7 +142,7 @@ def read_training_run(path: Path) -> TrainingRun:
         by_step[row["step"]] = {**by_step.get(row["step"], {}), **row}
     stamps = [p.stat().st_mtime for p in (layout.metrics_path, layout.config_path) if p.exists()]
     stamps += [layout.rollouts_dir(s).stat().st_mtime for s in by_step if layout.rollouts_dir(s).exists()]
-    return TrainingRun(Path(path), _read_json(layout.config_path), [by_step[s] for s in sorted(by_step)],
+    return TrainingRun(Path(path), read_json_object(layout.config_path), [by_step[s] for s in sorted(by_step)],
                        len({m["step"] for m in metrics}), max(stamps, default=0.0), read_evals(layout.evals_path))
 
 
@@ -220,12 +212,12 @@ def tokenizer_folder(path: Path) -> Path | None:
     layout = TrainingRunLayout(Path(path))
     candidates = []
     for step in reversed(layout.weight_steps()):
-        base = _read_json(layout.weights_dir(step) / "adapter_config.json").get("base_model_name_or_path")
+        base = read_json_object(layout.weights_dir(step) / "adapter_config.json").get("base_model_name_or_path")
         if isinstance(base, str):  # relative to where `prime train` ran: try the run's ancestors too
             candidates += [Path(base)] if Path(base).is_absolute() else [
                 Path(base), *(parent / base for parent in Path(path).resolve().parents)]
             break
-    name = (_read_json(layout.config_path).get("model") or {}).get("name")
+    name = (read_json_object(layout.config_path).get("model") or {}).get("name")
     if isinstance(name, str):
         candidates.append(Path(name).expanduser())
     return next((c for c in candidates if (c / "tokenizer.json").is_file()), None)

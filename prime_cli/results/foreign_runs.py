@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from prime_cli.records.json_lines import iter_json_lines
+from prime_cli.runs.json_lines import read_json_object
 from prime_cli.runs.metadata import METADATA_FILE, RunDirError
 from prime_cli.runs.status import RunStatus
 
@@ -49,14 +50,6 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "prime"
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _v1_config_path(folder: Path) -> Path | None:
     return next((folder / name for name in V1_CONFIGS if (folder / name).is_file()), None)
 
@@ -66,7 +59,7 @@ def detect_format(folder: Path) -> str | None:
     if not folder.is_dir():
         return None
     if (folder / METADATA_FILE).is_file():
-        meta = _read_json(folder / METADATA_FILE) or {}
+        meta = read_json_object(folder / METADATA_FILE) or {}
         version = meta.get("version_info") if isinstance(meta.get("version_info"), dict) else {}
         foreign = any(key in meta for key in V03_MARKERS) or "vf_version" in version
         return "verifiers-0.3" if "status" not in meta and foreign and (folder / RESULTS_FILE).is_file() else None
@@ -116,10 +109,10 @@ def _metadata(folder: Path, fmt: str, rows: list[dict[str, Any]]) -> dict[str, A
 
     if fmt == "verifiers-0.4":
         config_path = _v1_config_path(folder)
-        meta = foreign_rows.v1_metadata(_read_json(config_path) or {} if config_path else {}, folder.name)
+        meta = foreign_rows.v1_metadata(read_json_object(config_path) or {} if config_path else {}, folder.name)
         meta["date"] = _iso(os.stat(folder / TRACES_FILE).st_mtime)
     else:
-        meta = foreign_rows.v03_metadata(_read_json(folder / METADATA_FILE) or {})
+        meta = foreign_rows.v03_metadata(read_json_object(folder / METADATA_FILE) or {})
     examples = {json.dumps(row.get("example_id"), sort_keys=True, default=str) for row in rows}
     meta.setdefault("num_examples", len(examples))
     if not isinstance(meta.get("rollouts_per_example"), int):
@@ -143,7 +136,7 @@ def convert(folder: Path, fmt: str) -> Path:
     """The converted copy of `folder` (made, or remade when its source files changed)."""
     target = cache_folder(folder)
     stamp = _stamp(_source_files(folder, fmt))
-    existing = _read_json(target / METADATA_FILE)
+    existing = read_json_object(target / METADATA_FILE)
     if existing and (existing.get("source") or {}).get("stamp") == stamp and (target / RESULTS_FILE).is_file():
         return target
     rows = _rows(folder, fmt)
@@ -160,7 +153,7 @@ def convert(folder: Path, fmt: str) -> Path:
         os.replace(staging, target)
     except OSError:  # another prime converted it meanwhile: keep theirs when it is of these sources
         shutil.rmtree(staging, ignore_errors=True)
-        done = _read_json(target / METADATA_FILE) or {}
+        done = read_json_object(target / METADATA_FILE) or {}
         if (done.get("source") or {}).get("stamp") != stamp:
             raise
     return target

@@ -8,6 +8,7 @@ them, cutting a JSONL row in two. They are escaped here (the same JSON value).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 _LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
@@ -21,3 +22,13 @@ def one_line(text: str) -> str:
 def dumps(obj: Any, **kwargs: Any) -> str:
     """json.dumps with ensure_ascii=False whose result never holds a character any reader splits lines on."""
     return one_line(json.dumps(obj, ensure_ascii=False, **kwargs))
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON file holding one object, or {} when it is missing, unreadable, not JSON or not an object
+    (for files a reader can do without: a lock's holder, a training config, another tool's metadata)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

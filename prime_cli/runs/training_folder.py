@@ -23,6 +23,7 @@ from typing import Any
 
 from .atomic import write_json_atomic
 from .ids import new_run_id
+from .json_lines import read_json_object
 from .layouts import TrainingRunLayout
 
 MANIFEST_KIND = "prime train"
@@ -58,14 +59,6 @@ def write_manifest(layout: TrainingRunLayout, run_id: str | None = None) -> dict
     return manifest
 
 
-def _read_holder(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 @dataclass
 class FolderLock:
     """The held lock of one output directory; `release()` (or process exit) frees it."""
@@ -85,7 +78,7 @@ class FolderLock:
             except BlockingIOError:
                 if attempt == ACQUIRE_TRIES - 1:
                     os.close(fd)
-                    raise FolderBusy(layout.output_dir, _read_holder(layout.lock_path)) from None
+                    raise FolderBusy(layout.output_dir, read_json_object(layout.lock_path)) from None
                 time.sleep(0.1)
         holder = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started_at": time.time()})
         os.ftruncate(fd, 0)
@@ -114,7 +107,7 @@ def lock_holder(layout: TrainingRunLayout) -> dict[str, Any] | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return _read_holder(layout.lock_path) or {"pid": None}
+        return read_json_object(layout.lock_path) or {"pid": None}
     finally:
         os.close(fd)  # closing drops a lock taken here
     return None
