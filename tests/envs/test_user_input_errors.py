@@ -13,11 +13,12 @@ from prime_cli.evals.sweep import SweepError
 from prime_cli.results.compare import CompareError
 from prime_cli.runs.config_errors import ConfigValueError
 from prime_cli.runs.metadata import RunDirError
+from prime_cli.train.errors import TrainConfigError
 from prime_cli.workspace.errors import WorkspaceError
 from tests.support.cli import run_prime
 
 NOT_ENVIRONMENT_MISTAKES = [ClientConfigError, ConfigValueError, RunDirError, WorkspaceError, CompareError,
-                            ExportError, SweepError, RescoreRefused]
+                            ExportError, SweepError, RescoreRefused, TrainConfigError]
 
 
 def test_env_config_error_is_one_kind_of_user_input_error():
