@@ -1,4 +1,5 @@
-"""Read a `prime train` output folder for browsing (the TUI's training screens): the per-step numbers
+"""Read a `prime train` output folder for browsing (the TUI's training screens): its header (from the
+manifest prime-train.json), the per-step numbers
 of metrics.jsonl merged with rollouts/step_N/stats.json (a step sampled but not trained yet still
 shows), the online evals of evals.jsonl, and one step's samples from batch.jsonl. Read only; the names come from TrainingRunLayout.
 JSON-lines files follow records.json_lines: a torn last line (a run still writing) is left out, any other bad line is an error.
@@ -16,7 +17,9 @@ from prime_cli.runs.layouts import TrainingRunLayout
 from prime_cli.runs.online_evals import eval_env_names, eval_mean, read_evals
 from prime_cli.runs.status import RunStatus
 
+from .header import Header, read_header
 from .json_lines import read_json_lines
+from .training_folder import lock_holder, read_manifest
 
 
 def is_training_run(path: Path) -> bool:
@@ -34,6 +37,12 @@ class TrainingRun:
     trained_steps: int  # steps with a metrics.jsonl line
     mtime: float = 0.0
     evals: list[dict[str, Any]] = field(default_factory=list)  # evals.jsonl ([orchestrator.eval]), as written
+    manifest: dict[str, Any] = field(default_factory=dict)  # prime-train.json ({} when none or not prime's)
+
+    @property
+    def header(self) -> Header:
+        """The manifest's header; for a manifest of format version 0 (or none), one derived from it."""
+        return read_header(self.manifest, lambda: "training", self.path.name)
 
     @property
     def model(self) -> str:
@@ -50,18 +59,25 @@ class TrainingRun:
         return value if isinstance(value, int) else None
 
     @property
-    def status(self) -> RunStatus:
-        """completed (every step trained), else running while a process holds the folder's lock, else
-        stopped. A run written before the lock existed: running if something was written in the last minute."""
+    def status(self) -> RunStatus | str:
+        """The folder's lock is the authority on a live run: running while a process holds it (completed once
+        every step trained). Else the status the launcher recorded when the run ended (failed, stopped,
+        completed), and where it recorded none (a run of an older version, or one killed with SIGKILL whose
+        header still says running): completed when every step trained, else stopped. A run written before
+        the lock existed: running if something was written in the last minute."""
         import time  # lazy: already loaded
 
-        from prime_cli.runs.training_folder import lock_holder  # lazy: start-up
-
-        if self.max_steps is not None and self.trained_steps >= self.max_steps:
-            return RunStatus.COMPLETED
+        done = self.max_steps is not None and self.trained_steps >= self.max_steps
         layout = TrainingRunLayout(self.path)
+        if layout.lock_path.exists() and lock_holder(layout) is not None:
+            return RunStatus.COMPLETED if done else RunStatus.RUNNING
+        header = self.header
+        if header["format_version"] >= 1 and header["status"] != RunStatus.RUNNING:
+            return RunStatus.read(header["status"])
+        if done:
+            return RunStatus.COMPLETED
         if layout.lock_path.exists():
-            return RunStatus.RUNNING if lock_holder(layout) is not None else RunStatus.STOPPED
+            return RunStatus.STOPPED
         return RunStatus.RUNNING if time.time() - self.mtime < 60 else RunStatus.STOPPED
 
     @property
@@ -143,7 +159,8 @@ def read_training_run(path: Path) -> TrainingRun:
     stamps = [p.stat().st_mtime for p in (layout.metrics_path, layout.config_path) if p.exists()]
     stamps += [layout.rollouts_dir(s).stat().st_mtime for s in by_step if layout.rollouts_dir(s).exists()]
     return TrainingRun(Path(path), read_json_object(layout.config_path), [by_step[s] for s in sorted(by_step)],
-                       len({m["step"] for m in metrics}), max(stamps, default=0.0), read_evals(layout.evals_path))
+                       len({m["step"] for m in metrics}), max(stamps, default=0.0), read_evals(layout.evals_path),
+                       read_manifest(layout) or {})
 
 
 def watch_key(path: Path) -> tuple[int, int, int]:

@@ -90,13 +90,14 @@ def read_entry(run_dir: Path) -> RunEntry:
 
 
 def training_entry(run_dir: Path) -> RunEntry:
-    """The browser entry of a training run folder; num_examples counts its trained steps."""
+    """The browser entry of a training run folder; num_examples counts its trained steps, its date is when
+    the run was created (its header's), or for a folder without a manifest when it was last written."""
     from datetime import UTC, datetime  # lazy: already loaded
 
     run = read_training_run(run_dir)
+    created = run.header["created_at"] or datetime.fromtimestamp(run.mtime, UTC).isoformat(timespec="seconds")
     return RunEntry(kind="training", path=run_dir, env_id=",".join(run.env_ids) or "?", model=run.model,
-                    run_id=run_dir.name, status=run.status,
-                    date=datetime.fromtimestamp(run.mtime, UTC).isoformat(timespec="seconds"),
+                    run_id=run_dir.name, status=run.status, date=created,
                     avg_reward=run.last_reward, num_examples=run.trained_steps)
 
 

@@ -16,7 +16,7 @@ class RunStatus(StrEnum):
     COMPLETED_WITH_ERRORS = "completed_with_errors"  # every rollout finished, more errored than allowed
     CANCELLED = "cancelled"
     FAILED = "failed"
-    STOPPED = "stopped"  # a training run that no process writes to any more (derived, never saved)
+    STOPPED = "stopped"  # a training run stopped by a signal (Ctrl-C), or one no process writes to any more
 
     @classmethod
     def read(cls, value: object) -> RunStatus | str:

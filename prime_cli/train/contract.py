@@ -36,7 +36,7 @@ class TrainerPlugin(Protocol):
         checkpoint `resume_step` when given. Returns the process exit code.
 
         `force` (`prime train --force`): on a fresh start, delete exactly the listed entries that are in the
-        way; a plugin deletes only what a run of its own wrote (see prime_cli.runs.training_folder).
+        way; a plugin deletes only what a run of its own wrote (see prime_cli.records.training_folder).
         `part` ("inference", "trainer" or "orchestrator"; None: all of them here) and `node_rank` (this
         trainer node's place) run one part of a run on several machines. A plugin that cannot do one of
         these raises TrainConfigError (prime_cli.train.plugin_api) with one line saying so."""

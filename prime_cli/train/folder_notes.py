@@ -5,8 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from prime_cli.records.training_folder import (
+    FolderBusy,
+    fresh_start,
+    fresh_start_refusal,
+    lock_holder,
+)
 from prime_cli.runs.layouts import TrainingRunLayout
-from prime_cli.runs.training_folder import FolderBusy, fresh_start, fresh_start_refusal, lock_holder
 
 from .resume_check import ResumeConfigError, check_resume
 

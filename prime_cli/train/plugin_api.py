@@ -22,7 +22,8 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
   `JsonLinesError` naming file:line), `parse_whole_line` one line a tail read whole. Ownership and use:
   `fresh_start` / `fresh_start_refusal` (what a fresh start may delete; `entries_listing` names such
   entries), `read_manifest` /
-  `write_manifest` (the mark of a prime run's folder), `FolderLock` (one run per folder, `FolderBusy`);
+  `write_manifest` (the mark of a prime run's folder, starting with the run's versioned header;
+  `set_manifest_status` records running / completed / failed / stopped there), `FolderLock` (one run per folder, `FolderBusy`);
   `RunDirError` is the one error of a folder that does not fit the request (a UserInputError: one line).
 - A warm start: `check_initial_adapter(config)` (does `[model] adapter = PATH` fit the run's LoRA: None, else
   one line), `adapter_path(config)` the folder it names.
@@ -47,6 +48,16 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 
 from prime_cli.clients import EndpointSpec, OpenAIChatClient
 from prime_cli.records.json_lines import JsonLinesError, parse_whole_line, read_json_lines
+from prime_cli.records.training_folder import (
+    FolderBusy,
+    FolderLock,
+    entries_listing,
+    fresh_start,
+    fresh_start_refusal,
+    read_manifest,
+    set_manifest_status,
+    write_manifest,
+)
 from prime_cli.results.error_budget import clearly_over_budget
 from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from prime_cli.runs.layouts import steps_in
@@ -55,15 +66,6 @@ from prime_cli.runs.online_evals import eval_summary_line, read_evals
 from prime_cli.runs.status import FINISHED, RunStatus
 from prime_cli.runs.tasks import gather_or_cancel
 from prime_cli.runs.training_env_args import env_args_flag, trained_env_args
-from prime_cli.runs.training_folder import (
-    FolderBusy,
-    FolderLock,
-    entries_listing,
-    fresh_start,
-    fresh_start_refusal,
-    read_manifest,
-    write_manifest,
-)
 from prime_cli.runs.visible import visible
 from prime_cli.serve.errors import ServeError
 from prime_cli.serve.lora_runtime import (
@@ -104,7 +106,7 @@ __all__ = [
     "ServeError", "ServerOptions", "TrainerPlugin", "TrainingRunLayout", "TrainingSample", "TrainingWeights",
     "VllmServer", "adapter_path", "check_initial_adapter", "check_resume", "entries_listing", "env_file_values", "eval_summary_line",
     "evaluate_policy", "free_port", "fresh_start", "fresh_start_refusal", "gather_or_cancel", "load_adapter",
-    "model_config", "model_folder", "moe_shape", "port_in_use", "read_evals", "read_manifest", "resolve_lora_targets", "served_models", "server_root", "steps_in", "training_weights",
+    "model_config", "model_folder", "moe_shape", "port_in_use", "read_evals", "read_manifest", "resolve_lora_targets", "set_manifest_status", "served_models", "server_root", "steps_in", "training_weights",
     "clearly_over_budget",  # the max_error_rate stop rule the eval uses too (issue 56)
     # SFT data (issue 42)
     "Conversation", "SourceRows", "TrainConfigError", "describe_bad", "read_source",

@@ -29,6 +29,11 @@ def metrics(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
+def manifest(out: Path) -> dict:
+    """prime-train.json: the run's header (status, finished_at, error) and what it owns."""
+    return json.loads((out / "prime-train.json").read_text())
+
+
 def part_pids(cwd: Path, marker: str) -> list[int]:
     """Processes started in `cwd` whose command line holds `marker` (a run's parts)."""
     pids = []
@@ -74,6 +79,9 @@ def test_eval_runs_and_foreign_folders_survive_and_force_deletes_exactly_the_lis
     assert tree(outputs / "evals") == {k.removeprefix("evals/"): v for k, v in finished.outputs_before.items()}
     assert all(tree(outputs)[k] == v for k, v in finished.outputs_before.items())
     assert (finished.out / "weights" / "step_3").is_dir()
+    recorded = manifest(finished.out)  # the versioned header first, as every run's metadata.json
+    assert list(recorded)[:4] == ["format_version", "kind", "run_id", "status"] and recorded["kind"] == "training"
+    assert recorded["status"] == "completed" and recorded["error"] is None and recorded["finished_at"], recorded
 
     config = write_workspace(tmp_path, model, max_steps=2)
     foreign = tmp_path / "d"
@@ -147,6 +155,7 @@ def test_a_second_run_on_a_folder_is_refused_and_a_killed_one_blocks_nothing(tmp
     while part_pids(tmp_path, "prime_lora") and time.monotonic() < deadline:
         time.sleep(0.2)
     assert read_training_run(out).status == "stopped"
+    assert manifest(out)["status"] == "running"  # a killed launcher records nothing: the free lock says stopped
     again = run_train([str(config), "-o", str(out)], tmp_path)  # a stale lock file: refused as a trained run
     assert again.returncode == 2 and "already holds a training run" in again.stderr, again.stderr
 
@@ -167,6 +176,10 @@ def test_a_dead_part_stops_the_run_with_the_resume_command_that_works(tmp_path, 
         run.kill()
     assert code == 1, err
     assert f"{part} failed" in err
+    recorded = manifest(out)
+    assert recorded["status"] == "failed" and recorded["finished_at"], recorded
+    assert recorded["error"].startswith(f"the {part} ") and "\n" not in recorded["error"], recorded
+    assert read_training_run(out).status == "failed"
     resume = next(line for line in err.splitlines() if "continue with: " in line).split("continue with: ")[1]
     assert "steps trained this run" in err
     argv = shlex.split(resume)
@@ -174,6 +187,8 @@ def test_a_dead_part_stops_the_run_with_the_resume_command_that_works(tmp_path, 
     resumed = run_shell(f"{resume} --set max_steps={int(argv[-1]) + 1}", tmp_path, train_env())
     assert resumed.returncode == 0, resumed.stderr
     assert "training done: 1 step this run" in resumed.stderr
+    recorded = manifest(out)
+    assert recorded["status"] == "completed" and recorded["error"] is None and recorded["finished_at"], recorded
 
 
 def test_a_raising_reward_function_is_counted_shown_and_never_trained_on(tmp_path, model):
@@ -204,3 +219,4 @@ def test_a_run_where_every_rollout_fails_stops_with_the_cause_and_exit_1(tmp_pat
     stopped = next(line for line in failed.stderr.splitlines() if line.startswith("training stopped: "))
     assert "ValueError: the reward function broke (a test fault)" in stopped and "at step 1" in stopped
     assert "0 steps trained this run" in failed.stderr and not (out / "metrics.jsonl").exists()
+    assert manifest(out)["status"] == "failed" and manifest(out)["error"] == stopped

@@ -16,7 +16,7 @@ import time
 from prime_cli.runs.layouts import TrainingRunLayout
 from tests.support.cli import PRIME, prime_env
 
-from .test_train_faults import part_pids
+from .test_train_faults import manifest, part_pids
 from .train_runs import TrainProcess, train_env, write_workspace
 
 
@@ -73,6 +73,8 @@ def test_sigterm_exits_143_and_a_stop_before_the_first_checkpoint_leaves_no_chec
     assert code == 143, err[-3000:]
     assert f"--force deleted checkpoints/ (1 entry of {out.output_dir})" in err.splitlines()
     assert "stopping all parts (SIGTERM)" in err
+    recorded = manifest(out.output_dir)
+    assert recorded["status"] == "stopped" and recorded["error"] == "stopped by SIGTERM" and recorded["finished_at"]
     assert "no checkpoint was written yet (every 100 steps)" in err
     assert len(out.steps(out.ROLLOUTS)) >= 2  # the orchestrator had written its progress for those steps
     leftovers = sorted(str(p.relative_to(out.output_dir)) for p in (out.output_dir / out.CHECKPOINTS).rglob("*")) \

@@ -18,12 +18,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from prime_cli.train.plugin_api import (
+    JsonLinesError,
     ManagedProcess,
     RLConfig,
+    RunStatus,
     ServeError,
     TrainingRunLayout,
     env_file_values,
     eval_summary_line,
+    set_manifest_status,
     visible,
 )
 
@@ -222,6 +225,11 @@ class Run:
         orchestrator part and the other trainer nodes only say when they end)."""
         return self.owns_folder
 
+    def record(self, status: RunStatus, error: str | None = None) -> None:
+        """How the run stands, in its manifest's header (only the folder's owner writes it)."""
+        if self.owns_folder:
+            set_manifest_status(self.layout, status, error)
+
     def print_notices(self, before_step: int) -> None:
         due = [line for after, line in self.pending_notices if after < before_step]
         self.pending_notices = [(after, line) for after, line in self.pending_notices if after >= before_step]
@@ -365,6 +373,7 @@ def _launch(config: RLConfig, output_dir: Path, resume_step: int | None, force: 
 
 def _run(run: Run, console: Console) -> int:
     ended = "its launcher failed"  # what a part started apart tells the others (nothing: it is done)
+    ended_by = RunStatus.FAILED  # what the manifest records when it did not end with its last step
     try:
         run.start()
         run.watch()
@@ -395,24 +404,37 @@ def _run(run: Run, console: Console) -> int:
         run.stop()
         console.print(f"[bold red]error:[/] {exc}")
         return 2
+    except JsonLinesError as exc:  # a damaged metrics.jsonl or evals.jsonl: the file and line, no traceback
+        ended = str(exc)
+        run.stop()
+        console.print(f"[bold red]error:[/] {escape(visible(ended))}; {escape(run.how_to_go_on())}", highlight=False)
+        return 1
     except KeyboardInterrupt as stop:
-        ended = f"stopped by {stop_name(stop)}"
+        ended, ended_by = f"stopped by {stop_name(stop)}", RunStatus.STOPPED
         console.print(f"stopping {'all parts' if run.part is None else f'the {run.part} part'} ({stop_name(stop)})")
         run.stop()
         console.print(run.how_to_go_on(), highlight=False)
         return exit_code(stop)
+    except Exception as exc:
+        ended = f"its launcher failed: {type(exc).__name__}: {exc}"
+        raise
     finally:
         # every way out, an unexpected error included (the parent-death signal only helps when the launcher
         # dies); the branches above stopped the parts before printing, which makes this a no-op for them
         run.stop()
         if run.liveness is not None:
             run.liveness.end("stopped" if ended else "done", ended)
+        if ended:
+            run.record(ended_by, ended)
     if not run.reports:
         who = "orchestrator" if run.part == "orchestrator" else f"trainer node {run.node_rank}"
         console.print(f"[bold green]{who} done[/] (the run's steps and summary are in the terminal of the trainer "
                       f"part of node 0; metrics: {run.layout.metrics_path})")
         return 0
-    return summarize(console, run, run.output_dir)
+    code = summarize(console, run, run.output_dir)
+    run.record(RunStatus.COMPLETED if code == 0 else RunStatus.FAILED,
+               None if code == 0 else "training failed: no step had a sample to train on")
+    return code
 
 
 def _gone(run: Run, console: Console, gone: PartGone) -> int:

@@ -19,6 +19,7 @@ from prime_cli.train.plugin_api import (
     JsonLinesError,
     ResumeConfigError,
     RunDirError,
+    RunStatus,
     TrainingRunLayout,
     check_resume,
     entries_listing,
@@ -26,6 +27,7 @@ from prime_cli.train.plugin_api import (
     fresh_start_refusal,
     read_json_lines,
     read_manifest,
+    set_manifest_status,
     steps_in,
     write_jsonl_atomic,
     write_manifest,
@@ -143,6 +145,8 @@ def prepare(config: Any, output_dir: Path, resume_step: int | None, force: bool 
         _rewind(layout, resume_step)
         if read_manifest(layout) is None:  # a run written before manifests: marked as prime's now
             write_manifest(layout)
+        else:  # running again (its header, when it has one: finished_at cleared)
+            set_manifest_status(layout, RunStatus.RUNNING)
         layout.pending_config_path.unlink(missing_ok=True)
         if not notes:
             return PreparedDir(lock, layout.config_path)

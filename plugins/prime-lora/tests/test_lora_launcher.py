@@ -72,12 +72,18 @@ for step in (1, 2, 3):
 """
 
 
+def manifest(tmp_path) -> dict:
+    return json.loads((tmp_path / "out" / "prime-train.json").read_text())
+
+
 def test_a_run_streams_steps_and_stops_every_part(tmp_path, monkeypatch, capsys):
     started = fake_parts(monkeypatch, tmp_path, TRAINER_OK)
     cfg = config(tmp_path)
     code = launcher.launch(cfg, Path(cfg.output_dir))
     err = capsys.readouterr().err
     assert code == 0, err
+    recorded = manifest(tmp_path)
+    assert recorded["status"] == "completed" and recorded["error"] is None and recorded["finished_at"]
     assert "step 3/3" in err and "reward 0.300" in err and "0.100 0.200 0.300" in err
     assert started["orchestrator"][0].endswith("/v1") and started["inference"][0] in started["orchestrator"][0]
     saved = json.loads((tmp_path / "out" / "config.json").read_text())
@@ -127,6 +133,8 @@ def test_a_dying_part_stops_the_others_and_shows_its_log(tmp_path, monkeypatch, 
     err = capsys.readouterr().err
     assert code == 1
     assert "trainer failed" in err and "code 3" in err and "CUDA out of memory: boom" in err
+    assert manifest(tmp_path)["status"] == "failed"
+    assert manifest(tmp_path)["error"] == "the trainer exited (code 3)"
     assert "trainer.log" in err
     deadline = time.monotonic() + 5
     while group_alive(int(spawned.read_text())) and time.monotonic() < deadline:
@@ -239,9 +247,33 @@ def test_an_unexpected_error_in_the_watch_loop_still_stops_every_part(tmp_path, 
         with pytest.raises(RuntimeError, match="a bug in the watch loop"):
             launcher.launch(cfg, Path(cfg.output_dir))
         assert len(groups) == 3  # inference (and its grandchild), trainer, orchestrator
+        recorded = manifest(tmp_path)
+        assert recorded["status"] == "failed"
+        assert recorded["error"] == "its launcher failed: RuntimeError: a bug in the watch loop"
         left = [pgid for pgid in groups if group_alive(pgid)]
         assert not left, "parts left running after an unexpected error"
     finally:
         for pgid in groups:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pgid, signal.SIGKILL)
+
+
+TRAINER_CORRUPT = """
+import sys, time, pathlib
+out = pathlib.Path(sys.argv[1])
+(out / "metrics.jsonl").write_text('{"step": 1}\\n{"step": 2, "rew\\n{"step": 3}\\n')
+time.sleep(600)
+"""
+
+
+def test_a_damaged_metrics_line_ends_the_run_with_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    fake_parts(monkeypatch, tmp_path, TRAINER_CORRUPT)
+    cfg = config(tmp_path)
+    code = launcher.launch(cfg, Path(cfg.output_dir))
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "Traceback" not in err
+    (line,) = [line for line in err.splitlines() if "metrics.jsonl:2: " in line]
+    assert line.startswith("error: ") and "not valid JSON" in line
+    recorded = manifest(tmp_path)
+    assert recorded["status"] == "failed" and "metrics.jsonl:2: not valid JSON" in recorded["error"]

@@ -1,4 +1,4 @@
-"""The lock of a training run's folder (prime_cli/runs/training_folder.py)."""
+"""The lock of a training run's folder (prime_cli/records/training_folder.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from prime_cli.runs import training_folder
+from prime_cli.records import training_folder
+from prime_cli.records.training_folder import FolderLock, lock_holder
 from prime_cli.runs.layouts import TrainingRunLayout
-from prime_cli.runs.training_folder import FolderLock, lock_holder
 
 
 def test_a_release_whose_unlock_fails_still_closes_the_file_and_frees_the_folder(tmp_path, monkeypatch):

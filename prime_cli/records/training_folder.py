@@ -1,7 +1,11 @@
 """Who owns a training run's output directory, and who is using it.
 
-A run marks its directory with a manifest (prime-train.json, written before anything else) that names
-the run and the entries it owns (`TrainingRunLayout.OWNED`). A fresh start touches only those names; it
+A run marks its directory with a manifest (prime-train.json, written before anything else) that starts
+with the run's versioned header (records/header.py: kind "training", run id, status, created/finished,
+error) and names the entries it owns (`TrainingRunLayout.OWNED`). The launcher keeps the header's status
+true (`set_manifest_status`: running, then completed, failed or stopped); a run killed with SIGKILL leaves
+"running", so a reader asks the folder's lock whether it still runs. A manifest of format version 0
+(`kind: "prime train"`, epoch `created_at`, no status) is still a prime run's. A fresh start touches only those names; it
 refuses a directory where any of them exists that no prime run wrote (or a run that trained), listing
 them, unless told to delete exactly those.
 
@@ -21,12 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .atomic import write_json_atomic
-from .ids import new_run_id
-from .json_lines import read_json_object
-from .layouts import TrainingRunLayout
+from prime_cli.runs.atomic import write_json_atomic
+from prime_cli.runs.ids import new_run_id
+from prime_cli.runs.json_lines import read_json_object
+from prime_cli.runs.layouts import TrainingRunLayout
+from prime_cli.runs.status import RunStatus
 
-MANIFEST_KIND = "prime train"
+from .header import has_header, header_update, new_header
+
+MANIFEST_KIND_V0 = "prime train"  # the manifest's kind before it had a header
 ACQUIRE_TRIES = 5
 
 
@@ -42,21 +49,40 @@ class FolderBusy(Exception):
                          f"stop it (kill {pid}), or train elsewhere with -o DIR")
 
 
+def is_manifest(data: Any) -> bool:
+    """A prime training run's manifest: a header of kind "training", or one of format version 0."""
+    if not isinstance(data, dict):
+        return False
+    return data.get("kind") == "training" if has_header(data) else data.get("kind") == MANIFEST_KIND_V0
+
+
 def read_manifest(layout: TrainingRunLayout) -> dict[str, Any] | None:
     """The manifest when the directory is a prime training run's, else None."""
     try:
         data = json.loads(layout.manifest_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and data.get("kind") == MANIFEST_KIND else None
+    return data if is_manifest(data) else None
 
 
 def write_manifest(layout: TrainingRunLayout, run_id: str | None = None) -> dict[str, Any]:
-    manifest = {"kind": MANIFEST_KIND, "run_id": run_id or new_run_id(), "created_at": time.time(),
-                "owns": list(TrainingRunLayout.OWNED)}
+    """Mark the directory as a run starting now: the header's keys, then the entries it owns."""
+    manifest = {**new_header("training", run_id or new_run_id()), "owns": list(TrainingRunLayout.OWNED)}
     layout.output_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(layout.manifest_path, manifest)
     return manifest
+
+
+def set_manifest_status(layout: TrainingRunLayout, status: RunStatus, error: str | None = None) -> None:
+    """Record how the run stands in its manifest's header (rewritten atomically): running again on a resume,
+    or how it ended (completed, failed with its error's first line, stopped), with `finished_at`. A manifest
+    of format version 0 (a run of an older version resumed) or none is left as it is."""
+    manifest = read_manifest(layout)
+    if manifest is None or not has_header(manifest):
+        return
+    line = error.strip().splitlines()[0] if error and error.strip() else None
+    fields = {"status": str(status), "error": line}
+    write_json_atomic(layout.manifest_path, {**manifest, **fields, **header_update(manifest, fields)})
 
 
 @dataclass
