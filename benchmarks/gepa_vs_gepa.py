@@ -1,39 +1,54 @@
 """prime gepa run vs the `gepa` package (0.1.4) on simulated task families, at equal concurrency.
 
-    .venv/bin/python benchmarks/gepa_vs_gepa.py [--families sim edit] [--budgets 150 300 600]
-        [--seeds 0 1 ... 9] [--concurrency 8] [--parallel 1] [--speculate 0] [--baseline DIR]
-        [--student-delay S] [--reflection-delay S] [--json PATH] [--no-bytecode-cache] [--no-gepa]
+    .venv/bin/python benchmarks/gepa_vs_gepa.py [--families sim edit format] [--budgets 150 300 600]
+        [--seeds 0 1 ... 9] [--noise fresh|frozen] [--concurrency 8] [--parallel 1] [--speculate 0]
+        [--baseline DIR] [--student-delay S] [--reflection-delay S] [--json PATH] [--no-bytecode-cache]
+        [--no-gepa]
 
-Task families (benchmarks/gepa_bench/families.py):
+Task families (benchmarks/gepa_bench/families.py; each module's docstring states its rates):
 - sim (sim.py, environment gepa-sim): rows "[category] word" whose answer is the word transformed by
-  the category's rule; the student follows a rule only when the system prompt holds its instruction;
-  the reflection model adds the rule of every category it is shown that the prompt lacks. Only adding
-  instructions is needed.
+  the category's rule; the student follows the first instruction about the row's category (the right
+  one, or a wrong one: another rule's sentence naming the category) and echoes the word without one.
+  The reflection model, for each category it is shown, forgets a missing instruction, adds a wrong one,
+  or drops a wrong one at stated rates (sim.FORGET_PERCENT, WRONG_PERCENT, REMOVE_WRONG_PERCENT).
 - edit (sim_edit.py, environment gepa-sim-edit; only here, in no default config or test fixture): the
   same rows and rules, plus harmful instructions that break some categories. The seed prompt carries one
-  ("Answer in lowercase."); the reflection model sometimes adds one, and removes one it is shown evidence
-  against (far more reliably when the reflection prompt names the instruction next to that evidence).
+  ("Answer in lowercase."); the reflection model sometimes adds one (ADD_HARMFUL_PERCENT), and removes
+  one it is shown evidence against at REMOVE_HARMFUL_PERCENT, whatever the reflection prompt names.
   Both adding and removing instructions are needed. The report says which best prompts still carry them.
+- format (sim_format.py, environment gepa-sim-format): the same content rules, and a format rule every
+  answer needs ("Wrap every answer in <a> and </a>."; the seed prompt lacks it and scores 0); the
+  reflection model forgets it, proposes a wrong format, or drops a wrong one at sim's rates.
+
+Noise (--noise, benchmarks/gepa_bench/draws.py): fresh (the default) draws every random choice of the
+scripted student and reflection models anew on every call, from one random.Random per server seeded
+from the family and the seed (a real model sampled at temperature > 0: a prompt scored twice on a row
+may get another answer); frozen makes each choice a hash of the request (the same request, the same
+answer: what the benchmark did before issue 57, kept for comparison).
 
 Flags: --seeds (default 0-9) and --budgets (default 150 300 600) set the grid; --parallel and
 --speculate list prime's -P / --speculate values to compare; --baseline DIR runs the prime of another
 checkout of this repository (e.g. a worktree of main) too, with the same -P / --speculate values,
 interleaved seed by seed, for a before/after in one run; --no-gepa leaves the gepa package out (a
-before/after of prime alone: at zero delays the two sides' --json rows then differ only in wall_s and
-stages where the change keeps prime's choices); --student-delay / --reflection-delay set the scripted server's latency per call (0 0: as fast
-as it goes, for the search logic alone); --json PATH writes every run's numbers (best prompts too).
+before/after of prime alone: with frozen noise at zero delays the two sides' --json rows then differ only
+in wall_s and stages where the change keeps prime's choices); --student-delay / --reflection-delay set the
+scripted server's latency per call (0 0: as fast as it goes, for the search logic alone); --json PATH
+writes every run's numbers (best prompts too).
 
 Both optimisers get the same train/validation/test rows, the same scripted student and reflection
 models on one loopback server (a fresh one per run), the same minibatch size (3), perfect-score
 skipping at 1.0, the same reflection max_tokens and the same number of student rollouts in flight.
 gepa runs in its own venv (benchmarks/.venv-gepa, created on first use with `pip install gepa==0.1.4`).
 Reported (Markdown on stdout; one line per run on stderr): per family, budget and optimiser the means
-of best validation score, held-out test score (100 rows), rollouts used (and the max, and how many runs
-passed the budget), candidates, model calls and wall time (the whole command, test scoring included);
-the paired test-accuracy differences per family and budget (benchmarks/gepa_bench/report.py says how
-they are paired); for family edit, how many seeds' best prompts kept a harmful instruction.
-At zero delays the default grid (2 families x 3 budgets x 10 seeds x prime and gepa) takes about 3
-minutes on 2 cores; `make bench-gepa` runs it at the default delays, which takes far longer.
+of the best candidate's validation score, its held-out test score (100 rows, scored under the same
+noise) and the gap between them (val - test: how much the pick's score overstates it), the seed prompt's
+test score, rollouts used (and the max, and how many runs passed the budget), candidates, model calls
+and wall time (the whole command, test scoring included); the paired test-accuracy differences per
+family and budget with their 95% interval and wins / ties / losses (benchmarks/gepa_bench/report.py
+says how they are paired); for family edit, how many seeds' best prompts kept a harmful instruction.
+At zero delays the default grid (3 families x 3 budgets x 10 seeds x prime and gepa) takes about 5
+minutes on 2 cores (shared with other work); `make bench-gepa` runs it at the default delays, which
+takes far longer. The scripted models' own checks: benchmarks/gepa_bench/test_scripted_models.py.
 
 Bytecode: gepa's venv holds .pyc files (pip compiles on install). prime runs with a bytecode cache
 too (PYTHONPYCACHEPREFIX in the temporary folder, filled by an untimed import before the first
@@ -60,6 +75,7 @@ sys.path[:0] = [str(REPO), str(BENCH)]
 
 import report  # noqa: E402
 import sim  # noqa: E402
+from draws import NOISE_KINDS  # noqa: E402
 from families import FAMILIES, Family  # noqa: E402
 
 from tests.support.scripted_server import ScriptedOpenAIServer  # noqa: E402
@@ -108,8 +124,8 @@ def warm_bytecode(repo: Path, out: Path) -> None:
 
 
 def run_prime(family: Family, budget: int, concurrency: int, seed: int, out: Path, parallel: int, repo: Path = REPO,
-              bytecode_cache: bool = True, speculate: int = 0) -> dict:
-    with ScriptedOpenAIServer(family.server_reply) as server:
+              bytecode_cache: bool = True, speculate: int = 0, noise: str = "fresh") -> dict:
+    with ScriptedOpenAIServer(family.server_reply(noise, seed)) as server:
         run_dir = out / f"prime-{family.name}-{budget}-{seed}-P{parallel}-S{speculate}-{abs(hash(str(repo)))}"
         env = prime_env(repo, out, bytecode_cache)
         start = time.perf_counter()
@@ -130,8 +146,9 @@ def run_prime(family: Family, budget: int, concurrency: int, seed: int, out: Pat
             "stages": meta.get("stages"), **sent(server)}  # where prime's wall time went (absent before it was recorded)
 
 
-def run_gepa(family: Family, python: Path, budget: int, concurrency: int, seed: int, rows: dict, out: Path) -> dict:
-    with ScriptedOpenAIServer(family.server_reply) as server:
+def run_gepa(family: Family, python: Path, budget: int, concurrency: int, seed: int, rows: dict, out: Path,
+             noise: str = "fresh") -> dict:
+    with ScriptedOpenAIServer(family.server_reply(noise, seed)) as server:
         spec = {"url": server.url, "budget": budget, "concurrency": concurrency, "seed": seed,
                 "minibatch_size": MINIBATCH, "seed_prompt": family.seed_prompt, "reflection_sampling_args": REFLECTION_ARGS,
                 **rows}
@@ -171,6 +188,8 @@ def main() -> None:
                         help="seconds the scripted server spends on each student call")
     parser.add_argument("--reflection-delay", type=float, default=sim.REFLECTION_DELAY,
                         help="seconds the scripted server spends on each reflection call")
+    parser.add_argument("--noise", choices=NOISE_KINDS, default="fresh",
+                        help="the scripted models' noise: fresh per call, or frozen per request (draws.py)")
     parser.add_argument("--json", type=Path, default=None, help="also write every run's numbers to this file")
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="run prime without a bytecode cache when PYTHONDONTWRITEBYTECODE is set")
@@ -202,12 +221,12 @@ def main() -> None:
                     runs[(family.name, budget, gepa)] = []
                 for seed in args.seeds:
                     for label, repo, p, s in variants:
-                        run = run_prime(family, budget, args.concurrency, seed, out, p, repo, cache, s)
+                        run = run_prime(family, budget, args.concurrency, seed, out, p, repo, cache, s, args.noise)
                         runs[(family.name, budget, label)].append(run)
                         print(report.seed_line(family.name, budget, label, run, family.harmful), file=sys.stderr, flush=True)
                     if python is None:
                         continue
-                    run = run_gepa(family, python, budget, args.concurrency, seed, rows[seed], out)
+                    run = run_gepa(family, python, budget, args.concurrency, seed, rows[seed], out, args.noise)
                     runs[(family.name, budget, gepa)].append(run)
                     print(report.seed_line(family.name, budget, gepa, run, family.harmful), file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - started
@@ -221,7 +240,7 @@ def main() -> None:
     pairs = [(label, gepa) for label in primes if with_gepa]
     pairs += [(label, label.replace("prime", "baseline", 1)) for label in primes if args.baseline]
     pairs += [(label, gepa) for label in baselines if with_gepa]
-    delays = f"student delay {args.student_delay} s, reflection delay {args.reflection_delay} s"
+    delays = f"{args.noise} noise, student delay {args.student_delay} s, reflection delay {args.reflection_delay} s"
     print(f"\n### gepa_vs_gepa: families {' '.join(args.families)}, c={args.concurrency}, seeds {args.seeds}, {delays}"
           + (f", baseline {args.baseline}" if args.baseline else "") + f" ({elapsed:.0f} s)\n")
     print("Means over seeds:\n")

@@ -21,10 +21,13 @@ Runs = dict[tuple[str, int, str], list[dict]]  # (family, budget, optimiser) -> 
 
 
 def means_table(runs: Runs, gepa: str) -> list[str]:
-    """One row per (family, budget, optimiser); "wall / gepa" is "-" where gepa did not run (--no-gepa)."""
-    lines = ["| family | budget | optimiser | best val | seed test | best test | rollouts used (mean / max) "
-             "| over budget | candidates | student calls | reflection calls | wall s | wall / gepa |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    """One row per (family, budget, optimiser): means over seeds; the gap is the best candidate's validation
+    score minus its test score (how much the pick's score overstates it: the winner's curse); "wall / gepa"
+    is "-" where gepa did not run (--no-gepa)."""
+    lines = ["| family | budget | optimiser | best val | seed test | best test | gap (val - test) "
+             "| rollouts used (mean / max) | over budget | candidates | student calls | reflection calls | wall s "
+             "| wall / gepa |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (family, budget, name), results in runs.items():
         mean: Callable[[str], float] = lambda key: statistics.fmean(r[key] for r in results)  # noqa: E731,B023
         gepa_runs = runs.get((family, budget, gepa))
@@ -32,6 +35,7 @@ def means_table(runs: Runs, gepa: str) -> list[str]:
         over = sum(r["metric_calls"] > budget for r in results)
         lines.append(
             f"| {family} | {budget} | {name} | {mean('best_val'):.3f} | {mean('seed_test'):.3f} | {mean('test'):.3f} "
+            f"| {signed(mean('best_val') - mean('test'))} "
             f"| {mean('metric_calls'):.0f} / {max(r['metric_calls'] for r in results)} | {over}/{len(results)} "
             f"| {mean('num_candidates'):.1f} | {mean('student_calls'):.0f} | {mean('reflection_calls'):.1f} "
             f"| {mean('wall_s'):.1f} | {ratio} |")

@@ -1,13 +1,20 @@
 """The simulated task behind benchmarks/gepa_vs_gepa.py (plain Python: both optimisers' sides import it).
 
-What is simulated:
+What is simulated (every random choice comes from a draws.Draws: fresh per call, or frozen per request):
 - Rows: "[category] word"; the expected answer is the word transformed by the category's rule.
-- The student model follows a category's rule only when the system prompt contains that rule's
-  instruction; otherwise it echoes the word. It also fails ~8% of (prompt, row) pairs at random
-  (a fixed hash, so the same request always gets the same answer): sampling noise.
-- The reflection model reads the examples it is shown, and adds the instruction of every category
-  it sees that the current prompt lacks (one short analysis line first). The scripted server cuts
-  its reply at the reflection max_tokens (in words), like a real server, setting
+- The student model follows the first instruction of the system prompt about the row's category: the
+  category's own instruction (RULES) gives the right answer; a wrong one (another category's sentence
+  naming this category, e.g. "Reverse the word for [shout] items.") applies that other rule; none: it
+  echoes the word. It also fails NOISE_PERCENT of its calls (sampling noise).
+- The reflection model reads the example rows it is shown ("[category] word" with a known word; a copy
+  of the prompt among them names no row) and, for each category seen, at rates that do not depend on
+  how the reflection prompt is worded:
+  * a category the prompt has no instruction about: forgotten (nothing added) FORGET_PERCENT of the
+    time; otherwise a wrong instruction is added WRONG_PERCENT of the time, the right one else;
+  * a category whose first instruction is wrong: that wrong line is dropped REMOVE_WRONG_PERCENT of the
+    time (and the category then handled as one without an instruction), else left as it is.
+  It writes one short analysis line, then the new prompt in a ``` block, one instruction a line. The
+  scripted server cuts its reply at the reflection max_tokens (in words), like a real server, setting
   finish_reason="length".
 - Latency: each student call sleeps STUDENT_DELAY, each reflection call REFLECTION_DELAY.
 Both optimisers talk to the same scripted server, with the same rows and the same sampling args.
@@ -18,10 +25,16 @@ from __future__ import annotations
 import re
 import time
 import zlib
+from collections.abc import Callable
+
+from draws import Draws
 
 STUDENT_DELAY = 0.2
 REFLECTION_DELAY = 1.5
 NOISE_PERCENT = 8
+FORGET_PERCENT = 20
+WRONG_PERCENT = 15
+REMOVE_WRONG_PERCENT = 50
 SEED_PROMPT = "Answer with the transformed word only."
 
 RULES = {
@@ -42,6 +55,10 @@ WEIGHTS = {"mirror": 8, "shout": 7, "double": 6, "sort": 5, "strip": 4, "first":
 WORDS = ("apple river stone cloud maple tiger orbit lemon pixel candle violet harbor quartz meadow falcon "
          "copper silver walnut ember glacier lantern marble nectar oyster pepper raven saddle timber velvet "
          "willow").split()
+# every sentence about a category: its own rule's (right) and every other rule's, naming it (wrong)
+ABOUT: dict[str, dict[str, Callable[[str], str]]] = {
+    c: {sentence.replace(f"[{d}]", f"[{c}]"): rule for d, (sentence, rule) in RULES.items()} for c in RULES}
+ROW = re.compile(r"\[(\w+)\] (\w+)")
 
 
 def make_rows(count: int, salt: int) -> list[dict[str, str]]:
@@ -55,19 +72,25 @@ def make_rows(count: int, salt: int) -> list[dict[str, str]]:
     return rows
 
 
-def _system(messages: list[dict]) -> str:
+def system_of(messages: list[dict]) -> str:
     return str(messages[0].get("content") or "") if messages and messages[0].get("role") == "system" else ""
 
 
-def student_answer(system: str, question: str) -> str:
-    match = re.match(r"\[(\w+)\] (\w+)", question.strip())
-    if not match:
+def first_instruction(prompt: str, category: str) -> str | None:
+    """The sentence the student follows for a category: the first one about it in the prompt."""
+    present = [s for s in ABOUT[category] if s in prompt]
+    return min(present, key=prompt.find) if present else None
+
+
+def student_answer(system: str, question: str, draws: Draws) -> str:
+    match = ROW.match(question.strip())
+    if not match or match.group(1) not in RULES:
         return "?"
     category, word = match.groups()
-    if zlib.crc32(f"{system}\x00{question}".encode()) % 100 < NOISE_PERCENT:
+    if draws.chance(NOISE_PERCENT, system, question):
         return word[::-1] + "?"
-    instruction = RULES[category][0]
-    return RULES[category][1](word) if instruction in system else word
+    sentence = first_instruction(system, category)
+    return ABOUT[category][sentence](word) if sentence else word
 
 
 def current_prompt(text: str) -> str:
@@ -75,21 +98,57 @@ def current_prompt(text: str) -> str:
     return match.group(1).strip() if match else ""
 
 
-def reflection_reply(text: str) -> str:
-    prompt = current_prompt(text)
-    shown = text[text.find("```", text.find("```") + 3) + 3:]  # everything after the current prompt block
-    seen = list(dict.fromkeys(re.findall(r"\[(\w+)\]", shown)))
-    missing = [c for c in seen if c in RULES and RULES[c][0] not in prompt]
-    analysis = "The assistant missed the rules for: " + (", ".join(missing) or "nothing new") + "."
-    new_prompt = "\n".join([prompt, *(RULES[c][0] for c in missing)]).strip()
+def shown_part(text: str) -> str:
+    """Everything after the current prompt block: the examples."""
+    return text[text.find("```", text.find("```") + 3) + 3:]
+
+
+def seen_categories(shown: str) -> list[str]:
+    return list(dict.fromkeys(c for c, w in ROW.findall(shown) if c in RULES and w in WORDS))
+
+
+def edit_rules(text: str, prompt: str, shown: str, draws: Draws) -> tuple[list[str], list[str], list[str]]:
+    """The reflection's edits of category instructions: (lines dropped, lines added, categories missed)."""
+    dropped, added, missed = [], [], []
+    for category in seen_categories(shown):
+        sentence = first_instruction(prompt, category)
+        if sentence == RULES[category][0]:
+            continue
+        if sentence is not None:
+            if not draws.chance(REMOVE_WRONG_PERCENT, text, f"remove-wrong:{category}"):
+                continue
+            dropped += [s for s in ABOUT[category] if s in prompt and s != RULES[category][0]]
+        missed.append(category)
+        if draws.chance(FORGET_PERCENT, text, f"forget:{category}"):
+            continue
+        if draws.chance(WRONG_PERCENT, text, f"wrong:{category}"):
+            wrong = [s for s in ABOUT[category] if s != RULES[category][0]]
+            added.append(draws.pick(wrong, text, f"wrong-pick:{category}"))
+        else:
+            added.append(RULES[category][0])
+    return dropped, added, missed
+
+
+def reply_block(analysis: str, prompt: str, dropped: list[str], added: list[str]) -> str:
+    kept = [line for line in prompt.splitlines() if not any(s in line for s in dropped)]
+    new_prompt = "\n".join([*kept, *added]).strip()
     return f"{analysis}\n```\n{new_prompt}\n```"
 
 
-def server_reply(body: dict) -> str:
-    """The scripted server's reply function: model "student" or "reflector"."""
-    messages = body.get("messages") or []
-    if body.get("model") == "reflector":
-        time.sleep(REFLECTION_DELAY)
-        return reflection_reply(str(messages[-1].get("content") or ""))
-    time.sleep(STUDENT_DELAY)
-    return student_answer(_system(messages), str(messages[-1].get("content") or ""))
+def reflection_reply(text: str, draws: Draws) -> str:
+    prompt = current_prompt(text)
+    dropped, added, missed = edit_rules(text, prompt, shown_part(text), draws)
+    analysis = "The assistant missed the rules for: " + (", ".join(missed) or "nothing new") + "."
+    return reply_block(analysis, prompt, dropped, added)
+
+
+def make_reply(draws: Draws) -> Callable[[dict], str]:
+    """The scripted server's reply function for this family: model "student" or "reflector"."""
+    def reply(body: dict) -> str:
+        messages = body.get("messages") or []
+        if body.get("model") == "reflector":
+            time.sleep(REFLECTION_DELAY)
+            return reflection_reply(str(messages[-1].get("content") or ""), draws)
+        time.sleep(STUDENT_DELAY)
+        return student_answer(system_of(messages), str(messages[-1].get("content") or ""), draws)
+    return reply

@@ -4,48 +4,43 @@ It reuses the rows, rules and words of family "sim" (sim.py) and adds harmful in
 that sound like sensible output rules but break some categories. Plain Python: both optimisers' sides
 import it; it lives only here (no default config or test fixture of the project uses it).
 
-What is simulated:
+What is simulated (every random choice comes from a draws.Draws: fresh per call, or frozen per request):
 - Rows: as in sim.make_rows, with other salts (environment gepa-sim-edit), so the rows differ.
 - Seed prompt: the sim's seed line plus one planted harmful instruction, "Answer in lowercase."
 - Harmful instructions (HARMFUL), each applied to the student's answer after the category rule:
   lowercase (breaks shout, title), collapsing a repeated character (breaks double and words such as
   apple), cutting to 6 characters (breaks double, dash, long words), dropping digits (breaks count).
-- The student: as in sim (the category rule when its exact instruction is in the system prompt, else
-  the word; 8% hash noise), then every harmful instruction in the system prompt, in prompt order.
-- The reflection model (deterministic: each "random" choice is a crc32 of the reflection text and a
-  label, as in sim). The current prompt is the first ``` block; the examples are everything after it.
-  * Adding: the rule of every category seen in the examples that the prompt lacks (as in sim); and, in
-    30% of reflections, ONE harmful instruction the prompt lacks (a plausible but wrong generalisation).
-  * Removing (the assumption this family rests on): a harmful instruction M of the current prompt has
-    "evidence against it" when the examples hold a row "[c] w" whose category rule is in the prompt and
-    M changes that rule's answer (M demonstrably breaks the row). With evidence, the reflector drops M's
-    line with probability 25% when M's sentence does not appear in the examples (the reflection saw only
-    outputs and failures, and must guess which line caused them), and with probability 90% when it does
-    (the reflection prompt named that instruction next to the evidence, e.g. a list of instructions with
-    the rows each made worse). This is the sim's model of a reflection LLM: it acts on an instruction it
-    is shown evidence against, far more reliably when the instruction is named next to the evidence.
-    A verbatim copy of the current prompt among the examples (prime shows each example's system
-    message) does not name anything, so such copies are taken out before looking for M's sentence.
+- The student: as in sim (the first instruction about the row's category, sim.NOISE_PERCENT noise),
+  then every harmful instruction in the system prompt, in prompt order.
+- The reflection model. The current prompt is the first ``` block; the examples are everything after it.
+  * Category instructions: as in sim (forgotten, wrong and dropped at sim's stated rates).
+  * Adding harm: in ADD_HARMFUL_PERCENT of reflections, ONE harmful instruction the prompt lacks (a
+    plausible but wrong generalisation).
+  * Removing harm: a harmful instruction M of the current prompt has "evidence against it" when the
+    examples hold a row "[c] w" whose category rule is in the prompt and M changes that rule's answer
+    (M demonstrably breaks the row). With evidence, the reflector drops M's line REMOVE_HARMFUL_PERCENT
+    of the time, whatever the reflection prompt names (before issue 57 it was 25% when M's sentence was
+    absent from the examples and 90% when the reflection prompt named it next to the evidence, which
+    rewarded one way of writing that prompt rather than the search).
   * Reply: one analysis line, then the new prompt in a ``` block, one instruction a line; the scripted
     server cuts it at max_tokens words, as for sim.
-- Latency: sim.STUDENT_DELAY and sim.REFLECTION_DELAY (one setting for both families).
+- Latency: sim.STUDENT_DELAY and sim.REFLECTION_DELAY (one setting for every family).
 """
 
 from __future__ import annotations
 
 import re
 import time
-import zlib
 from collections.abc import Callable
 
 import sim
+from draws import Draws
 
 PLANTED = "Answer in lowercase."
 SEED_PROMPT = f"{sim.SEED_PROMPT}\n{PLANTED}"
 ROW_SALTS = (101, 102)  # family sim's environment uses 1 and 2
 ADD_HARMFUL_PERCENT = 30
-REMOVE_UNNAMED_PERCENT = 25
-REMOVE_NAMED_PERCENT = 90
+REMOVE_HARMFUL_PERCENT = 50
 
 HARMFUL: dict[str, Callable[[str], str]] = {
     PLANTED: lambda s: s.lower(),
@@ -53,7 +48,6 @@ HARMFUL: dict[str, Callable[[str], str]] = {
     "Keep every answer under seven characters.": lambda s: s[:6],
     "Answer without digits.": lambda s: re.sub(r"\d", "", s),
 }
-ROW = re.compile(r"\[(\w+)\] (\w+)")
 
 
 def make_rows(count: int, salt: int) -> list[dict[str, str]]:
@@ -65,19 +59,15 @@ def harmful_in(prompt: str) -> list[str]:
     return sorted((m for m in HARMFUL if m in prompt), key=prompt.find)
 
 
-def student_answer(system: str, question: str) -> str:
-    answer = sim.student_answer(system, question)
+def student_answer(system: str, question: str, draws: Draws) -> str:
+    answer = sim.student_answer(system, question, draws)
     for instruction in harmful_in(system):
         answer = HARMFUL[instruction](answer)
     return answer
 
 
-def _chance(text: str, label: str, percent: int) -> bool:
-    return zlib.crc32(f"{text}\x00{label}".encode()) % 100 < percent
-
-
 def _evidence_against(instruction: str, prompt: str, shown: str) -> bool:
-    for category, word in ROW.findall(shown):
+    for category, word in sim.ROW.findall(shown):
         if category in sim.RULES and word in sim.WORDS and sim.RULES[category][0] in prompt:
             right = sim.RULES[category][1](word)
             if HARMFUL[instruction](right) != right:
@@ -85,35 +75,28 @@ def _evidence_against(instruction: str, prompt: str, shown: str) -> bool:
     return False
 
 
-def reflection_reply(text: str) -> str:
+def reflection_reply(text: str, draws: Draws) -> str:
     prompt = sim.current_prompt(text)
-    shown = text[text.find("```", text.find("```") + 3) + 3:]  # everything after the current prompt block
-    named = shown.replace(prompt, "") if prompt else shown
-    removed = []
-    for instruction in harmful_in(prompt):
-        if _evidence_against(instruction, prompt, shown):
-            percent = REMOVE_NAMED_PERCENT if instruction in named else REMOVE_UNNAMED_PERCENT
-            if _chance(text, f"remove:{instruction}", percent):
-                removed.append(instruction)
-    seen = list(dict.fromkeys(re.findall(r"\[(\w+)\]", shown)))
-    missing = [c for c in seen if c in sim.RULES and sim.RULES[c][0] not in prompt]
-    added = [sim.RULES[c][0] for c in missing]
+    shown = sim.shown_part(text)
+    removed = [m for m in harmful_in(prompt)
+               if _evidence_against(m, prompt, shown) and draws.chance(REMOVE_HARMFUL_PERCENT, text, f"remove:{m}")]
+    dropped, added, missed = sim.edit_rules(text, prompt, shown, draws)
     absent = [m for m in HARMFUL if m not in prompt]
-    if absent and _chance(text, "add-harmful", ADD_HARMFUL_PERCENT):
-        added.append(absent[zlib.crc32(f"{text}\x00pick-harmful".encode()) % len(absent)])
-    kept = [line for line in prompt.splitlines() if line.strip() not in removed]
-    analysis = ("The assistant missed the rules for: " + (", ".join(missing) or "nothing new") + "."
+    if absent and draws.chance(ADD_HARMFUL_PERCENT, text, "add-harmful"):
+        added.append(draws.pick(absent, text, "pick-harmful"))
+    analysis = ("The assistant missed the rules for: " + (", ".join(missed) or "nothing new") + "."
                 + (" These instructions broke correct answers: " + " ".join(removed) if removed else ""))
-    new_prompt = "\n".join([*kept, *added]).strip()
-    return f"{analysis}\n```\n{new_prompt}\n```"
+    kept = "\n".join(line for line in prompt.splitlines() if line.strip() not in removed)
+    return sim.reply_block(analysis, kept, dropped, added)
 
 
-def server_reply(body: dict) -> str:
+def make_reply(draws: Draws) -> Callable[[dict], str]:
     """The scripted server's reply function for this family: model "student" or "reflector"."""
-    messages = body.get("messages") or []
-    if body.get("model") == "reflector":
-        time.sleep(sim.REFLECTION_DELAY)
-        return reflection_reply(str(messages[-1].get("content") or ""))
-    time.sleep(sim.STUDENT_DELAY)
-    system = str(messages[0].get("content") or "") if messages and messages[0].get("role") == "system" else ""
-    return student_answer(system, str(messages[-1].get("content") or ""))
+    def reply(body: dict) -> str:
+        messages = body.get("messages") or []
+        if body.get("model") == "reflector":
+            time.sleep(sim.REFLECTION_DELAY)
+            return reflection_reply(str(messages[-1].get("content") or ""), draws)
+        time.sleep(sim.STUDENT_DELAY)
+        return student_answer(sim.system_of(messages), str(messages[-1].get("content") or ""), draws)
+    return reply
