@@ -1,10 +1,13 @@
 """A ChatClient for any OpenAI-compatible server (OpenAI, vLLM, OpenRouter, ...).
 
-`openai` is imported when a client is built, never when this module is imported.
+`openai` is imported when a client is built, never when this module is imported, and only for endpoints
+that plain_http.py does not serve (it takes plain-http URLs without a proxy: local servers, where the SDK's
+import and per-request CPU are most of a run's time).
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from typing import Any
 
@@ -12,6 +15,7 @@ from prime_cli.envs.types import ChatResponse, Message, SamplingArgs, Usage
 
 from .base import EndpointClient
 from .errors import MalformedResponseError
+from .plain_http import PlainHTTPClient, usable_for
 from .registry import api_key_for, secret_header_values
 
 NEVER_SENT = {"stream", "stream_options"}
@@ -148,19 +152,33 @@ class OpenAIChatClient(EndpointClient):
     """Implements the envs ChatClient (and CompletionClient) protocol over `openai.AsyncOpenAI`."""
 
     def _connect(self) -> None:
-        import openai  # lazy: heavy
-
         spec = self.spec
         self._api_key = api_key_for(spec)
         self._secrets = (self._api_key, *secret_header_values(spec.headers))
+        self._plain: PlainHTTPClient | None = None
+        if usable_for(spec.url):
+            self._plain = PlainHTTPClient(spec.url, {"Authorization": f"Bearer {self._api_key}", **spec.headers})
+            self._chat_params = self._completion_params = set()  # every sampling argument goes in the body
+            return
+        import openai  # lazy: heavy
+
         self._client = openai.AsyncOpenAI(base_url=spec.url, api_key=self._api_key, max_retries=0,
                                           timeout=self.timeout, default_headers=dict(spec.headers) or None)
         self._chat_params = _parameters(self._client.chat.completions.create)
         self._completion_params = _parameters(self._client.completions.create)
 
-    async def _call(self, create: Any, convert: Any, model: str, kwargs: dict[str, Any]) -> ChatResponse:
-        return await self._send(lambda: create(model=model, **kwargs), convert, model=model,
-                                describe=f"{model} at {self.spec.url}", where=self.spec.url)
+    async def _call(self, path: str, convert: Any, model: str, kwargs: dict[str, Any]) -> ChatResponse:
+        if self._plain is None:
+            endpoint = self._client.chat.completions if path == "/chat/completions" else self._client.completions
+            request = lambda: endpoint.create(model=model, **kwargs)  # noqa: E731
+        else:
+            plain = self._plain
+            body = {"model": model, **{k: v for k, v in kwargs.items() if k != "extra_body"}, **kwargs.get("extra_body", {})}
+
+            async def request() -> Any:
+                async with asyncio.timeout(self.timeout):
+                    return await plain.post_json(path, body)
+        return await self._send(request, convert, model=model, describe=f"{model} at {self.spec.url}", where=self.spec.url)
 
     async def chat(self, messages: list[Message], *, model: str, tools: list[dict[str, Any]] | None = None,
                    sampling_args: SamplingArgs | None = None) -> ChatResponse:
@@ -171,7 +189,7 @@ class OpenAIChatClient(EndpointClient):
         if self.return_token_ids:
             kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "return_token_ids": True}
             kwargs.setdefault("logprobs", True)
-        return await self._call(self._client.chat.completions.create, chat_response_from, model, kwargs)
+        return await self._call("/chat/completions", chat_response_from, model, kwargs)
 
     async def complete(self, prompt: str, *, model: str, sampling_args: SamplingArgs | None = None) -> ChatResponse:
         kwargs = split_sampling_args(sampling_args, self._completion_params)
@@ -179,7 +197,10 @@ class OpenAIChatClient(EndpointClient):
         if self.return_token_ids:
             kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "return_token_ids": True}
             kwargs.setdefault("logprobs", 0)
-        return await self._call(self._client.completions.create, completion_response_from, model, kwargs)
+        return await self._call("/completions", completion_response_from, model, kwargs)
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._plain is None:
+            await self._client.close()
+        else:
+            await self._plain.aclose()
