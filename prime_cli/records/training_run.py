@@ -14,11 +14,11 @@ from typing import Any
 
 from prime_cli.runs.json_lines import read_json_object
 from prime_cli.runs.layouts import TrainingRunLayout
-from prime_cli.runs.online_evals import eval_env_names, eval_mean, read_evals
 from prime_cli.runs.status import RunStatus
 
 from .header import Header, read_header
 from .json_lines import read_json_lines
+from .online_evals import eval_env_names, eval_mean, read_evals
 from .training_folder import lock_holder, read_manifest
 
 

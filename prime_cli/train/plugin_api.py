@@ -19,7 +19,8 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
   line of a step's batch.jsonl; `steps_in` lists a folder's step_N; `write_text_atomic` /
   `write_json_atomic` rewrite a file so that a reader never sees half of it; `read_json_lines` reads a
   run's JSON-lines file by prime's one rule (a torn last line left out, any other bad line a
-  `JsonLinesError` naming file:line), `parse_whole_line` one line a tail read whole. Ownership and use:
+  `JsonLinesError` naming file:line), `parse_whole_line` one line a tail read whole, `JsonLinesAppender`
+  appends to one (a torn last line cut away first: a run killed mid-write, then resumed). Ownership and use:
   `fresh_start` / `fresh_start_refusal` (what a fresh start may delete; `entries_listing` names such
   entries), `read_manifest` /
   `write_manifest` (the mark of a prime run's folder, starting with the run's versioned header;
@@ -47,7 +48,13 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
 """
 
 from prime_cli.clients import EndpointSpec, OpenAIChatClient
-from prime_cli.records.json_lines import JsonLinesError, parse_whole_line, read_json_lines
+from prime_cli.records.json_lines import (
+    JsonLinesAppender,
+    JsonLinesError,
+    parse_whole_line,
+    read_json_lines,
+)
+from prime_cli.records.online_evals import eval_summary_line, read_evals
 from prime_cli.records.training_folder import (
     FolderBusy,
     FolderLock,
@@ -62,7 +69,6 @@ from prime_cli.results.error_budget import clearly_over_budget
 from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from prime_cli.runs.layouts import steps_in
 from prime_cli.runs.metadata import RunDirError
-from prime_cli.runs.online_evals import eval_summary_line, read_evals
 from prime_cli.runs.status import FINISHED, RunStatus
 from prime_cli.runs.tasks import gather_or_cancel
 from prime_cli.runs.training_env_args import env_args_flag, trained_env_args
@@ -112,6 +118,6 @@ __all__ = [
     "Conversation", "SourceRows", "TrainConfigError", "describe_bad", "read_source",
     # teachers (issue 42)
     "RowProblem", "TEACHER_ADAPTER_NAME", "read_adapter", "rollout_row", "served_model_cards",
-    "JsonLinesError", "parse_whole_line", "read_json_lines",
+    "JsonLinesAppender", "JsonLinesError", "parse_whole_line", "read_json_lines",
     "VLLM_ADAPTER_SUBDIR", "env_args_flag", "trained_env_args", "visible", "vllm_adapter_path", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
 ]

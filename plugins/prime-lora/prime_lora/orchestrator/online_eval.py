@@ -14,7 +14,6 @@ keys into metrics.jsonl (and W&B) and the launcher prints the line.
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 import sys
 import time
@@ -24,6 +23,7 @@ from typing import Any
 
 from prime_cli.train.plugin_api import (
     FINISHED,
+    JsonLinesAppender,
     RLConfig,
     TrainingRunLayout,
     eval_summary_line,
@@ -120,7 +120,12 @@ class OnlineEval:
             if result.status not in FINISHED:
                 print(f"warning: the eval of step {step} on {spec.name} ended {result.status}: see "
                       f"{result.run_dir}/eval.log", file=sys.stderr, flush=True)
-        with layout.evals_path.open("a") as handle:  # only the orchestrator writes it; the trainer tails it
-            handle.write(json.dumps(line) + "\n")
+        # only the orchestrator writes it (the trainer tails it); one line per eval: opened for it, a torn
+        # last line of a run killed mid-write cut away first
+        evals = JsonLinesAppender(layout.evals_path)
+        try:
+            evals.append(line)
+        finally:
+            evals.close()
         print(eval_summary_line(line), flush=True)
         return line

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from prime_cli.train.plugin_api import RLConfig, training_weights
+from prime_cli.train.plugin_api import JsonLinesError, RLConfig, training_weights
 
 from ..devices import apply_trainer_cpus
 from .distributed import init_distributed
@@ -26,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     dist = init_distributed(fsdp=config.trainer.model.fsdp)
     try:
         return train(config, args.config.parent, model_path, args.resume_step, dist)
+    except JsonLinesError as exc:  # a damaged evals.jsonl line: its file and line, the launcher shows it
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 1
     finally:
         if dist.world > 1:
             import torch.distributed

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from prime_cli.train.plugin_api import RLConfig, TrainingRunLayout, adapter_path, read_evals
+from prime_cli.train.plugin_api import (
+    JsonLinesAppender,
+    RLConfig,
+    TrainingRunLayout,
+    adapter_path,
+    read_evals,
+)
 
 from . import wandb_run
 from .batch_source import BatchSource, FileBatches, say_now
@@ -66,6 +71,8 @@ class MetricsLog:
         self.evals_seen = len(read_evals(self.evals_path))  # a resumed run's earlier evals were logged then
         self.wandb = wandb_run.start(config, output_dir)
         self.output_dir = output_dir
+        # opened with the first row: metrics.jsonl exists once a step trained (a fresh start reads it so)
+        self.appender: JsonLinesAppender | None = None
         self.logs_extras = config.wandb is not None and config.wandb.log_extras is not None
         if self.wandb is not None and config.orchestrator.eval is not None:  # eval curves against the step evaluated
             self.wandb.define_metric("eval/step")
@@ -85,13 +92,17 @@ class MetricsLog:
             row = {**row, **eval_keys(lines[pick])}
             self.evals_seen = len(lines) if last else pick + 1
         row = with_guide_names(row)
-        with self.path.open("a") as handle:
-            handle.write(json.dumps(row) + "\n")
+        if self.appender is None:  # a resumed run killed mid-write: its torn last row is cut away first
+            self.appender = JsonLinesAppender(self.path)
+        self.appender.append(row)
         if self.wandb is not None:
             extras = extras_payload(self.output_dir, row["step"]) if self.logs_extras else {}
             self.wandb.log({**wandb_metrics(row, batch_keys), **extras}, step=row["step"])
 
     def close(self) -> None:
+        if self.appender is not None:
+            self.appender.close()
+            self.appender = None
         wandb_run.finish(self.wandb)
         self.wandb = None
 

@@ -5,13 +5,16 @@ line on the terminal) and the training reader (the eval curve).
 A line: `{"step": N, "policy_step": N, "eval/time_s": s, "eval/<env>/reward/mean": m,
 "eval/<env>/reward/std": s, "eval/<env>/num_rollouts": n, "eval/<env>/error_rate": e}`; the eval run
 of each environment is the folder online_evals/step_N/<env>/ (TrainingRunLayout.eval_run_dir).
+It is read by records.json_lines' rule: a torn last line (an eval being written) is left out, any other
+bad line is a JsonLinesError naming file:line.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
+
+from .json_lines import iter_json_lines
 
 PREFIX = "eval/"
 MEAN_SUFFIX = "/reward/mean"
@@ -46,17 +49,5 @@ def eval_summary_line(line: dict[str, Any]) -> str:
 
 
 def read_evals(path: Path) -> list[dict[str, Any]]:
-    """The lines of evals.jsonl (none when it does not exist); a torn last line is skipped."""
-    try:
-        text = Path(path).read_text(errors="replace")
-    except OSError:
-        return []
-    lines = []
-    for raw in text.split("\n"):
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(line, dict) and isinstance(line.get("step"), int):
-            lines.append(line)
-    return lines
+    """The lines of evals.jsonl that name their step (none when it does not exist)."""
+    return [line for line in iter_json_lines(path) if isinstance(line.get("step"), int)]
