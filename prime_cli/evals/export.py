@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from prime_cli.envs.errors import UserInputError
+from prime_cli.records.eval_rows import to_json
 from prime_cli.records.eval_run import EvalRunLayout, PathLike
-from prime_cli.results.eval_rows import to_json
 from prime_cli.results.eval_run import EvalRun, load_run
 from prime_cli.runs.atomic import write_atomic
 

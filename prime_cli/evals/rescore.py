@@ -21,8 +21,8 @@ from typing import Any
 import prime_cli
 import prime_cli.envs as vf
 from prime_cli.envs.errors import UserInputError
+from prime_cli.records.eval_rows import read_results
 from prime_cli.records.eval_run import EvalRunLayout, MetadataRecord, Rollout
-from prime_cli.results.eval_rows import read_results
 from prime_cli.results.eval_run import EvalRun, load_run
 from prime_cli.results.row_values import example_key
 from prime_cli.results.run_folders import check_eval_output_dir

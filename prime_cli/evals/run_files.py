@@ -12,6 +12,7 @@ from typing import Any
 
 import prime_cli
 import prime_cli.envs as vf
+from prime_cli.records.eval_rows import read_results
 from prime_cli.records.eval_run import (
     EvalRunLayout,
     MetadataRecord,
@@ -19,7 +20,6 @@ from prime_cli.records.eval_run import (
     RunMetadata,
     Summary,
 )
-from prime_cli.results.eval_rows import read_results
 from prime_cli.results.row_index import write_index
 from prime_cli.runs.metadata import RunDirError
 from prime_cli.runs.status import FINISHED, RunStatus

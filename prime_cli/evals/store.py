@@ -2,25 +2,24 @@
 run to resume.
 
 `<root>/outputs/evals/<env_id>--<model>/<run_id>/` holds metadata.json (status "running" at start,
-rewritten atomically), results.jsonl (one row per finished rollout, appended and flushed at once)
-and eval.log. Whole-file rewrites go to a temporary file that is renamed over the old one; readers
-(prime_cli/results/eval_rows.py) tolerate a truncated last line (a run killed mid-write). See
-DESIGN.md, "Eval results on disk".
+rewritten atomically), results.jsonl (one row per finished rollout, appended through
+prime_cli/records' JsonLinesAppender in `to_json`'s strict JSON and flushed at once) and eval.log.
+Whole-file rewrites go to a temporary file that is renamed over the old one. A run killed mid-write
+leaves a torn last line: the reader (prime_cli/records/eval_rows.py) leaves it out, the appender cuts
+it away before the next row. See DESIGN.md, "Eval results on disk".
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-import shutil
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from prime_cli.envs.errors import error_record
+from prime_cli.records.eval_rows import read_results, to_json
 from prime_cli.records.eval_run import (
     ROW_KEYS,
     EvalRunLayout,
@@ -29,7 +28,7 @@ from prime_cli.records.eval_run import (
     Rollout,
 )
 from prime_cli.records.header import header_update, new_header, with_header
-from prime_cli.results.eval_rows import read_results, to_json
+from prime_cli.records.json_lines import JsonLinesAppender
 from prime_cli.runs.atomic import write_atomic
 from prime_cli.runs.ids import RUN_ID_PATTERN, new_run_id
 from prime_cli.runs.metadata import RunDirError, read_metadata
@@ -118,39 +117,6 @@ def state_to_row(state: dict[str, Any], rollout_idx: int, state_columns: Sequenc
     return unscored_if_errored(row)
 
 
-def _repair_tail(path: Path) -> None:
-    """Make results.jsonl end with a newline: a truncated last line is dropped (temp + rename);
-    a complete last row missing only its newline gets one."""
-    size = path.stat().st_size
-    with path.open("rb") as fh:
-        pos = keep = size
-        while pos > 0:  # scan back in blocks to the last newline
-            start = max(0, pos - 65536)
-            fh.seek(start)
-            block = fh.read(pos - start)
-            if b"\n" in block:
-                keep = start + block.rindex(b"\n") + 1
-                break
-            pos = keep = start
-        fh.seek(keep)
-        tail = fh.read()
-    if not tail.strip():
-        return
-    with contextlib.suppress(ValueError):
-        if isinstance(json.loads(tail), dict):  # a whole row, only its newline is missing
-            with path.open("ab") as out:
-                out.write(b"\n")
-            return
-    logger.warning("%s: dropping a truncated last line (%d bytes)", path, size - keep)
-
-    def copy_head(out: IO[bytes]) -> None:
-        with path.open("rb") as src:
-            shutil.copyfileobj(src, out)
-        out.truncate(keep)
-
-    write_atomic(path, copy_head, durable=True)
-
-
 class RunStore:
     """Writer of one run folder. Create a new run with `create`, resume one with `open`."""
 
@@ -162,7 +128,7 @@ class RunStore:
         self.results_path = self.layout.results_path
         self.log_path = self.layout.log_path
         self._lock = threading.Lock()
-        self._fh: IO[bytes] | None = self.results_path.open("ab")
+        self._rows: JsonLinesAppender | None = JsonLinesAppender(self.results_path, encode=to_json)
 
     @property
     def run_id(self) -> str:
@@ -190,22 +156,16 @@ class RunStore:
 
     @classmethod
     def open(cls, run_dir: PathLike) -> RunStore:
-        """Reopen a run to append to it (resume). A truncated last row is dropped first."""
+        """Reopen a run to append to it (resume). A torn last row is cut away first (by the appender)."""
         run_dir = Path(run_dir)
-        metadata = read_metadata(run_dir)
-        results = EvalRunLayout(run_dir).results_path
-        if results.is_file():
-            _repair_tail(results)
-        return cls(run_dir, metadata)
+        return cls(run_dir, read_metadata(run_dir))
 
     def append(self, row: Rollout) -> None:
         """Write one row as a JSON line and flush it to the OS at once."""
-        line = _encode(row)
         with self._lock:
-            if self._fh is None:
+            if self._rows is None:
                 raise ValueError(f"{self.run_dir}: the store is closed")
-            self._fh.write(line)
-            self._fh.flush()
+            self._rows.append(row)
 
     def update_metadata(self, **fields: Any) -> MetadataRecord:
         """Merge `fields` into metadata.json and rewrite it atomically. `date` never changes."""
@@ -219,23 +179,23 @@ class RunStore:
     def rewrite_results(self, rows: Iterable[Rollout]) -> None:
         """Replace results.jsonl with `rows` atomically; later appends go to the new file."""
         with self._lock:
-            reopen = self._fh is not None
-            if reopen:
-                self._fh.close()
+            reopen = self._rows is not None
+            if self._rows is not None:
+                self._rows.close()
             try:
                 write_atomic(self.results_path, lambda fh: fh.writelines(_encode(r) for r in rows), durable=True)
             finally:
                 if reopen:
-                    self._fh = self.results_path.open("ab")
+                    self._rows = JsonLinesAppender(self.results_path, encode=to_json)
 
     def read_results(self) -> list[Rollout]:
         return read_results(self.run_dir)
 
     def close(self) -> None:
         with self._lock:
-            if self._fh is not None:
-                self._fh.close()
-                self._fh = None
+            if self._rows is not None:
+                self._rows.close()
+                self._rows = None
 
     def __enter__(self) -> RunStore:
         return self

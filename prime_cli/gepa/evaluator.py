@@ -23,8 +23,8 @@ from typing import Any
 
 import prime_cli.envs as vf
 from prime_cli.envs.errors import is_fatal
-from prime_cli.records.json_lines import read_json_lines, repair_torn_tail
-from prime_cli.runs import json_lines
+from prime_cli.records.gepa_run import encode_line
+from prime_cli.records.json_lines import JsonLinesAppender, read_json_lines
 
 from .reflection import rollout_record
 from .rows import prompt_hash, with_system
@@ -50,10 +50,10 @@ class RolloutCache:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         self.results: dict[str, dict[str, Any]] = {}
+        self._file: JsonLinesAppender | None = None
         if path is not None:  # a line cut by a kill: that rollout is simply run again
             self.results.update((e["key"], e) for e in read_json_lines(path) if "key" in e)
-            repair_torn_tail(path)
-        self._fh = path.open("a", encoding="utf-8") if path is not None else None
+            self._file = JsonLinesAppender(path, encode=encode_line)
 
     def __contains__(self, key: str) -> bool:
         return key in self.results
@@ -63,14 +63,13 @@ class RolloutCache:
 
     def put(self, entry: dict[str, Any]) -> None:
         self.results[entry["key"]] = entry
-        if self._fh is not None:
-            self._fh.write(json_lines.dumps(entry, default=str) + "\n")
-            self._fh.flush()
+        if self._file is not None:
+            self._file.append(entry)
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
 
 class Ledger:

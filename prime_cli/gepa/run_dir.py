@@ -18,10 +18,10 @@ from prime_cli.records.gepa_run import (
     GepaIteration,
     GepaMetadata,
     GepaRunLayout,
+    encode_line,
 )
 from prime_cli.records.header import header_update, new_header, with_header
-from prime_cli.records.json_lines import read_json_lines
-from prime_cli.runs import json_lines
+from prime_cli.records.json_lines import append_json_line, read_json_lines
 from prime_cli.runs.atomic import write_json_atomic, write_jsonl_atomic, write_text_atomic
 from prime_cli.runs.metadata import RunDirError
 
@@ -78,8 +78,7 @@ class GepaRunDir:
         write_json_atomic(self.layout.metadata_path, self.metadata, indent=2)
 
     def _append(self, path: Path, row: GepaCandidate | GepaIteration) -> None:
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(json_lines.dumps(row, default=str) + "\n")
+        append_json_line(path, row, encode=encode_line)
 
     def save_candidate(self, candidate: Candidate) -> None:
         self._append(self.layout.candidates_path, candidate.line())

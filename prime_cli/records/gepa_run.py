@@ -19,6 +19,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
+from prime_cli.runs import json_lines
 from prime_cli.runs.layouts import GepaRunLayout
 from prime_cli.runs.metadata import RunDirError, read_metadata
 from prime_cli.runs.status import RunStatus
@@ -26,7 +27,7 @@ from prime_cli.runs.status import RunStatus
 from .json_lines import read_json_lines
 
 __all__ = ["Candidate", "FrontierPrompt", "FrontierRow", "GepaCandidate", "GepaIteration", "GepaMetadata", "GepaRun",
-           "GepaRunLayout", "RowScore", "is_gepa_run", "mean_scored", "proposal_origin", "read_gepa_run"]
+           "GepaRunLayout", "RowScore", "encode_line", "is_gepa_run", "mean_scored", "proposal_origin", "read_gepa_run"]
 
 RowScore = float | None
 """A row's mean reward over its scored rollouts; None when every rollout of the row errored
@@ -37,6 +38,12 @@ def mean_scored(scores: Iterable[RowScore]) -> float | None:
     """Mean over the rows with a score; None when none has one."""
     values = [s for s in scores if s is not None]
     return sum(values) / len(values) if values else None
+
+
+def encode_line(row: Any) -> str:
+    """A line of a GEPA run's JSON-lines files (candidates, iterations, the rollout cache): a value JSON
+    cannot encode is written as its str()."""
+    return json_lines.dumps(row, default=str)
 
 
 class GepaCandidate(TypedDict, total=False):

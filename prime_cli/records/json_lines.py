@@ -3,18 +3,23 @@
 A run killed mid-write leaves its last line cut short: a last line that is not JSON and has no trailing
 newline is torn, and is left out when read and cut away before the next append. Any other bad line (not
 JSON, or not an object) is damage, not a write in progress: it is an error naming the file and line.
+Every run file is appended to through `JsonLinesAppender` (kept open) or `append_json_line` (one line);
+no module outside prime_cli/records opens a file for appending (tests/records/test_run_file_writers.py).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from prime_cli.runs.json_lines import dumps
 from prime_cli.runs.metadata import RunDirError
+
+logger = logging.getLogger(__name__)
 
 
 class JsonLinesError(RunDirError):
@@ -64,37 +69,82 @@ def read_json_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return list(iter_json_lines(path))
 
 
+_BLOCK = 1 << 16
+
+
+def _last_line_start(fh: BinaryIO, size: int) -> int:
+    """Where the file's last line starts: just after its last newline, found scanning back in blocks."""
+    end = size
+    while end > 0:
+        start = max(0, end - _BLOCK)
+        fh.seek(start)
+        block = fh.read(end - start)
+        if (newline := block.rfind(b"\n")) >= 0:
+            return start + newline + 1
+        end = start
+    return 0
+
+
 def repair_torn_tail(path: str | os.PathLike[str]) -> None:
-    """Make the file end at a line's end: a torn last line is cut away; a whole last object written
-    without its newline gets one."""
+    """Make the file end at a line's end: a torn last line is cut away (with a warning); a whole last
+    object written without its newline gets one. Reads only the file's last line."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        fh = path.open("r+b")
     except FileNotFoundError:
         return
-    if not data or data.endswith(b"\n"):
-        return
-    start = data.rfind(b"\n") + 1
-    tail = data[start:]
-    with path.open("r+b") as fh:
-        if tail.strip() and _object(path, data.count(b"\n") + 1, tail) is not None:
-            fh.seek(len(data))
+    with fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        start = _last_line_start(fh, size)
+        fh.seek(start)
+        tail = fh.read()
+        if not tail.strip():
+            return
+        fh.seek(0)
+        number = sum(block.count(b"\n") for block in iter(lambda: fh.read(_BLOCK), b"")) + 1
+        if _object(path, number, tail) is not None:
+            fh.seek(size)
             fh.write(b"\n")
         else:
+            logger.warning("%s:%d: dropping a torn last line (%d bytes)", path, number, size - start)
             fh.truncate(start)
 
 
-class JsonLinesAppender:
-    """Appends one object a line to a run file, repairing a torn last line first."""
+def append_json_line(path: str | os.PathLike[str], obj: Any, encode: Callable[[Any], str] = dumps) -> None:
+    """Append one object as a line to a run file (opened and closed again), a torn last line repaired first."""
+    with JsonLinesAppender(path, encode) as appender:
+        appender.append(obj)
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+
+class JsonLinesAppender:
+    """Appends one object a line to a run file, repairing a torn last line first. Each line is flushed
+    to the OS as it is written. `encode` turns an object into its one-line JSON text (default `dumps`;
+    it must not hold a newline)."""
+
+    def __init__(self, path: str | os.PathLike[str], encode: Callable[[Any], str] = dumps) -> None:
         self.path = Path(path)
+        self._encode = encode
         repair_torn_tail(self.path)
-        self._fh = self.path.open("a", encoding="utf-8")
+        self._fh: BinaryIO | None = self.path.open("ab")
 
     def append(self, obj: Any) -> None:
-        self._fh.write(dumps(obj) + "\n")
+        if self._fh is None:
+            raise ValueError(f"{self.path}: the appender is closed")
+        self._fh.write((self._encode(obj) + "\n").encode("utf-8"))
         self._fh.flush()
 
     def close(self) -> None:
-        self._fh.close()
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def __enter__(self) -> JsonLinesAppender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -4,7 +4,7 @@
 line starts (a cheap byte scan, done in slices) and parses a row only when it is read. `scan()`
 picks up lines appended since the last call, so a run that is still being written can be followed;
 a partial last line (a write in progress, or a killed run) is left out until it is complete.
-Rows are read with `eval_rows.iter_results`'s rules: see DESIGN.md, "Eval results on disk".
+Rows are read with `prime_cli.records.eval_rows.iter_results`'s rules: see DESIGN.md, "Eval results on disk".
 """
 
 from __future__ import annotations

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prime_cli.records.eval_rows import read_results
 from prime_cli.records.eval_run import ROW_KEYS, EvalRunLayout, PathLike, Rollout, RunMetadata
 from prime_cli.runs.metadata import RunDirError, read_metadata
 
-from .eval_rows import read_results
 from .foreign_runs import EXPECTED, TRACES_FILE, resolve_run_dir
 from .run_folders import folder_kind
 

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prime_cli.records.eval_rows import RESULTS_FILE
 from prime_cli.records.eval_run import EvalRunLayout
 from prime_cli.results.eval_reader import ResultsIndex
-from prime_cli.results.eval_rows import RESULTS_FILE
 from prime_cli.results.row_columns import ABSENT, SECTION, RowColumns
 from prime_cli.runs.atomic import write_atomic
 

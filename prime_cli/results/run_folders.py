@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from prime_cli.records.eval_rows import RESULTS_FILE
 from prime_cli.records.eval_run import MetadataRecord
 from prime_cli.runs.folders import folder_kind, folder_metadata
 from prime_cli.runs.metadata import METADATA_FILE, RunDirError
-
-from .eval_rows import RESULTS_FILE
 
 
 def check_eval_output_dir(output_dir: Path, base: Path) -> None:

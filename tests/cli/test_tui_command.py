@@ -60,7 +60,7 @@ def test_tui_opens_a_gepa_run(tmp_path, scripted):
 
 
 def test_a_saved_run_has_its_index_and_the_tui_sorts_and_filters_it(saved_eval):
-    from prime_cli.results.eval_rows import read_results
+    from prime_cli.records.eval_rows import read_results
     from prime_cli.results.row_index import load_index
 
     run_dir = run_dirs(saved_eval)[0]

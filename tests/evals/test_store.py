@@ -20,8 +20,8 @@ from prime_cli.evals.store import (
     model_dir_name,
     state_to_row,
 )
+from prime_cli.records.eval_rows import iter_results, read_results
 from prime_cli.records.json_lines import JsonLinesError
-from prime_cli.results.eval_rows import iter_results, read_results
 from prime_cli.runs.ids import new_run_id
 from prime_cli.runs.metadata import RunDirError, read_metadata
 
@@ -172,7 +172,7 @@ def test_reader_skips_a_truncated_last_line_quietly(tmp_path, caplog):
     store.close()
     with store.results_path.open("a") as fh:
         fh.write('{"example_id": 2, "rollout_i')
-    with caplog.at_level(logging.WARNING, logger="prime_cli.results.eval_rows"):
+    with caplog.at_level(logging.WARNING, logger="prime_cli.records.eval_rows"):
         assert [r["example_id"] for r in iter_results(store.run_dir)] == [0, 1]
     assert caplog.records == []
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from prime_cli.records.eval_rows import to_json
 from prime_cli.records.eval_run import EvalRunLayout
-from prime_cli.results.eval_rows import to_json
 from prime_cli.results.summary import metadata_fields, summarize
 
 SYSTEM = "Reverse the text you are given character by character. Reply inside <reversed_text> tags."

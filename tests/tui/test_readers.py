@@ -6,9 +6,9 @@ import os
 import pytest
 
 import prime_cli.results.eval_reader as reader
+from prime_cli.records.eval_rows import read_results
 from prime_cli.records.gepa_run import read_gepa_run
 from prime_cli.results.eval_reader import ResultsIndex, discover_runs
-from prime_cli.results.eval_rows import read_results
 from prime_cli.runs.metadata import RunDirError
 from prime_cli.tui.locate import NoRunsError, locate
 from tests.tui.fixtures import CHILD, SEED, append_rows, rows_for, write_eval_run, write_gepa_run

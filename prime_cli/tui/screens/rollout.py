@@ -15,8 +15,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from prime_cli.records.eval_rows import to_json
 from prime_cli.records.eval_run import Rollout
-from prime_cli.results.eval_rows import to_json
 from prime_cli.runs.visible import json_visible, visible_data
 from prime_cli.tui.model import RunModel
 from prime_cli.tui.rows import number
