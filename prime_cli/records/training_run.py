@@ -163,12 +163,14 @@ def read_training_run(path: Path) -> TrainingRun:
                        read_manifest(layout) or {})
 
 
-def watch_key(path: Path) -> tuple[int, int, int]:
-    """Changes when a step is sampled or trained, or an online eval ends (for following a running run)."""
+def watch_key(path: Path) -> tuple[int, int, int, int]:
+    """Changes when a step is sampled or trained, an online eval ends, or the launcher records how the run
+    ended in its manifest (for following a running run)."""
     layout = TrainingRunLayout(Path(path))
     size = layout.metrics_path.stat().st_size if layout.metrics_path.exists() else 0
     evals = layout.evals_path.stat().st_size if layout.evals_path.exists() else 0
-    return size, len(layout.steps(layout.ROLLOUTS)), evals
+    manifest = layout.manifest_path.stat().st_mtime_ns if layout.manifest_path.exists() else 0
+    return size, len(layout.steps(layout.ROLLOUTS)), evals, manifest
 
 
 @dataclass

@@ -5,6 +5,7 @@ a prime run's, and the status the launcher records is what the reader shows once
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from prime_cli.records.training_folder import (
     set_manifest_status,
     write_manifest,
 )
-from prime_cli.records.training_run import read_training_run
+from prime_cli.records.training_run import read_training_run, watch_key
 from prime_cli.results.eval_reader import training_entry
 from prime_cli.runs.layouts import TrainingRunLayout
 from prime_cli.runs.status import RunStatus
@@ -106,3 +107,12 @@ def test_the_browser_dates_a_training_run_by_its_header(tmp_path):
     assert training_entry(layout.output_dir).date == "2026-02-03T04:05:06+00:00"
     layout.manifest_path.unlink()  # a folder without a manifest: when it was last written
     assert training_entry(layout.output_dir).date.startswith("20")
+
+
+def test_a_recorded_end_changes_what_the_training_screen_watches(tmp_path):
+    layout = _training_folder(tmp_path)
+    write_manifest(layout)
+    before = watch_key(layout.output_dir)
+    os.utime(layout.manifest_path, ns=(1, 1))  # a rewrite within the same clock tick still differs
+    set_manifest_status(layout, RunStatus.COMPLETED)
+    assert watch_key(layout.output_dir) != before
