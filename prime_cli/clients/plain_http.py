@@ -66,7 +66,7 @@ class PlainHTTPClient:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def post_json(self, path: str, body: dict[str, Any]) -> Any:
-        data = json.dumps(body).encode()
+        data = json.dumps(body, default=_plain_value).encode()
         request = (f"POST {self.prefix}{path} HTTP/1.1\r\n{self._head}Content-Length: {len(data)}\r\n\r\n").encode() + data
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # connections belong to the loop that opened them
@@ -121,6 +121,15 @@ class PlainHTTPClient:
                 writer.close()
             except RuntimeError:  # its event loop is already closed
                 pass
+
+
+def _plain_value(value: Any) -> Any:
+    """JSON for what json cannot write itself: a pydantic model (an SDK message an environment passes back)
+    as the SDK would send it, its fields that were set."""
+    dump = getattr(value, "model_dump", None)
+    if dump is None:
+        raise TypeError(f"{type(value).__name__} is not JSON serializable")
+    return dump(exclude_unset=True, mode="json")
 
 
 async def _read_answer(status_line: bytes, reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes, bool]:

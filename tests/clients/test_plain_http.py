@@ -93,3 +93,16 @@ def test_plain_path_never_imports_openai_even_on_an_error():
     env = {name: value for name, value in __import__("os").environ.items() if "proxy" not in name.lower()}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+async def test_a_pydantic_message_is_sent_as_its_set_fields(make_client, path):
+    from pydantic import BaseModel
+
+    class Message(BaseModel):
+        role: str
+        content: str | None = None
+        name: str | None = None
+
+    with ScriptedOpenAIServer() as server:
+        await make_client(server.url).chat([Message(role="user", content="hello brave new world")], model="m")
+    assert server.requests[0]["json"]["messages"] == USER
