@@ -142,13 +142,20 @@ def reflection_reply(text: str, draws: Draws) -> str:
     return reply_block(analysis, prompt, dropped, added)
 
 
-def make_reply(draws: Draws) -> Callable[[dict], str]:
-    """The scripted server's reply function for this family: model "student" or "reflector"."""
-    def reply(body: dict) -> str:
-        messages = body.get("messages") or []
-        if body.get("model") == "reflector":
-            time.sleep(REFLECTION_DELAY)
-            return reflection_reply(str(messages[-1].get("content") or ""), draws)
-        time.sleep(STUDENT_DELAY)
-        return student_answer(system_of(messages), str(messages[-1].get("content") or ""), draws)
-    return reply
+def scripted_models(student: Callable[[str, str, Draws], str],
+                    reflector: Callable[[str, Draws], str]) -> Callable[[Draws], Callable[[dict], str]]:
+    """A family's scripted server from its student and reflector: the reply function for a request to model
+    "student" or "reflector" (each call sleeps this module's STUDENT_DELAY / REFLECTION_DELAY as set then)."""
+    def make_reply(draws: Draws) -> Callable[[dict], str]:
+        def reply(body: dict) -> str:
+            messages = body.get("messages") or []
+            if body.get("model") == "reflector":
+                time.sleep(REFLECTION_DELAY)
+                return reflector(str(messages[-1].get("content") or ""), draws)
+            time.sleep(STUDENT_DELAY)
+            return student(system_of(messages), str(messages[-1].get("content") or ""), draws)
+        return reply
+    return make_reply
+
+
+make_reply = scripted_models(student_answer, reflection_reply)

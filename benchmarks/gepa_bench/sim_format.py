@@ -21,7 +21,6 @@ What is simulated (every random choice comes from a draws.Draws: fresh per call,
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import sim
@@ -81,13 +80,4 @@ def reflection_reply(text: str, draws: Draws) -> str:
     return sim.reply_block(analysis, prompt, dropped, added)
 
 
-def make_reply(draws: Draws) -> Callable[[dict], str]:
-    """The scripted server's reply function for this family: model "student" or "reflector"."""
-    def reply(body: dict) -> str:
-        messages = body.get("messages") or []
-        if body.get("model") == "reflector":
-            time.sleep(sim.REFLECTION_DELAY)
-            return reflection_reply(str(messages[-1].get("content") or ""), draws)
-        time.sleep(sim.STUDENT_DELAY)
-        return student_answer(sim.system_of(messages), str(messages[-1].get("content") or ""), draws)
-    return reply
+make_reply = sim.scripted_models(student_answer, reflection_reply)
