@@ -21,9 +21,11 @@ Task families (benchmarks/gepa_bench/families.py; each module's docstring states
   reflection model forgets it, proposes a wrong format, or drops a wrong one at sim's rates.
 
 Noise (--noise, benchmarks/gepa_bench/draws.py): fresh (the default) draws every random choice of the
-scripted student and reflection models anew on every call, from one random.Random per server seeded
-from the family and the seed (a real model sampled at temperature > 0: a prompt scored twice on a row
-may get another answer); frozen makes each choice a hash of the request (the same request, the same
+scripted student and reflection models anew on every call (a real model sampled at temperature > 0: a
+prompt scored twice on a row may get another answer); the n-th asking of a request draws a hash of (family
+and seed, request, n), so the draws do not depend on the order requests arrive in: a rerun of the same
+code repeats its scores (nearly: two identical requests in flight at once may swap answers), and prime
+and gepa get the same answer the n-th time each asks the same thing (common random numbers); frozen makes each choice a hash of the request (the same request, the same
 answer: what the benchmark did before issue 57, kept for comparison).
 
 Flags: --seeds (default 0-9) and --budgets (default 150 300 600) set the grid; --parallel and

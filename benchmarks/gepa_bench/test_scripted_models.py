@@ -54,6 +54,24 @@ def test_the_same_seed_starts_prime_and_gepa_from_the_same_draws():
     assert [first(student_body(RIGHT, q)) for q in questions] == [second(student_body(RIGHT, q)) for q in questions]
 
 
+def test_fresh_draws_do_not_depend_on_the_order_requests_arrive_in():
+    keys = [(f"prompt {i % 3}", f"row {i % 5}") for i in range(60)]
+    forward, backward = Draws("fresh", "order"), Draws("fresh", "order")
+    drawn = [forward.chance(50, *key) for key in keys]
+    redrawn = [backward.chance(50, *key) for key in reversed(keys)][::-1]
+    # the n-th asking of each key gets the same draw; the same key asked again draws afresh
+    per_key: dict = {}
+    for key, value in zip(keys, drawn, strict=True):
+        per_key.setdefault(key, []).append(value)
+    per_key_again: dict = {}
+    for key, value in zip(keys, redrawn, strict=True):
+        per_key_again.setdefault(key, []).append(value)
+    assert {k: sorted(v) for k, v in per_key.items()} == {k: sorted(v) for k, v in per_key_again.items()}
+    assert any(len(set(values)) > 1 for values in per_key.values())
+    other_seed = Draws("fresh", "other seed")
+    assert [other_seed.chance(50, *key) for key in keys] != drawn
+
+
 def removal_rate(examples: str) -> float:
     prompt = f"{sim.RULES['shout'][0]}\n{sim_edit.PLANTED}"
     draws = Draws("fresh", "rates")
