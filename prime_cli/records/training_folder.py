@@ -58,10 +58,7 @@ def is_manifest(data: Any) -> bool:
 
 def read_manifest(layout: TrainingRunLayout) -> dict[str, Any] | None:
     """The manifest when the directory is a prime training run's, else None."""
-    try:
-        data = json.loads(layout.manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    data = read_json_object(layout.manifest_path)
     return data if is_manifest(data) else None
 
 

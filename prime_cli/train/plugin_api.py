@@ -20,7 +20,8 @@ import-linter contract in pyproject.toml checks plugins/prime-lora). Importing i
   `write_json_atomic` rewrite a file so that a reader never sees half of it; `read_json_lines` reads a
   run's JSON-lines file by prime's one rule (a torn last line left out, any other bad line a
   `JsonLinesError` naming file:line), `parse_whole_line` one line a tail read whole, `JsonLinesAppender`
-  appends to one (a torn last line cut away first: a run killed mid-write, then resumed). Ownership and use:
+  appends to one and `append_json_line` one line (a torn last line cut away first: a run killed mid-write,
+  then resumed). Ownership and use:
   `fresh_start` / `fresh_start_refusal` (what a fresh start may delete; `entries_listing` names such
   entries), `read_manifest` /
   `write_manifest` (the mark of a prime run's folder, starting with the run's versioned header;
@@ -51,6 +52,7 @@ from prime_cli.clients import EndpointSpec, OpenAIChatClient
 from prime_cli.records.json_lines import (
     JsonLinesAppender,
     JsonLinesError,
+    append_json_line,
     parse_whole_line,
     read_json_lines,
 )
@@ -118,6 +120,6 @@ __all__ = [
     "Conversation", "SourceRows", "TrainConfigError", "describe_bad", "read_source",
     # teachers (issue 42)
     "RowProblem", "TEACHER_ADAPTER_NAME", "read_adapter", "rollout_row", "served_model_cards",
-    "JsonLinesAppender", "JsonLinesError", "parse_whole_line", "read_json_lines",
+    "JsonLinesAppender", "JsonLinesError", "append_json_line", "parse_whole_line", "read_json_lines",
     "VLLM_ADAPTER_SUBDIR", "env_args_flag", "trained_env_args", "visible", "vllm_adapter_path", "write_json_atomic", "write_jsonl_atomic", "write_manifest", "write_text_atomic",
 ]

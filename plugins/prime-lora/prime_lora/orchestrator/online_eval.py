@@ -23,9 +23,9 @@ from typing import Any
 
 from prime_cli.train.plugin_api import (
     FINISHED,
-    JsonLinesAppender,
     RLConfig,
     TrainingRunLayout,
+    append_json_line,
     eval_summary_line,
     evaluate_policy,
     gather_or_cancel,
@@ -120,12 +120,8 @@ class OnlineEval:
             if result.status not in FINISHED:
                 print(f"warning: the eval of step {step} on {spec.name} ended {result.status}: see "
                       f"{result.run_dir}/eval.log", file=sys.stderr, flush=True)
-        # only the orchestrator writes it (the trainer tails it); one line per eval: opened for it, a torn
-        # last line of a run killed mid-write cut away first
-        evals = JsonLinesAppender(layout.evals_path)
-        try:
-            evals.append(line)
-        finally:
-            evals.close()
+        # only the orchestrator writes it (the trainer tails it); a torn last line of a run killed mid-write is
+        # cut away first
+        append_json_line(layout.evals_path, line)
         print(eval_summary_line(line), flush=True)
         return line
