@@ -132,8 +132,8 @@ class GepaConfig(RunTarget):
         return self.min_validation_rows * self.rollouts_per_example
 
     @property
-    def known_rows(self) -> int:
-        """Most train rows a parent was already scored on that a proposal adds to its minibatch (known_rows.py)."""
+    def shown_rows(self) -> int:
+        """Most of its other already-scored train rows, its lowest, that a parent's reflection is shown (planner.py)."""
         return 2 * self.minibatch_size
 
     @property
@@ -143,8 +143,8 @@ class GepaConfig(RunTarget):
 
     @property
     def proposal_cost(self) -> int:
-        """Most rollouts one proposal pays for: parent and child on the minibatch, the child on the known rows."""
-        return (2 * self.minibatch_size + self.known_rows) * self.rollouts_per_example
+        """Most rollouts one proposal pays for: parent and child on the minibatch."""
+        return self.minibatch_cost
 
     def minimum_budget(self) -> int:
         """The seed's validation pass plus one parent/child comparison and the validation of a winner."""

@@ -7,9 +7,9 @@ beats its parent on the same minibatch, score an accepted child on the validatio
 Every decision is made at a commit from committed data only, so the run's choices do not depend
 on timing, and a run resumed from state.json makes exactly the choices an uninterrupted run
 makes. With P = 1 this is GEPA's serial loop. A proposal is a reflection, an edit step or a merge
-(planner.py); the parent and the child are compared on the fresh minibatch and on train rows the
-parent was already scored on (known_rows.py); a winner is validated on the first half of the
-validation rows, and on the rest unless it is below its parent there (validating.py).
+(planner.py); the parent and the child are compared on the fresh minibatch; a winner is validated on
+the first half of the validation rows, and on the rest unless it is below its parent there
+(validating.py). When the search has ended, the final pick (picking.py) chooses the best.
 
 Budget: never passed, and a child that wins its minibatch is always validated. Every proposal in
 flight keeps in reserve its minibatch rollouts and the validation of a winner on at least 10 rows
@@ -56,6 +56,7 @@ from .evaluator import (
     Evaluator,
     Ledger,
 )
+from .picking import FinalPick
 from .planner import Planner
 from .proposal import ProposalResult, minibatch_verdict
 from .proposing import Proposer, ReflectionAborted
@@ -97,6 +98,8 @@ class Outcome:
     test_metric_calls: int = 0
     stop_reason: str | None = None
     """Why a completed search stopped before its budget (None when the budget ran out)."""
+    pick: dict[str, Any] | None = None
+    """How the best was chosen (picking.py), when the search completed."""
     errored_rollouts: dict[str, int] = field(default_factory=dict)
     """scored.errored_record of the rollouts the run used: errored ones are counted and left out."""
     cost: dict[str, Any] | None = None  # gepa/cost.py's record, set by the caller
@@ -149,7 +152,8 @@ class GepaEngine:
     # -- public ------------------------------------------------------------------------------------
 
     async def run(self) -> Outcome:
-        status, error, searched = RunStatus.COMPLETED, None, False
+        status, error, searched, pick = RunStatus.COMPLETED, None, False, None
+        self.state.picked = None  # a resumed search picks again when it ends
         self.stages.begin("search_s")
         try:
             seed_rows = None if self.state.candidates else self._charge_seed()
@@ -184,6 +188,8 @@ class GepaEngine:
             searched = not self.draining
             if self.draining:
                 status = RunStatus.CANCELLED
+            else:
+                pick = await self._pick()
         except (KeyboardInterrupt, asyncio.CancelledError):
             status = RunStatus.CANCELLED
         except (ReflectionAborted, EndpointAborted, CostCapReached) as exc:  # a cost cap: resumable as a Ctrl-C
@@ -195,7 +201,8 @@ class GepaEngine:
             self.stages.end("search_s")
             await self._cancel_all(background=not searched)
         outcome = Outcome(status, self.state, self.ledger.used, error,
-                          stop_reason=self._stop_reason() if status == RunStatus.COMPLETED else None)
+                          stop_reason=self._stop_reason() if status == RunStatus.COMPLETED else None,
+                          pick=pick if status == RunStatus.COMPLETED else None)
         try:
             if status == RunStatus.COMPLETED and self.config.num_test > 0:
                 self.stages.begin("test_s")
@@ -276,8 +283,7 @@ class GepaEngine:
             if dry and not self._edit_before_stopping():
                 break
             state.last_planned += 1
-            plan = self.planner.next_plan(state.last_planned, state.candidates, self.ledger.charged,
-                                          self.stops.budget.known_rows_room(self._point()), dry)
+            plan = self.planner.next_plan(state.last_planned, state.candidates, self.ledger.charged, dry)
             state.dry_edits += dry
             self._plans[plan.iteration] = plan
             if not self.draining:
@@ -345,6 +351,15 @@ class GepaEngine:
             raise ReflectionAborted(f"{self.stops.reflections_failing.reason(point)}; the run stopped and kept "
                                     f"its {len(state.candidates)} candidate(s)")
         return line
+
+    async def _pick(self) -> dict[str, Any] | None:
+        """The final pick (picking.py), saved with the state. Its record, or None without candidates."""
+        if not self.state.candidates:
+            return None
+        self.state.picked, record = await FinalPick(self.evaluator, self.ledger, self.state.candidates,
+                                                    self.config.max_calls, self.validator.validation_order).pick()
+        self._save()
+        return record
 
     async def _score_test(self, outcome: Outcome) -> None:
         """The seed's and the best's test passes. The best's starts here, when the last commit has decided
@@ -419,4 +434,4 @@ class GepaEngine:
                                     total_metric_calls=outcome.total_metric_calls,
                                     seed_test_score=outcome.seed_test_score, best_test_score=outcome.best_test_score,
                                     test_metric_calls=outcome.test_metric_calls, error=outcome.error,
-                                    stop_reason=outcome.stop_reason)
+                                    stop_reason=outcome.stop_reason, pick=outcome.pick)

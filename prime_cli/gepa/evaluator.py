@@ -40,6 +40,10 @@ class EndpointAborted(Exception):
     """The student endpoint cannot serve requests (bad key, unknown model, unreachable)."""
 
 
+CONFIRM = "confirm"
+"""The validation rows rolled out afresh under keys of their own, for the final pick (picking.py)."""
+
+
 def rollout_key(phash: str, split: str, row: int, rollout: int) -> str:
     return f"{split}/{row}/{rollout}/{phash}"
 
@@ -173,7 +177,7 @@ class Evaluator:
                  on_rollout: Callable[[dict[str, Any]], None] | None = None, background_limit: int | None = None,
                  meter: Any = None, state_check: StateColumnCheck | None = None) -> None:
         self.env = env
-        self.splits = splits
+        self.splits = {**splits, CONFIRM: splits["val"]} if "val" in splits else splits
         self.student = student
         self.cache = cache
         self.r = rollouts_per_example

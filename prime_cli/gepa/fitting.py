@@ -5,8 +5,8 @@ examples. Too long for the context beside the reply's max_tokens, it is shortene
 it fits: the examples' long fields (inputs, outputs, answers, errors, state columns) cut to 2000, then
 1000 characters (each message of a transcript to its share, so a long tool output loses its middle and
 the turns around it stay; the system message that is the current prompt is named, not repeated); then
-examples left out, the least needed first (the rows only shown, then known rows, then further rollouts of
-a minibatch row), down to one rollout of each fresh minibatch row; then those cut to 500, 250 and 120
+examples left out, the least needed first (the rows only shown, then further rollouts of a minibatch
+row), down to one rollout of each fresh minibatch row; then those cut to 500, 250 and 120
 characters. An example shown always keeps its reward, metrics, errors and stop condition.
 
 When even the shortest does not fit, the proposal gives no prompt, and says why (a fruitless

@@ -3,6 +3,14 @@
 Each validation row has a front: the candidates with the best score on that row. A candidate
 is dominated when another one is on every front it is on (and on at least one more). A parent is
 drawn among the non-dominated candidates, weighted by how many rows' fronts each is on.
+
+Only candidates in contention with the best take part (`in_contention`): those whose paired 95% interval
+against it reaches 0. Under the student's sampling noise nearly every candidate is alone on some row's
+front (it got a row right that the others missed by chance), so GEPA's front alone keeps drawing old,
+clearly weaker candidates, and each of their children that wins a minibatch costs a validation pass for
+nothing. Candidates with complementary strengths and similar means stay in contention, which is what the
+front is for. Measured on benchmarks/gepa_vs_gepa.py (30 seeds, fresh noise): +0.029 test at -B 600 on
+family sim, +0.038 on format at 300, no cell worse by more than 0.005.
 A score of None (every rollout of that row errored: scored.py) takes no part: a row's front is drawn
 from the candidates scored on it, and a row no candidate was scored on has an empty front.
 """
@@ -53,9 +61,25 @@ def front_counts(fronts: Sequence[set[int]]) -> dict[int, int]:
     return counts
 
 
-def select_parent(val_scores: Sequence[Sequence[RowScore]], rng: random.Random) -> int:
-    """A non-dominated candidate, drawn with probability proportional to its front count."""
-    counts = front_counts(row_fronts(val_scores))
+def in_contention(val_scores: Sequence[Sequence[RowScore]], leader: int) -> list[int]:
+    """The candidates not clearly below the leader: the leader, and those whose paired 95% interval against it
+    (on the rows both were scored on) reaches 0."""
+    theirs = val_scores[leader]
+    keep = []
+    for i, mine in enumerate(val_scores):
+        shared = both_scored(mine, theirs)
+        result = paired_comparison({r: [float(theirs[r] or 0.0)] for r in shared}, {r: [float(mine[r] or 0.0)] for r in shared})
+        if i == leader or result is None or not result.high < 0:  # a NaN bound (one shared row) is no evidence
+            keep.append(i)
+    return keep
+
+
+def select_parent(val_scores: Sequence[Sequence[RowScore]], rng: random.Random,
+                  val_rows_run: Sequence[int | None] | None = None) -> int:
+    """A non-dominated candidate among those in contention with the best (best_candidate, `val_rows_run` as
+    there), drawn with probability proportional to its front count among them."""
+    keep = in_contention(val_scores, best_candidate(val_scores, val_rows_run)) if val_scores else []
+    counts = {keep[i]: n for i, n in front_counts(row_fronts([val_scores[i] for i in keep])).items()}
     if not counts:
         return 0
     candidates = sorted(counts)

@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable
 from .config import GepaConfig
 from .evaluator import prompt_hash
 from .instructions import merged_prompt
-from .known_rows import charged_rows, known_rows, lowest_rows
 from .pareto import best_candidate, front_counts, row_fronts, select_parent
 from .scored import RowScore
+from .shown_rows import charged_rows, lowest_rows
 from .state import Candidate, MinibatchSampler, Plan, SearchState
 
 TrainScores = Callable[[str, list[int]], list[RowScore]]
@@ -75,15 +75,14 @@ class Planner:
         """Candidate idx's prompt; the seed's while it is still being scored (no candidate yet)."""
         return candidates[idx].prompt if idx < len(candidates) else self.seed_prompt
 
-    def next_plan(self, iteration: int, candidates: list[Candidate], charged: Iterable[str], known_room: int,
-                  dry: bool = False) -> Plan:
-        """The plan of `iteration`, from the committed `candidates` and `charged` rollout keys. `known_room`:
-        the rollouts the budget lets it spend on known rows; `dry`: proposals ran dry (an edit of the best)."""
+    def next_plan(self, iteration: int, candidates: list[Candidate], charged: Iterable[str], dry: bool = False) -> Plan:
+        """The plan of `iteration`, from the committed `candidates` and `charged` rollout keys. `dry`: proposals
+        ran dry (an edit of the best)."""
         config, r = self.config, self.rollouts_per_row
         # while the seed is still being scored it is the only candidate: it is the parent whatever its
         # scores, and the draw uses the RNG the same way
         planning_scores = [c.val_scores for c in candidates] or [[0.0] * self.num_val]
-        parent = select_parent(planning_scores, self.rng)
+        parent = select_parent(planning_scores, self.rng, [c.val_rows_run for c in candidates] or None)
         minibatch = self.sampler.next(config.minibatch_size, self.rng)
         kind, other = "reflect", None
         if candidates:  # not while the seed is still being scored
@@ -96,7 +95,6 @@ class Planner:
                 self.merged.append([best, partner])
         prompt = self.prompt_of(candidates, parent)
         paid = charged_rows(charged, prompt_hash(prompt), r)
-        known = known_rows(paid, minibatch, min(config.known_rows, known_room // r), salt=iteration)
-        others = [row for row in paid if row not in minibatch and row not in known]
-        shown = lowest_rows(others, lambda rows: self.train_scores(prompt, rows), config.known_rows, salt=iteration)
-        return Plan(iteration, parent, minibatch, kind, known, other, shown)
+        others = [row for row in paid if row not in minibatch]
+        shown = lowest_rows(others, lambda rows: self.train_scores(prompt, rows), config.shown_rows, salt=iteration)
+        return Plan(iteration, parent, minibatch, kind, [], other, shown)

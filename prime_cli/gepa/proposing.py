@@ -104,7 +104,7 @@ class Proposer:
         return [row_score([cache.get(k) for k in keys]) if all(k in cache for k in keys) else None for keys in row_keys]
 
     def reflection_text(self, plan: Plan, parent_prompt: str, entries: list[list[dict[str, Any]]]) -> str | None:
-        """What the reflection reads: the parent on the plan's rows, then on its lowest other known rows,
+        """What the reflection reads: the parent on the plan's rows, then on its lowest-scoring rows scored before,
         shortened to fit the reflection model's context (fitting.py; None: even the shortest does not)."""
         return self._fitted_text(plan, parent_prompt, entries).text
 

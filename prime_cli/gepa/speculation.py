@@ -57,7 +57,7 @@ class Prefetcher:
         ahead = planner.fork()
         plans: list[Plan] = []
         iteration = last_planned
-        # a rejected proposal charges its parent's rows: the known rows of the plans that follow
+        # a rejected proposal charges its parent's rows: the rows the plans that follow show its reflection
         charged = set(charged)
         for plan in in_flight:
             charged.update(self.evaluator.keys(self._prompt(planner, plan.parent), "train", plan.rows))
@@ -68,7 +68,7 @@ class Prefetcher:
             if not self.stops.allow_launch(point):
                 break
             iteration += 1
-            plan = ahead.next_plan(iteration, self.candidates, charged, self.stops.budget.known_rows_room(point))
+            plan = ahead.next_plan(iteration, self.candidates, charged)
             plans.append(plan)
             charged.update(self.evaluator.keys(self._prompt(planner, plan.parent), "train", plan.rows))
             point = point.after_launch()

@@ -19,9 +19,9 @@ from .pareto import best_candidate
 class Plan:
     """A proposal chosen but not yet committed: which parent, on which train rows, and what kind.
 
-    `known`: train rows the parent was already scored on (paid for): the reflection sees them beside the
-    fresh minibatch, and the child is scored on them too, so it is judged on more rows than the minibatch.
-    `kind`: "reflect", "edit" or "merge" (planner.py)."""
+    `known`: in plans saved before issue 57 only (empty since), train rows the parent was already scored on
+    that the child was judged on beside the minibatch (shown_rows.py says why that gate went); a resumed run
+    runs such a pending plan as it was made. `kind`: "reflect", "edit" or "merge" (planner.py)."""
 
     iteration: int
     parent: int
@@ -90,6 +90,8 @@ class SearchState:
     """[best, other] pairs a merge was planned for (planner.py: once per pair)."""
     rng: random.Random = field(default_factory=random.Random)
     sampler: MinibatchSampler | None = None
+    picked: int | None = None
+    """The final pick (picking.py), once a search has ended with one; None: the best by validation."""
 
     def __post_init__(self) -> None:
         if self.sampler is None:
@@ -101,7 +103,10 @@ class SearchState:
         return [c.val_scores for c in self.candidates]
 
     def best(self) -> Candidate:
-        """The best candidate (pareto.best_candidate: partially validated ones on a paired comparison)."""
+        """The final pick once made (picking.py), else pareto.best_candidate (partially validated candidates on
+        a paired comparison)."""
+        if self.picked is not None:
+            return self.candidates[self.picked]
         return self.candidates[best_candidate(self.val_scores, [c.val_rows_run for c in self.candidates])]
 
     def to_json(self, charged: set[str]) -> dict[str, Any]:
@@ -118,6 +123,7 @@ class SearchState:
             "edited": self.edited, "dry_edits": self.dry_edits, "merged": self.merged,
             "rng": rng_to_json(self.rng),
             "sampler": {"order": self.sampler.order, "pos": self.sampler.pos},
+            "picked": self.picked,
         }
 
     @classmethod
@@ -132,5 +138,5 @@ class SearchState:
                     fruitless_reflections=int(data.get("fruitless_reflections", 0)),
                     edited=[int(i) for i in data.get("edited", [])], dry_edits=int(data.get("dry_edits", 0)),
                     merged=[[int(a), int(b)] for a, b in data.get("merged", [])],
-                    rng=rng_from_json(data["rng"]), sampler=sampler)
+                    rng=rng_from_json(data["rng"]), sampler=sampler, picked=data.get("picked"))
         return state

@@ -60,8 +60,6 @@ class BudgetSpent:
     reserve beside theirs; beside the first, only when it could pay a whole validation pass for it and for
     each one in flight (so the search turns serial as the budget runs out). Both are planned with the
     nominal costs (each rollout new) against the spend committed so far, which cache hits keep lower.
-    A new proposal needs room for its fresh minibatch (`minibatch_cost`); the known rows it adds are cut
-    to the room left (`known_rows_room`), and once launched it is reserved at its most (`proposal_cost`).
     Running out is the search's normal end, so it gives no stop reason."""
 
     def __init__(self, max_calls: int, proposal_cost: int, validation_pass_cost: int,
@@ -78,10 +76,6 @@ class BudgetSpent:
 
     def holds(self, point: SearchPoint) -> bool:
         return self._room(point) < 0
-
-    def known_rows_room(self, point: SearchPoint) -> int:
-        """Rollouts a proposal launched now may spend on known rows (known_rows.py) within the budget."""
-        return max(0, min(self._room(point), self.proposal_cost - self.minibatch_cost))
 
     def validation_allowance(self, point: SearchPoint) -> int:
         """Rollouts a winner committed now may charge for its validation: what is left once each proposal

@@ -26,6 +26,11 @@ def search(cfg, student=None, reflector=None, resume=False, on_commit=None):
     return outcome, run_dir, student, reflector
 
 
+def confirm_keys(run_dir):
+    """The final pick's fresh validation rollouts the run charged (picking.py)."""
+    return [k for k in json.loads((run_dir / "state.json").read_text())["charged"] if k.startswith("confirm/")]
+
+
 def without_time(rows):
     return [{k: v for k, v in row.items() if k != "time_s"} for row in rows]
 
@@ -40,9 +45,10 @@ def test_search_improves_and_every_rollout_is_paid_once(workdir):
     # the budget counts distinct rollouts, and the cache means each was sent to the model once
     sent = {(c["messages"][0]["content"] if c["messages"][0]["role"] == "system" else "", c["messages"][-1]["content"])
             for c in student.client.calls}
-    assert len(student.client.calls) == len(sent) == outcome.total_metric_calls
+    # ... but for the final pick's fresh rollouts, the same prompt on the same validation row again (picking.py)
+    assert len(student.client.calls) == outcome.total_metric_calls == len(sent) + len(confirm_keys(run_dir))
     meta = json.loads((run_dir / "metadata.json").read_text())
-    assert meta["total_metric_calls"] == outcome.total_metric_calls == iterations[-1]["metric_calls"]
+    assert meta["total_metric_calls"] == outcome.total_metric_calls == iterations[-1]["metric_calls"] + len(confirm_keys(run_dir))
     assert meta["status"] == "completed" and meta["num_candidates"] == len(candidates)
     # only accepted children were scored on validation rows (the seed too): 10 val rows each
     val_calls = [c for c in student.client.calls if "item" in c["messages"][-1]["content"]
@@ -194,8 +200,9 @@ def test_speculation_makes_the_same_choices_and_charges(workdir, parallel, specu
     # what speculation costs is model calls nobody used, and it says how many
     sent = {(c["messages"][0]["content"] if c["messages"][0]["role"] == "system" else "", c["messages"][-1]["content"])
             for c in student.client.calls}
-    assert len(student.client.calls) == len(sent)  # still never the same rollout twice
-    assert len(sent) == fast.total_metric_calls + fast.test_metric_calls + meta["rollouts_uncharged"]
+    repeats = len(confirm_keys(fast_dir))  # only the final pick asks the same thing again, on purpose
+    assert len(student.client.calls) == len(sent) + repeats  # still never the same rollout twice
+    assert len(student.client.calls) == fast.total_metric_calls + fast.test_metric_calls + meta["rollouts_uncharged"]
     assert len(reflector.client.calls) >= len(plain_reflector.client.calls)
 
 

@@ -172,12 +172,12 @@ def test_the_budget_is_never_passed_and_a_late_winner_is_validated_on_the_rows_i
     meta = json.loads((tmp_path / "run" / "metadata.json").read_text())
     assert meta["total_metric_calls"] == len(student_calls) <= 67
     candidates = [json.loads(line) for line in (tmp_path / "run" / "candidates.jsonl").read_text().splitlines()]
-    # 20 (seed) + 6 + 20 (first child) + 9 (the second proposal: its 3 fresh rows for parent and child, and
-    # the child on the parent's 3 known rows): 12 rollouts left for the second child
+    # 20 (seed) + 6 + 20 (first child) + 6 (the second proposal: its 3 fresh rows for parent and child):
+    # 15 rollouts left for the second child
     late = candidates[-1]
-    assert [c["val_rows_run"] for c in candidates] == [20, 20, 12]
-    assert sum(s is not None for s in late["val_scores"]) == 12 and late["val_mean"] is not None
-    assert "accepted as candidate 2 (validated on 12 of 20 rows: the budget left)" in result.stdout
+    assert [c["val_rows_run"] for c in candidates] == [20, 20, 15]
+    assert sum(s is not None for s in late["val_scores"]) == 15 and late["val_mean"] is not None
+    assert "accepted as candidate 2 (validated on 15 of 20 rows: the budget left)" in result.stdout
     iterations = [json.loads(line) for line in (tmp_path / "run" / "iterations.jsonl").read_text().splitlines()]
-    assert [it["child_val_rows_run"] for it in iterations if it["accepted"]] == [20, 12]
-    assert read_gepa_run(tmp_path / "run").candidates[-1].val_rows_run == 12
+    assert [it["child_val_rows_run"] for it in iterations if it["accepted"]] == [20, 15]
+    assert read_gepa_run(tmp_path / "run").candidates[-1].val_rows_run == 15

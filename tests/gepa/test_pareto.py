@@ -6,6 +6,7 @@ from collections import Counter
 from prime_cli.gepa.pareto import (
     best_candidate,
     front_counts,
+    in_contention,
     non_dominated,
     row_fronts,
     select_parent,
@@ -89,3 +90,18 @@ def test_a_partially_validated_candidate_wins_only_a_paired_comparison_on_its_ro
                           [8, 5, 4]) == 1
     assert best_candidate([leader, [1.0, 1.0, 1.0, 0.5, 1.0, None, None, None], [1.0, 1.0, 1.0, 1.0, *rest]],
                           [8, 5, 4]) == 2
+
+
+def test_a_candidate_clearly_below_the_leader_is_not_a_parent_though_it_is_on_a_front():
+    """Under sampling noise nearly every candidate is on some row's front (it got one row right that the others
+    missed by chance), so a weak old candidate would keep being drawn and its children validated for nothing.
+    Parents are drawn among the candidates whose paired 95% interval against the leader reaches 0."""
+    leader = [1.0] * 18 + [0.0, 0.0]
+    weak = [0.0] * 18 + [1.0, 0.0]  # alone on row 18's front, far below the leader everywhere else
+    close = [0.0] + [1.0] * 17 + [0.0, 1.0]  # level with the leader: misses row 0, gets row 19
+    scores = [leader, weak, close]
+    assert front_counts(row_fronts(scores))[1] == 1  # GEPA's front alone keeps it
+    assert in_contention(scores, 0) == [0, 2]
+    rng = random.Random(5)
+    draws = Counter(select_parent(scores, rng) for _ in range(500))
+    assert set(draws) == {0, 2}

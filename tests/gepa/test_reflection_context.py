@@ -102,7 +102,7 @@ def reflection_calls(server) -> list[dict[str, Any]]:
 
 
 def test_reflection_prompts_are_shortened_to_fit_the_context_the_server_reports(tmp_path):
-    # the full prompt (3 rollouts of ~3.4k characters, then known rows) is over 2048 tokens; shortened,
+    # the full prompt (3 rollouts of ~3.4k characters, then rows only shown) is over 2048 tokens; shortened,
     # each fits beside max_tokens, and keeps the prompt, the inputs, the rewards and the answers
     with SmallContextServer(talky_reply, max_model_len=2048) as server:
         result = gepa(tmp_path, server, "-B", "40")

@@ -7,30 +7,27 @@ from prime_cli.gepa.stopping import MAX_IDLE_COMMITS, SearchPoint, StopCondition
 def conditions(**overrides):
     values = {"env_id": "toy", "model": "student", "reflection_model": "reflector", "max_calls": 100,
               "num_train": 20, "num_val": 10, "minibatch_size": 3}
-    return StopConditions(build_config("test", **{**values, **overrides}))  # a fresh minibatch 6, a proposal at most 12 (6 known rows), validation 10
+    return StopConditions(build_config("test", **{**values, **overrides}))  # a fresh minibatch 6 (a proposal's most), validation 10
 
 
 def test_a_launch_needs_room_for_its_minibatches_and_a_validation_beside_the_reserve_of_those_in_flight():
     stops = conditions()  # a validation pass is 10 rows, all of them the minimum too
     assert stops.allow_launch(SearchPoint(used=84, in_flight=0))  # 84 + 6 + 10 = 100
     assert not stops.allow_launch(SearchPoint(used=85, in_flight=0))
-    assert stops.budget.known_rows_room(SearchPoint(used=84, in_flight=0)) == 0  # no room for known rows
-    assert stops.budget.known_rows_room(SearchPoint(used=80, in_flight=0)) == 4
-    assert stops.budget.known_rows_room(SearchPoint(used=0, in_flight=0)) == 6  # at most the 6 known rows
-    assert stops.allow_launch(SearchPoint(used=62, in_flight=1))  # 62 + (12 + 10) + (6 + 10) = 100
-    assert not stops.allow_launch(SearchPoint(used=63, in_flight=1))
+    assert stops.allow_launch(SearchPoint(used=68, in_flight=1))  # 68 + (6 + 10) + (6 + 10) = 100
+    assert not stops.allow_launch(SearchPoint(used=69, in_flight=1))
     assert stops.stop_reason(SearchPoint(used=100, in_flight=0)) is None  # the budget is the normal end
-    # a winner committed now may spend what the two still in flight leave: 100 - 40 - 2 x (12 + 10)
-    assert stops.budget.validation_allowance(SearchPoint(used=40, in_flight=2)) == 16
+    # a winner committed now may spend what the two still in flight leave: 100 - 40 - 2 x (6 + 10)
+    assert stops.budget.validation_allowance(SearchPoint(used=40, in_flight=2)) == 28
 
 
 def test_the_first_proposal_needs_a_partial_validation_and_parallel_ones_a_whole_pass_each():
     stops = conditions(num_val=50, max_calls=300)  # a pass is 50 rollouts, the least validation 10
     assert stops.allow_launch(SearchPoint(used=284, in_flight=0))  # 284 + 6 + 10 = 300
     assert not stops.allow_launch(SearchPoint(used=285, in_flight=0))
-    assert stops.allow_launch(SearchPoint(used=182, in_flight=1))  # 182 + (12 + 50) + (6 + 50) = 300
-    assert not stops.allow_launch(SearchPoint(used=183, in_flight=1))
-    assert stops.budget.validation_allowance(SearchPoint(used=250, in_flight=1)) == 300 - 250 - 22
+    assert stops.allow_launch(SearchPoint(used=188, in_flight=1))  # 188 + (6 + 50) + (6 + 50) = 300
+    assert not stops.allow_launch(SearchPoint(used=189, in_flight=1))
+    assert stops.budget.validation_allowance(SearchPoint(used=250, in_flight=1)) == 300 - 250 - 16
 
 
 def test_repeats_and_fruitless_reflections_end_the_search_with_their_reason():
