@@ -113,7 +113,7 @@ class SearchState:
         assert self.sampler is not None
         return {
             "version": 1, "seed": self.seed, "num_train": self.num_train,
-            "candidates": [asdict(c) for c in self.candidates],
+            "candidates": [dict(vars(c)) for c in self.candidates],  # flat fields: asdict's deep copy cost ms per save
             "charged": sorted(charged),
             "last_planned": self.last_planned, "last_committed": self.last_committed,
             "pending": [asdict(p) for p in self.pending],

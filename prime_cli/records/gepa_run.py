@@ -147,7 +147,7 @@ class GepaMetadata(TypedDict, total=False):
 @dataclass
 class Candidate:
     """A system prompt the search kept, with its validation scores: the engine's search state holds
-    these (state.json stores them as `asdict`), candidates.jsonl stores each as one `GepaCandidate` line
+    these (state.json stores their fields), candidates.jsonl stores each as one `GepaCandidate` line
     (`line`), and the reader builds them back from those lines (`from_line`)."""
 
     idx: int

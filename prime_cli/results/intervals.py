@@ -10,6 +10,7 @@ compared on per-example mean differences (a paired t-test). Plain Python: no num
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Hashable, Mapping, Sequence
@@ -95,6 +96,7 @@ def rate_lower_bound(count: int, n: int, level: float = LEVEL) -> float:
     return max(0.0, (centre - spread) / (1 + z2))
 
 
+@functools.lru_cache(maxsize=1024)  # a GEPA search asks for the same few (p, df) thousands of times
 def t_quantile(p: float, df: int) -> float:
     """Student's t quantile: exact for df 1 and 2; above, a Cornish-Fisher expansion of the normal quantile
     refined by Newton steps on the exact distribution function (t_cdf)."""
