@@ -111,3 +111,14 @@ def test_examples_needed_follows_the_normal_approximation():
 def test_no_examples_in_common_and_no_values_give_none():
     assert paired_comparison({1: [1.0]}, {2: [1.0]}) is None
     assert clustered_interval({}) is None
+
+
+def test_the_float_standard_error_of_the_paired_test_matches_statistics_exact_one():
+    rng = random.Random(7)
+    for _ in range(200):
+        n = rng.randint(2, 60)
+        a = {i: [rng.choice([0.0, 0.5, 1.0])] for i in range(n)}
+        b = {i: [rng.choice([0.0, 1.0]), rng.random()] for i in range(n)}
+        diffs = [statistics.fmean(b[i]) - statistics.fmean(a[i]) for i in range(n)]
+        result = paired_comparison(a, b)
+        assert math.isclose(result.se, statistics.stdev(diffs) / math.sqrt(n), rel_tol=1e-12, abs_tol=1e-15)
