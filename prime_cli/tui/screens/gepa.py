@@ -108,8 +108,8 @@ class GepaScreen(Screen):
             visible(f"  {short_date(str(meta.get('created_at', '')))}  reflection {meta.get('reflection_model', '?')}")
             + f"  best #{fmt(run.best_idx)} val {fmt(meta.get('best_score'))} (seed {fmt(meta.get('seed_val_score'))})"
             f"  test {fmt(meta.get('seed_test_score'))} → {fmt(meta.get('best_test_score'))}"
-            f"  calls {fmt(meta.get('total_metric_calls'))}/{fmt(meta.get('max_calls'))}" + self._errored(),
-            *self._ending()))
+            f"  calls {fmt(meta.get('total_metric_calls'))}/{fmt(meta.get('max_calls'))}" + self._errored()
+            + self._pick(), *self._ending()))
         front = run.frontier_counts()
         table = self.query_one("#cand-table", DataTable)
         table.clear()
@@ -133,6 +133,19 @@ class GepaScreen(Screen):
         if not isinstance(record, dict) or not record.get("left_out"):
             return ""
         return f"  errored {fmt(record.get('left_out'))}/{fmt(record.get('rollouts'))} left out"
+
+    def _pick(self) -> str:
+        """How the final pick (gepa/picking.py) chose the best, when it re-rolled any duel."""
+        pick = self.run.metadata.get("pick")
+        duels = [d for d in (pick or {}).get("duels") or [] if isinstance(d, dict)]
+        if not duels:
+            return ""
+        best, leader = pick.get("best"), pick.get("leader_by_validation")
+        chosen = f" over #{fmt(leader)}" if best != leader else ""
+        fights = ", ".join(f"#{fmt(d.get('challenger'))} vs #{fmt(d.get('leader'))} {_lead(d.get('challenger_lead'))} "
+                           f"on {fmt(d.get('rows_rerun'))} re-rolled rows" for d in duels)
+        return (f"\nfinal pick #{fmt(best)}{chosen} (the best by validation): {fights}; "
+                f"rests on {fmt(pick.get('rollouts'))} validation rollouts")
 
     def _ending(self) -> tuple[tuple[str, str], ...]:
         """Why the run ended other than by its budget: an early stop, or the error that failed it."""
@@ -208,3 +221,7 @@ class GepaScreen(Screen):
             return
         self.app.copy_to_clipboard(text)
         self.query_one("#status", Static).update("copied the prompt to the clipboard")
+
+
+def _lead(value: object) -> str:
+    return f"{value:+.1f}" if isinstance(value, (int, float)) else "–"
