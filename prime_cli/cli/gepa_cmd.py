@@ -30,7 +30,7 @@ def run(
     reflection_base_url: str | None = typer.Option(None, "--reflection-base-url", help="Base URL for -M when it is served elsewhere. Default: -b."),
     api_key_var: options.ApiKeyVarOpt = None,
     endpoints_path: options.EndpointsPathOpt = None,
-    max_calls: int | None = typer.Option(None, "-B", "--max-calls", help="Budget in student rollouts (validation + minibatches; the test set is extra), never exceeded: a late winner is validated on the rows it leaves. Default 500."),
+    max_calls: int | None = typer.Option(None, "-B", "--max-calls", help="Budget in student rollouts (validation, minibatches and the final pick's re-rolls; the test set is extra), never exceeded: a late winner is validated on the rows it leaves. Default 500."),
     max_cost: float | None = typer.Option(None, "--max-cost", metavar="USD", help="Stop before the run's dollar spend (student rollouts, judge calls and reflection calls at the models' prices: a registry entry's input_price/output_price, else LiteLLM's table) would pass USD; the run is saved as cancelled (exit 1) with the command to resume it, which counts what was already spent."),
     num_train: int | None = typer.Option(None, "-n", "--num-train", help="Training rows (from the dataset) that minibatches are drawn from. Default 100."),
     num_val: int | None = typer.Option(None, "-N", "--num-val", help="Validation rows (from the eval dataset) that accepted prompts are scored on. Default 50."),

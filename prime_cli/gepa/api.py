@@ -164,6 +164,12 @@ def takes_system_prompt(env_id: str) -> bool:
     return "system_prompt" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
+def picked_over_leader(outcome: Outcome) -> bool:
+    """The final pick chose another candidate than the leader by validation."""
+    pick = outcome.pick or {}
+    return pick.get("best") is not None and pick.get("best") != pick.get("leader_by_validation")
+
+
 def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, stream: IO[str]) -> None:
     best, seed = outcome.best, outcome.state.candidates[0]
     seed_ci, best_ci = bracket(seed.val_scores), bracket(best.val_scores)
@@ -173,7 +179,9 @@ def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, str
            f"validation score: seed {format_score(seed.val_mean)}{seed_ci} -> best {format_score(best.val_mean)}{best_ci} "
            f"(candidate {best.idx}; {'95% intervals over ' if seed_ci or best_ci else ''}"
            f"{sum(s is not None for s in best.val_scores)} validation rows, "
-           "on which the best was chosen: its score there is optimistic)"]
+           + ("on which the best was chosen: its score there is optimistic)" if not picked_over_leader(outcome) else
+              f"where candidate {outcome.pick['leader_by_validation']} led: the final pick chose {best.idx} on fresh "
+              "rollouts of the rows where they disagree)")]
     if line := errored_line(outcome.errored_rollouts):
         out.append(line)
     if outcome.stop_reason:

@@ -153,7 +153,6 @@ class GepaEngine:
 
     async def run(self) -> Outcome:
         status, error, searched, pick = RunStatus.COMPLETED, None, False, None
-        self.state.picked = None  # a resumed search picks again when it ends
         self.stages.begin("search_s")
         try:
             seed_rows = None if self.state.candidates else self._charge_seed()
@@ -186,10 +185,10 @@ class GepaEngine:
                 if self.on_commit is not None:
                     self.on_commit(line)
             searched = not self.draining
-            if self.draining:
-                status = RunStatus.CANCELLED
-            else:
+            if not self.draining:
                 pick = await self._pick()
+            if self.draining:  # a Ctrl-C before or during the pick: no test pass
+                status = RunStatus.CANCELLED
         except (KeyboardInterrupt, asyncio.CancelledError):
             status = RunStatus.CANCELLED
         except (ReflectionAborted, EndpointAborted, CostCapReached) as exc:  # a cost cap: resumable as a Ctrl-C
@@ -321,6 +320,8 @@ class GepaEngine:
                 allowance = self.stops.budget.validation_allowance(self._point())
                 child_idx, reason, val_cut = await self.validator.validate(result, allowance)
                 accepted = child_idx is not None
+                if accepted:  # the final pick of the run this one resumes no longer stands
+                    state.picked = None
         state.last_committed = plan.iteration
         if accepted:
             state.dry_edits = 0
@@ -434,4 +435,6 @@ class GepaEngine:
                                     total_metric_calls=outcome.total_metric_calls,
                                     seed_test_score=outcome.seed_test_score, best_test_score=outcome.best_test_score,
                                     test_metric_calls=outcome.test_metric_calls, error=outcome.error,
-                                    stop_reason=outcome.stop_reason, pick=outcome.pick)
+                                    stop_reason=outcome.stop_reason,
+                                    # a resume that ended early keeps the pick that still stands
+                                    **({"pick": outcome.pick} if outcome.pick or self.state.picked is None else {}))

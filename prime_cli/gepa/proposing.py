@@ -1,8 +1,9 @@
 """One proposal of the search, run: the parent on its rows, the reflection (or the edit step's, or a merge
 without a model call), the child on the same rows. It decides nothing (the engine's commit does).
 
-What the reflection reads: the parent's rollouts on the plan's rows (the fresh minibatch, then the known
-rows) and on its lowest other known train rows (`Plan.shown`, planner.py), all from the cache once run.
+What the reflection reads: the parent's rollouts on the plan's rows (the fresh minibatch; in plans saved
+before issue 57 also the known rows) and on its lowest-scoring train rows scored before (`Plan.shown`,
+planner.py, shown_rows.py), all from the cache once run.
 """
 
 from __future__ import annotations

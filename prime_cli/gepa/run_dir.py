@@ -99,10 +99,11 @@ class GepaRunDir:
 
     def save_progress(self, state: SearchState, charged: set[str], **metadata: Any) -> None:
         """Frontier, best prompt, metadata, then the resume state (last, so it never runs ahead). The frontier
-        and best prompt are rewritten only when a validation score changed (most commits accept nothing)."""
+        and best prompt are rewritten only when a validation score or the best changed (most commits accept
+        nothing)."""
         candidates = state.candidates
         best = state.best()
-        scores = [(list(c.val_scores), c.val_rows_run) for c in candidates]
+        scores = (best.idx, [(list(c.val_scores), c.val_rows_run) for c in candidates])  # the pick changes the best alone
         if scores != self._fronted:
             self._write_frontier(candidates)
             self._write_best_prompt(best.prompt)

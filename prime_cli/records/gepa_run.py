@@ -130,8 +130,8 @@ class GepaMetadata(TypedDict, total=False):
     error: str | None
     stop_reason: str | None  # why a completed run stopped before its budget (None: the budget ran out)
     # how the best was chosen (prime_cli/gepa/picking.py): method, leader_by_validation, best, duels (each:
-    # leader, challenger, rows_disagreeing, rows_rerun, challenger_lead, won), rollouts (the best's validation
-    # rollouts, fresh ones included)
+    # leader, challenger, rows_disagreeing, rows_rerun, challenger_lead, won), score_rollouts (the validation
+    # rollouts best_score rests on), fresh_rollouts (the best's re-rolls the choice also rests on)
     pick: dict[str, Any] | None
     # rollouts the run used that errored and were left out of every score:
     # {"left_out", "rollouts", "train", "val", "test"} (prime_cli/gepa/scored.py)

@@ -181,3 +181,62 @@ def test_the_budget_is_never_passed_and_a_late_winner_is_validated_on_the_rows_i
     iterations = [json.loads(line) for line in (tmp_path / "run" / "iterations.jsonl").read_text().splitlines()]
     assert [it["child_val_rows_run"] for it in iterations if it["accepted"]] == [20, 15]
     assert read_gepa_run(tmp_path / "run").candidates[-1].val_rows_run == 15
+
+
+PICK_SEED = 10  # a seed whose final pick overturns the leader by validation (the test asserts it does)
+
+
+def noisy_student(seed: int):
+    """The toy student answering right with probability 0.6 when the prompt names the row's kind (0.3 when
+    not), drawn afresh on every asking (a hash of the request and how many times it was asked), so a
+    candidate's validation score is luck as well and the final pick has something to overturn."""
+    import hashlib
+    import re
+    import threading
+
+    asked: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def reply(body):
+        messages = body["messages"]
+        if body["model"] == "reflector":
+            return support.reflector_reply(messages, None, None)
+        kind = re.search(r"kind:(\w+)", messages[-1]["content"]).group(1)
+        key = json.dumps([support.system_text(messages), messages[-1]["content"]])
+        with lock:
+            asked[key] = n = asked.get(key, 0) + 1
+        draw = int(hashlib.sha256(f"{seed}:{key}:{n}".encode()).hexdigest()[:8], 16) / 16 ** 8
+        return kind if draw < (0.6 if f"kind {kind}" in support.system_text(messages) else 0.3) else "unknown"
+
+    return reply
+
+
+def test_a_challenger_the_final_pick_prefers_is_the_best_in_every_file(tmp_path):
+    with ScriptedOpenAIServer(noisy_student(PICK_SEED)) as server:
+        result = gepa(tmp_path, server.url, "-B", "150", "--plain", "-o", str(tmp_path / "run"))
+        student_calls = [r for r in server.requests_to("/v1/chat/completions") if r["json"]["model"] == "student"]
+    assert result.returncode == 0, result.stderr
+    meta = json.loads((tmp_path / "run" / "metadata.json").read_text())
+    pick = meta["pick"]
+    assert pick["best"] != pick["leader_by_validation"] and any(d["won"] for d in pick["duels"])  # what is tested
+    assert all(d["challenger_lead"] > 0 and d["rows_rerun"] >= 2 for d in pick["duels"] if d["won"])
+    candidates = [json.loads(line) for line in (tmp_path / "run" / "candidates.jsonl").read_text().splitlines()]
+    best = candidates[pick["best"]]
+    assert meta["best_idx"] == pick["best"] and meta["best_score"] == best["val_mean"]
+    assert (tmp_path / "run" / "best_prompt.txt").read_text() == best["system_prompt"]
+    assert (tmp_path / "run" / "system_prompt.txt").read_text() == best["system_prompt"]
+    assert read_gepa_run(tmp_path / "run").best_prompt_text() == best["system_prompt"]
+    assert f"the final pick chose {pick['best']} on fresh rollouts" in result.stdout
+    assert meta["total_metric_calls"] == len(student_calls) <= 150
+    assert pick["score_rollouts"] == sum(s is not None for s in best["val_scores"])
+    assert pick["fresh_rollouts"] > 0
+
+
+def test_one_fresh_draw_on_one_row_does_not_overturn_the_validation(tmp_path):
+    # -N 1: a duel re-rolls one row at most; the challenger ahead on that one draw keeps its place behind
+    with ScriptedOpenAIServer(noisy_student(0)) as server:
+        result = gepa(tmp_path, server.url, "-N", "1", "-B", "60", "--plain", "-o", str(tmp_path / "run"))
+    assert result.returncode == 0, result.stderr
+    pick = json.loads((tmp_path / "run" / "metadata.json").read_text())["pick"]
+    assert any(d["challenger_lead"] > 0 and d["rows_rerun"] == 1 for d in pick["duels"])  # what is tested
+    assert pick["best"] == pick["leader_by_validation"] and not any(d["won"] for d in pick["duels"])

@@ -142,15 +142,15 @@ async def test_gepa_run_that_stopped_before_its_budget_says_why(tmp_path):
 async def test_gepa_run_says_how_its_final_pick_chose_the_best(tmp_path):
     run_dir = write_gepa_run(tmp_path)
     meta = json.loads((run_dir / "metadata.json").read_text())
-    pick = {"method": "...", "leader_by_validation": 1, "best": 0, "rollouts": 16, "duels": [
+    pick = {"method": "...", "leader_by_validation": 1, "best": 0, "score_rollouts": 4, "fresh_rollouts": 3, "duels": [
         {"leader": 1, "challenger": 0, "rows_disagreeing": 3, "rows_rerun": 3, "challenger_lead": 2.0, "won": True}]}
     (run_dir / "metadata.json").write_text(json.dumps({**meta, "pick": pick}))
     app = make_app(run_dir)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         text = screen_text(app)
-        assert ("final pick #0 over #1 (the best by validation): #0 vs #1 +2.0 on 3 re-rolled rows; rests on 16 "
-                "validation rollouts") in text, text
+        assert ("final pick #0 over #1 (the best by validation): #0 vs #1 +2.0 on 3 re-rolled rows; on 4 + 3 fresh "
+                "rollouts") in text, text
 
 
 async def test_gepa_run_with_errored_rollouts_shows_them_left_out_never_as_zero(tmp_path):

@@ -144,8 +144,8 @@ class GepaScreen(Screen):
         chosen = f" over #{fmt(leader)}" if best != leader else ""
         fights = ", ".join(f"#{fmt(d.get('challenger'))} vs #{fmt(d.get('leader'))} {_lead(d.get('challenger_lead'))} "
                            f"on {fmt(d.get('rows_rerun'))} re-rolled rows" for d in duels)
-        return (f"\nfinal pick #{fmt(best)}{chosen} (the best by validation): {fights}; "
-                f"rests on {fmt(pick.get('rollouts'))} validation rollouts")
+        return (f"\nfinal pick #{fmt(best)}{chosen} (the best by validation): {fights}; on "
+                f"{fmt(pick.get('score_rollouts'))} + {fmt(pick.get('fresh_rollouts'))} fresh rollouts")
 
     def _ending(self) -> tuple[tuple[str, str], ...]:
         """Why the run ended other than by its budget: an early stop, or the error that failed it."""
