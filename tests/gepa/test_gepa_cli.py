@@ -240,3 +240,33 @@ def test_one_fresh_draw_on_one_row_does_not_overturn_the_validation(tmp_path):
     pick = json.loads((tmp_path / "run" / "metadata.json").read_text())["pick"]
     assert any(d["challenger_lead"] > 0 and d["rows_rerun"] == 1 for d in pick["duels"])  # what is tested
     assert pick["best"] == pick["leader_by_validation"] and not any(d["won"] for d in pick["duels"])
+
+
+def test_a_ctrl_c_during_the_final_pick_cancels_the_run_before_its_test_pass(tmp_path):
+    import signal
+    import threading
+    import time
+
+    from tests.evals.cli_support import popen_prime
+
+    noisy, asked, first_repeat = noisy_student(PICK_SEED), set(), threading.Event()
+
+    def reply(body):  # a request asked twice is the pick's first re-roll (the cache asks no other twice)
+        key = json.dumps(body["messages"])
+        if body["model"] == "student" and key in asked and not first_repeat.is_set():
+            first_repeat.set()
+            time.sleep(1.0)  # still in flight when the Ctrl-C comes
+        asked.add(key)
+        return noisy(body)
+
+    support.write_toy_env(tmp_path)
+    with ScriptedOpenAIServer(reply) as server:
+        proc = popen_prime(["gepa", "run", "toy-gepa", "-m", "student", "-M", "reflector", "-b", server.url, "-n", "20",
+                            "-N", "10", "-B", "150", "--num-test", "10", "--plain", "-o", str(tmp_path / "run")], tmp_path)
+        assert first_repeat.wait(60), "the run made no final pick"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    meta = json.loads((tmp_path / "run" / "metadata.json").read_text())
+    assert proc.returncode == 1, out[-2000:] + err[-2000:]
+    assert meta["status"] == "cancelled" and not meta.get("test_metric_calls") and meta.get("best_test_score") is None
+    assert "-R" in out + err  # the resume command
