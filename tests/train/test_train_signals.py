@@ -36,7 +36,8 @@ def test_a_closed_terminal_stops_the_run_like_ctrl_c_with_the_resume_command(tmp
     run = subprocess.Popen([str(PRIME), "train", str(config), "-o", str(out.output_dir)], cwd=tmp_path,
                            env=prime_env(train_env({"PRIME_TEST_FAKE_VLLM_ARGS": "--delay 0.3"})), stdin=terminal,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                           preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+                           preexec_fn=lambda: (signal.signal(signal.SIGHUP, signal.SIG_DFL),  # the suite may run under nohup
+                                               fcntl.ioctl(0, termios.TIOCSCTTY, 0)))
     os.close(terminal)
     try:
         wait_until(lambda: out.checkpoint_steps(), run)

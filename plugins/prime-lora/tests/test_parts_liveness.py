@@ -167,12 +167,16 @@ def test_what_each_part_waits_for_is_read_from_the_run_folder(tmp_path):
 @pytest.mark.parametrize(("signum", "code", "name"), [(signal.SIGTERM, 143, "SIGTERM"),
                                                       (signal.SIGHUP, 129, "SIGHUP (the terminal closed)")])
 def test_sigterm_and_sighup_stop_like_ctrl_c_with_their_exit_codes(signum, code, name):
-    before = signal.getsignal(signum)
-    with pytest.raises(KeyboardInterrupt) as stop, stop_signals():
-        os.kill(os.getpid(), signum)
-        time.sleep(5)
-    assert isinstance(stop.value, Stopped) and exit_code(stop.value) == code and stop_name(stop.value) == name
-    assert signal.getsignal(signum) is before
+    outer = signal.signal(signum, signal.SIG_DFL)  # as in a terminal, not ignored (the suite may run under nohup)
+    try:
+        before = signal.getsignal(signum)
+        with pytest.raises(KeyboardInterrupt) as stop, stop_signals():
+            os.kill(os.getpid(), signum)
+            time.sleep(5)
+        assert isinstance(stop.value, Stopped) and exit_code(stop.value) == code and stop_name(stop.value) == name
+        assert signal.getsignal(signum) is before
+    finally:
+        signal.signal(signum, outer)
     assert exit_code(KeyboardInterrupt()) == 130 and stop_name(KeyboardInterrupt()) == "Ctrl-C"
 
 
@@ -200,13 +204,20 @@ except KeyboardInterrupt as stop:
 """
 
 
-def test_a_closed_terminal_stops_with_129_though_nothing_can_be_written_there_any_more():
+def in_a_terminal() -> None:
+    """A child's preexec: the pty on stdin as its controlling terminal, and SIGHUP not ignored (as a shell
+    starts a command, though the suite may run under nohup)."""
     import fcntl
     import termios
 
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def test_a_closed_terminal_stops_with_129_though_nothing_can_be_written_there_any_more():
     master, slave = pty.openpty()
     child = subprocess.Popen([sys.executable, "-c", CLOSED_TERMINAL], stdin=slave, stdout=slave, stderr=slave,
-                             start_new_session=True, preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+                             start_new_session=True, preexec_fn=in_a_terminal)
     os.close(slave)
     try:
         assert b"ready" in os.read(master, 100)
