@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from prime_cli.results.intervals import paired_comparison
+from prime_cli.results.intervals import PairedComparison, paired_comparison
 
 from .scored import RowScore, both_scored, mean_scored
 
@@ -61,14 +61,19 @@ def front_counts(fronts: Sequence[set[int]]) -> dict[int, int]:
     return counts
 
 
+def paired_on_shared_rows(mine: Sequence[RowScore], theirs: Sequence[RowScore]) -> PairedComparison | None:
+    """Mine minus theirs, paired over the validation rows both were scored on (None: no such row)."""
+    shared = both_scored(mine, theirs)
+    return paired_comparison({r: [float(theirs[r] or 0.0)] for r in shared}, {r: [float(mine[r] or 0.0)] for r in shared})
+
+
 def in_contention(val_scores: Sequence[Sequence[RowScore]], leader: int) -> list[int]:
     """The candidates not clearly below the leader: the leader, and those whose paired 95% interval against it
     (on the rows both were scored on) reaches 0."""
     theirs = val_scores[leader]
     keep = []
     for i, mine in enumerate(val_scores):
-        shared = both_scored(mine, theirs)
-        result = paired_comparison({r: [float(theirs[r] or 0.0)] for r in shared}, {r: [float(mine[r] or 0.0)] for r in shared})
+        result = paired_on_shared_rows(mine, theirs)
         if i == leader or result is None or not result.high < 0:  # a NaN bound (one shared row) is no evidence
             keep.append(i)
     return keep
@@ -105,9 +110,7 @@ def _beats_on_shared_rows(val_scores: Sequence[Sequence[RowScore]], challenger: 
     worse on: one row more on a partial validation is as likely the student's noise (the leader was measured
     on every row), while a late child that found a rule gains several. (The paired test's 95% interval
     would hold back such a child on the 30-odd rows a late validation gets.)"""
-    mine, theirs = val_scores[challenger], val_scores[leader]
-    shared = both_scored(mine, theirs)
-    result = paired_comparison({r: [float(theirs[r] or 0.0)] for r in shared}, {r: [float(mine[r] or 0.0)] for r in shared})
+    result = paired_on_shared_rows(val_scores[challenger], val_scores[leader])
     return result is not None and result.difference > 0 and result.better - result.worse >= MARGIN_ROWS
 
 

@@ -8,17 +8,17 @@ CHALLENGERS candidates by their mean on the rows both were scored on, one at a t
 row where the two disagree, both are rolled out again (evaluator.CONFIRM: fresh rollouts under keys of
 their own), and the challenger takes the lead only if it is ahead on those fresh rollouts, re-rolled on at
 least pareto.MARGIN_ROWS rows (one draw on one row is as likely the student's noise; with -N 1 it would
-overturn the whole validation). A lead of 2 or more was tried as the bar: it rarely overturns, and on
+overturn the whole validation). Rows where the two agree say nothing about which is better, so only the
+rows they disagree on are paid for; the fresh rollouts are new draws, not the ones the ranking was made
+on, so they are a fair judge. A lead of 2 or more as the bar was tried: it rarely overturns, and on
 benchmarks/gepa_vs_gepa.py (30 seeds, fresh noise, -B 600) it cost test accuracy (sim -0.005 +-0.008)
-and widened the validation-test gap (+0.015 +-0.014). Rows where the
-two agree say nothing about which is better, so only the rows they disagree on are paid for; the fresh
-rollouts are new draws, not the ones the ranking was made on, so they are a fair judge.
+and widened the validation-test gap (+0.015 +-0.014).
 
 The rollouts are paid from what the search left of the budget (no reserve is held back for them: held
 back, a tenth of the budget cost more test accuracy in the search than the pick won back, issue 57); rows
 the budget cannot pay for are left out, in the shared validation order (validation.py). With nothing left
-to pay with, the leader is the pick. The record (metadata.json `pick`) says how the best was chosen: its validation score
-(`best_score`) rests on `score_rollouts` rollouts, the choice also on `fresh_rollouts` re-rolls.
+to pay with, the leader is the pick. The record (metadata.json `pick`) says how the best was chosen: its
+validation score (`best_score`) rests on `score_rollouts` rollouts, the choice also on `fresh_rollouts`.
 """
 
 from __future__ import annotations
