@@ -28,6 +28,7 @@ from .display import make_display
 from .engine import GepaEngine, Outcome
 from .evaluator import Evaluator, RolloutCache
 from .fitting import check_fits
+from .pareto import validated_leader
 from .preflight import (
     SearchInputs,
     load_inputs,
@@ -172,14 +173,25 @@ def picked_over_leader(outcome: Outcome) -> bool:
 
 def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, stream: IO[str]) -> None:
     best, seed = outcome.best, outcome.state.candidates[0]
-    seed_ci, best_ci = bracket(seed.val_scores), bracket(best.val_scores)
+    rows = sum(s is not None for s in best.val_scores)
+    score = outcome.state.score_of(best)
+    estimated = rows < len(best.val_scores) and score != best.val_mean
+    seed_ci, best_ci = bracket(seed.val_scores), ("" if estimated else bracket(best.val_scores))
+    if estimated:
+        leader = validated_leader(outcome.state.val_scores, [c.val_rows_run for c in outcome.state.candidates])
+        rows_note = (f"run on {rows} of {len(best.val_scores)} validation rows, where it scored "
+                     f"{format_score(best.val_mean)}: scored over all of them as candidate {leader}'s mean plus its "
+                     f"paired lead on those rows; ")
+    else:
+        rows_note = f"{'95% intervals over ' if seed_ci or best_ci else ''}{rows} validation rows, "
     out = [f"GEPA {outcome.status}: {len(outcome.state.candidates)} candidate(s), "
            f"{outcome.total_metric_calls}/{config.max_calls} rollouts of budget used"
            + (f" (+{outcome.test_metric_calls} for the test set)" if outcome.test_metric_calls else ""),
-           f"validation score: seed {format_score(seed.val_mean)}{seed_ci} -> best {format_score(best.val_mean)}{best_ci} "
-           f"(candidate {best.idx}; {'95% intervals over ' if seed_ci or best_ci else ''}"
-           f"{sum(s is not None for s in best.val_scores)} validation rows, "
-           + ("on which the best was chosen: its score there is optimistic)" if not picked_over_leader(outcome) else
+           f"validation score: seed {format_score(seed.val_mean)}{seed_ci} -> best {format_score(score)}{best_ci} "
+           f"(candidate {best.idx}; {rows_note}"
+           + (("the best was chosen on that lead: it is optimistic)" if estimated else
+               "on which the best was chosen: its score there is optimistic)")
+              if not picked_over_leader(outcome) else
               f"where candidate {outcome.pick['leader_by_validation']} led: the final pick chose {best.idx} on fresh "
               "rollouts of the rows where they disagree)")]
     if line := errored_line(outcome.errored_rollouts):
@@ -240,7 +252,7 @@ def print_json_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None
     event = {"event": "done", "env_id": config.env_id, "status": outcome.status, "error": outcome.error,
              "run_dir": str(run_dir) if run_dir else None, "total_metric_calls": outcome.total_metric_calls,
              "max_calls": config.max_calls, "num_candidates": len(outcome.state.candidates),
-             "seed_score": seed.val_mean if seed else None, "best_score": best.val_mean if best else None,
+             "seed_score": seed.val_mean if seed else None, "best_score": outcome.state.score_of(best) if best else None,
              "best_idx": best.idx if best else None, "best_prompt": best.prompt if best else None,
              "seed_test_score": outcome.seed_test_score, "best_test_score": outcome.best_test_score,
              "seed_ci95": bounds(seed.val_scores) if seed else None, "best_ci95": bounds(best.val_scores) if best else None,

@@ -407,7 +407,7 @@ class GepaEngine:
         if self.display is not None:
             best = self.state.best()
             self.display.update(used=self.ledger.used, max_calls=self.config.max_calls, line=line, num_val=self.num_val,
-                                candidates=len(self.state.candidates), best_idx=best.idx, best_score=best.val_mean,
+                                candidates=len(self.state.candidates), best_idx=best.idx, best_score=self.state.score_of(best),
                                 seed_score=self.state.candidates[0].val_mean, in_flight=len(self._tasks))
 
     def _finish(self, outcome: Outcome) -> None:

@@ -108,7 +108,7 @@ class GepaRunDir:
             self._write_frontier(candidates)
             self._write_best_prompt(best.prompt)
             self._fronted = scores
-        self.write_metadata(num_candidates=len(candidates), best_idx=best.idx, best_score=best.val_mean,
+        self.write_metadata(num_candidates=len(candidates), best_idx=best.idx, best_score=state.score_of(best),
                             total_metric_calls=len(charged), seed_val_score=candidates[0].val_mean, **metadata)
         write_text_atomic(self.layout.state_path, json.dumps(state.to_json(charged)) + "\n", durable=True)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from prime_cli.records.gepa_run import Candidate, RowScore
 
-from .pareto import best_candidate
+from .pareto import best_candidate, whole_validation_score
 
 
 @dataclass
@@ -108,6 +108,10 @@ class SearchState:
         if self.picked is not None:
             return self.candidates[self.picked]
         return self.candidates[best_candidate(self.val_scores, [c.val_rows_run for c in self.candidates])]
+
+    def score_of(self, candidate: Candidate) -> float | None:
+        """Its validation score over every row (pareto.whole_validation_score): metadata's best_score."""
+        return whole_validation_score(self.val_scores, [c.val_rows_run for c in self.candidates], candidate.idx)
 
     def to_json(self, charged: set[str]) -> dict[str, Any]:
         assert self.sampler is not None

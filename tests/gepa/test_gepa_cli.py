@@ -270,3 +270,25 @@ def test_a_ctrl_c_during_the_final_pick_cancels_the_run_before_its_test_pass(tmp
     assert proc.returncode == 1, out[-2000:] + err[-2000:]
     assert meta["status"] == "cancelled" and not meta.get("test_metric_calls") and meta.get("best_test_score") is None
     assert "-R" in out + err  # the resume command
+
+
+def test_a_partially_validated_best_is_scored_over_every_validation_row_by_its_paired_lead(tmp_path):
+    """A late winner run on 15 of 20 rows: its raw mean on those rows is what made it win, and those rows are
+    no sample of the whole, so best_score is the fully validated leader's mean plus the winner's paired lead
+    over it on the rows both were scored on (a 1.0 on 11 of 50 rows had tested 0.75, issue 57)."""
+    with ScriptedOpenAIServer(reply) as server:
+        support.write_toy_env(tmp_path)
+        result = run_prime(["gepa", "run", "toy-gepa", "-m", "student", "-M", "reflector", "-b", server.url, "-n", "20",
+                            "-N", "20", "-B", "67", "--plain", "--json", "-o", str(tmp_path / "run")], tmp_path)
+    assert result.returncode == 0, result.stderr
+    meta = json.loads((tmp_path / "run" / "metadata.json").read_text())
+    candidates = [json.loads(line) for line in (tmp_path / "run" / "candidates.jsonl").read_text().splitlines()]
+    late, leader = candidates[2], candidates[1]
+    assert meta["best_idx"] == 2 and late["val_rows_run"] == 15 and leader["val_rows_run"] == 20
+    shared = [r for r, s in enumerate(late["val_scores"]) if s is not None]
+    lead = sum(late["val_scores"][r] - leader["val_scores"][r] for r in shared) / len(shared)
+    expected = statistics.mean(leader["val_scores"]) + lead
+    assert expected != pytest.approx(late["val_mean"])  # the raw mean over its 15 rows is another number
+    assert meta["best_score"] == pytest.approx(expected)
+    done = json.loads(result.stdout.strip().splitlines()[-1])
+    assert done["best_score"] == pytest.approx(expected)

@@ -3,6 +3,8 @@
 import random
 from collections import Counter
 
+import pytest
+
 from prime_cli.gepa.pareto import (
     best_candidate,
     front_counts,
@@ -105,3 +107,14 @@ def test_a_candidate_clearly_below_the_leader_is_not_a_parent_though_it_is_on_a_
     rng = random.Random(5)
     draws = Counter(select_parent(scores, rng) for _ in range(500))
     assert set(draws) == {0, 2}
+
+
+def test_the_whole_validation_score_of_a_partial_candidate_is_the_leaders_mean_plus_its_paired_lead():
+    from prime_cli.gepa.pareto import whole_validation_score
+
+    leader = [1.0, 0.0, 1.0, 0.0, 1.0, 1.0]  # mean 4/6, fully validated
+    late = [1.0, 1.0, 1.0, None, None, None]  # run on 3 rows: 1.0 there, a lead of 1/3 over the leader
+    assert whole_validation_score([leader, late], [6, 3], 1) == pytest.approx(4 / 6 + 1 / 3)
+    assert whole_validation_score([leader, late], [6, 3], 0) == pytest.approx(4 / 6)
+    assert whole_validation_score([late], [3], 0) == 1.0  # no fully validated candidate: its own mean
+    assert whole_validation_score([leader, late], None, 1) == 1.0  # no row counts: nobody is partial
