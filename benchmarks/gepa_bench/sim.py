@@ -1,7 +1,8 @@
 """The simulated task behind benchmarks/gepa_vs_gepa.py (plain Python: both optimisers' sides import it).
 
 What is simulated (every random choice comes from a draws.Draws: fresh per call, or frozen per request):
-- Rows: "[category] word"; the expected answer is the word transformed by the category's rule.
+- Rows: "[category] word #salt.i" (the tag after the word only makes each row's text unique, so that a run
+  repeats: draws.py); the expected answer is the word transformed by the category's rule.
 - The student model follows the first instruction of the system prompt about the row's category: the
   category's own instruction (RULES) gives the right answer; a wrong one (another category's sentence
   naming this category, e.g. "Reverse the word for [shout] items.") applies that other rule; none: it
@@ -68,7 +69,9 @@ def make_rows(count: int, salt: int) -> list[dict[str, str]]:
         h = zlib.crc32(f"{salt}:{i}".encode())
         category = pool[h % len(pool)]
         word = WORDS[(h // len(pool)) % len(WORDS)]
-        rows.append({"question": f"[{category}] {word}", "answer": RULES[category][1](word)})
+        # the tag makes every question unique: a fresh draw is keyed by the request's text and how often it
+        # was asked, so two rows of one text asked at once would swap draws by arrival order
+        rows.append({"question": f"[{category}] {word} #{salt}.{i}", "answer": RULES[category][1](word)})
     return rows
 
 
