@@ -309,9 +309,19 @@ def build_environment(env_id: str, env_args: dict[str, Any]) -> Environment:
     module = import_environment_module(env_id)  # which installs the verifiers alias first
     factory = getattr(module, "load_environment", None)
     if not callable(factory):
+        from .v1.loading import build_taskset_environment  # lazy: only v1 tasksets need it
+
+        try:
+            taskset_env = build_taskset_environment(env_id.strip(), module, env_args)
+        except UserInputError:
+            raise
+        except Exception as exc:  # the taskset's own code (its config or constructor): one line, cause kept
+            raise code_failure(env_id.strip(), exc, "building its taskset", _code_place(module.__name__, None)) from exc
+        if taskset_env is not None:
+            return taskset_env
         raise EnvironmentLoadError(
             f"module {module.__name__!r} ({getattr(module, '__file__', '?')}) has no load_environment() function; "
-            "define `def load_environment(**kwargs) -> vf.Environment` in it"
+            "define `def load_environment(**kwargs) -> vf.Environment` in it, or export a verifiers v1 Taskset"
         )
     check_env_args(env_id, factory, env_args)
     try:

@@ -3,10 +3,11 @@
 An environment written for verifiers (`import verifiers as vf`, `from verifiers.types import Messages`,
 `from verifiers.rubrics.math_rubric import MathRubric` ...) runs as its repository has it: `install()`
 puts a finder first on `sys.meta_path` that answers every `verifiers` and `verifiers.<module>` import in
-this process with a module made here, whose names are `prime_cli.envs`'s public ones. Each module of
+this process with a module made here, whose names are `prime_cli.envs`'s public ones (`verifiers.v1` and
+its modules: `prime_cli.envs.v1`'s). Each module of
 verifiers' classic layout that environments import from (MODULES) gets the whole public namespace, so a
 name imported from a neighbouring module of verifiers still resolves. A module or a name prime does not
-provide (verifiers' experimental and integration environments, its v1 tasksets) raises an ImportError
+provide (verifiers' experimental and integration environments, v1 harnesses and runtimes) raises an ImportError
 or AttributeError whose message says so and whose `name` starts with "verifiers".
 
 The finder lives only in the process that loads an environment through prime (loader.py calls
@@ -46,8 +47,9 @@ class NotProvidedByPrime(ImportError):
 
 def not_provided_message(what: str) -> str:
     if what == "verifiers.v1" or what.startswith("verifiers.v1."):
-        return (f"{what} (verifiers' v1 tasksets) is not supported by prime yet; prime runs verifiers' classic "
-                f"API (Environment, SingleTurnEnv, MultiTurnEnv, ToolEnv, Rubric ...): see {DOCS}")
+        return (f"prime does not provide {what}: prime runs verifiers' v1 tasksets (Taskset, Task, TaskData, "
+                f"Toolset, @vf.reward/metric/stop/tool) on its own chat and tool loop, not verifiers' bundled "
+                f"tasksets, harnesses or runtimes; see {DOCS}")
     return (f"prime does not provide {what}: prime runs verifiers' classic API (Environment, SingleTurnEnv, "
             f"MultiTurnEnv, ToolEnv, SandboxEnv, Rubric, JudgeRubric, MathRubric ...), not verifiers' experimental "
             f"or integration environments; see {DOCS}")
@@ -94,12 +96,50 @@ class _AliasLoader(importlib.abc.Loader):
             module.__path__ = []  # a package, so that its submodules import through the finder
 
 
+V1 = "verifiers.v1"
+# verifiers' v1 modules that tasksets import names from; each gets prime_cli.envs.v1's whole namespace
+V1_MODULES = frozenset({
+    V1, f"{V1}.types", f"{V1}.task", f"{V1}.taskset", f"{V1}.trace", f"{V1}.state", f"{V1}.errors", f"{V1}.mcp",
+    f"{V1}.utils", f"{V1}.utils.decorators", f"{V1}.utils.image", f"{V1}.configs", f"{V1}.configs.task",
+    f"{V1}.configs.taskset", f"{V1}.runtimes",
+})
+V1_PACKAGES = frozenset({V1, f"{V1}.utils", f"{V1}.configs", f"{V1}.runtimes"})
+
+
+class _V1AliasModule(types.ModuleType):
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        from . import v1  # lazy: only v1 tasksets need it
+
+        error = AttributeError(v1.not_provided(name))
+        error.name = f"{self.__name__}.{name}"
+        raise error
+
+
+class _V1AliasLoader(importlib.abc.Loader):
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return _V1AliasModule(spec.name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        from . import v1  # lazy: only v1 tasksets need it
+        from .v1.images import image_data_url
+
+        module.__dict__.update({name: getattr(v1, name) for name in v1.__all__}, image_data_url=image_data_url)
+        module.__dict__["__prime_alias__"] = True
+        if module.__name__ in V1_PACKAGES:
+            module.__path__ = []
+
+
 class VerifiersAliasFinder(importlib.abc.MetaPathFinder):
     loader = _AliasLoader()
+    v1_loader = _V1AliasLoader()
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         if fullname != ROOT and not fullname.startswith(ROOT + "."):
             return None
+        if fullname in V1_MODULES:
+            return importlib.machinery.ModuleSpec(fullname, self.v1_loader, is_package=fullname in V1_PACKAGES)
         if fullname not in MODULES:
             raise NotProvidedByPrime(not_provided_message(fullname), name=fullname)
         return importlib.machinery.ModuleSpec(fullname, self.loader, is_package=fullname in PACKAGES)

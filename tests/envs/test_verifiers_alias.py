@@ -128,8 +128,13 @@ def test_a_module_or_name_prime_does_not_have_says_so() -> None:
     with pytest.raises(AttributeError, match="prime does not provide verifiers.GymEnv") as name_error:
         verifiers.GymEnv  # noqa: B018
     assert name_error.value.name == "verifiers.GymEnv"
-    with pytest.raises(ImportError, match="v1 tasksets"):
-        __import__("verifiers.v1")
+    with pytest.raises(ImportError, match="prime does not provide verifiers.v1.harnesses: prime runs verifiers' v1 "
+                                          "tasksets"):
+        __import__("verifiers.v1.harnesses.codex")
+    import verifiers.v1 as v1
+
+    with pytest.raises(AttributeError, match=r"verifiers.v1.SingleAgentEnv \(a custom environment episode"):
+        v1.SingleAgentEnv  # noqa: B018
 
 
 def test_an_installed_verifiers_is_not_used_inside_prime_and_is_untouched_outside(tmp_path: Path) -> None:

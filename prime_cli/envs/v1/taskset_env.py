@@ -1,0 +1,204 @@
+"""A verifiers v1 taskset as a prime environment: prime's own agent loop is the `null` harness.
+
+`TasksetEnvironment(taskset)` gives eval, GEPA and the trainer what every prime environment gives: rows (one
+per task: the task's system prompt and prompt as chat messages; `info` carries the task's `key`, `hash` and
+index) and a rollout. A rollout is prime's turn loop (multiturn_env.py): the model replies; a reply with
+tool calls gets the tools' results (the toolsets' `@vf.tool` methods, called in process: toolset.py) and
+the model goes on; a reply without tool calls ends the rollout, as verifiers' `null` harness does. The
+task's `@vf.stop` methods are asked after every reply, and `max_turns` caps the turns. Scoring runs the
+task's `@vf.metric` and `@vf.reward` methods on the rollout's `Trace`; the reward is their weighted sum
+(`TaskRubric`).
+
+A system prompt set on the environment (GEPA's candidates) replaces every task's own, as `--system-prompt`
+does in verifiers (`TasksetConfig.system_prompt`). An `INFINITE` taskset is read only as far as `-n` asks.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..dataset import normalize_rows
+from ..decorators import stop
+from ..errors import EnvConfigError
+from ..multiturn_env import MultiTurnEnv
+from ..rubrics import RolloutScore, Rubric
+from ..rubrics.rubric import write_scores
+from ..types import State
+from .decorators import call_with, marked
+from .task import Task
+from .taskset import Taskset
+from .toolset import Toolset, call_tool, rollout_scope, tool_definitions
+from .trace import Trace
+from .types import ToolMessage, UserMessage
+
+DEFAULT_MAX_TURNS = 50  # verifiers' null harness has no turn cap of its own; a loop of tool calls must end
+TASK_KEY, TASK_HASH, TASK_IDX = "task_key", "task_hash", "task_idx"
+
+
+class TaskRubric(Rubric):
+    """Scores a rollout with its task's own `@vf.metric` and `@vf.reward` methods."""
+
+    def __init__(self, reward_names: list[str], metric_names: list[str]) -> None:
+        super().__init__()
+        self.reward_names, self.metric_names = reward_names, metric_names
+
+    def get_reward_func_names(self) -> list[str]:
+        return [*self.reward_names, *self.metric_names]
+
+    async def score_group(self, states: list[State]) -> None:
+        start = time.perf_counter()
+        scores = [await self._score(state) for state in states]
+        write_scores(states, scores, (time.perf_counter() - start) * 1000.0)
+
+    async def score_rollout(self, state: State) -> None:
+        await self.score_group([state])
+
+    async def compute_scores(self, states: list[State]) -> list[RolloutScore]:
+        return [await self._score(state) for state in states]
+
+    async def _score(self, state: State) -> RolloutScore:
+        trace: Trace = state["v1_trace"]
+        trace.rewards.clear()
+        trace.metrics.clear()
+        try:
+            await state["v1_task"].score(trace)
+        except Exception as exc:  # counted and shown as the rollout's error, never scored 0
+            return RolloutScore(reward=0.0, metrics={}, errors=[{"func": "score", "type": type(exc).__name__,
+                                                                 "message": str(exc), "weight": 1.0}])
+        metrics = {name: r.score for name, r in trace.rewards.items() if r is not None}
+        metrics.update({name: v for name, v in trace.metrics.items() if v is not None})
+        return RolloutScore(reward=trace.reward, metrics=metrics, errors=[])
+
+
+class TasksetEnvironment(MultiTurnEnv):
+    def __init__(self, taskset: Taskset, max_turns: int = DEFAULT_MAX_TURNS, **kwargs: Any) -> None:
+        self.taskset = taskset
+        self.task_type = type(taskset).task_type()
+        config = taskset.config
+        self.toolsets: list[Toolset] = [*type(taskset).toolsets(config), *self.task_type.toolsets(config.task)]
+        tools, self._tool_methods = tool_definitions(self.toolsets)
+        self._tasks: list[Task] | None = None
+        probe = self.task_type.__new__(self.task_type)
+        if marked(probe, "intercept"):
+            raise EnvConfigError(f"{self.task_type.__name__} has @vf.intercept methods (request or response rewrites "
+                                 "in verifiers' interception proxy), which prime does not run")
+        rubric = TaskRubric([f.__name__ for f in marked(probe, "reward")], [f.__name__ for f in marked(probe, "metric")])
+        super().__init__(max_turns=max_turns, eval_dataset=self._rows, rubric=rubric, oai_tools=tools or None, **kwargs)
+
+    # -- rows -----------------------------------------------------------------------------------
+
+    def tasks(self, limit: int | None = None) -> list[Task]:
+        """The taskset's tasks (the first `limit` of an INFINITE one, which needs a limit)."""
+        if type(self.taskset).INFINITE:
+            if limit is None or limit < 0:
+                raise EnvConfigError(f"{type(self.taskset).__name__} is infinite (it makes tasks forever): give "
+                                     "the number of tasks to run with -n")
+            if self._tasks is None or len(self._tasks) < limit:
+                self._tasks = self.taskset.take(limit)
+            return self._tasks[:limit]
+        if self._tasks is None:
+            self._tasks = list(self.taskset)
+        return self._tasks if limit is None or limit < 0 else self._tasks[:limit]
+
+    def _rows(self, limit: int | None = None) -> list[dict[str, Any]]:
+        rows = []
+        for position, task in enumerate(self.tasks(limit)):
+            data = task.data
+            if data.prompt is None:
+                raise EnvConfigError(f"task {data.idx} of {type(self.taskset).__name__} has no prompt (its "
+                                     "environment's own run() opens the conversation), which prime does not run yet")
+            system = self.system_prompt if self.system_prompt is not None else data.system_prompt
+            prompt = [UserMessage(data.prompt)] if isinstance(data.prompt, str) else list(data.prompt)
+            if system and not _role(prompt[0]) == "system":
+                prompt.insert(0, {"role": "system", "content": system})
+            rows.append({"prompt": [dict(m) for m in prompt], "example_id": data.idx if data.idx is not None else position,
+                         "info": {TASK_KEY: task.key, TASK_HASH: task.hash, TASK_IDX: position},
+                         "task": type(self.taskset).__name__})
+        return rows
+
+    def get_eval_dataset(self, n: int = -1, seed: int | None = None) -> list[dict[str, Any]]:
+        if type(self.taskset).INFINITE and seed is None:  # read only as far as asked
+            return normalize_rows(self._rows(n), name="eval dataset", system_prompt=self.system_prompt, few_shot=None,
+                                  message_type=self.message_type, default_task=self.env_id or "default")
+        return super().get_eval_dataset(n, seed)
+
+    def get_dataset(self, n: int = -1, seed: int | None = None) -> list[dict[str, Any]]:
+        return self.get_eval_dataset(n, seed)
+
+    def _task_of(self, row_info: dict[str, Any]) -> Task:
+        task = self.tasks(row_info[TASK_IDX] + 1)[row_info[TASK_IDX]]
+        if self.system_prompt is not None:
+            task = task.with_system_prompt(self.system_prompt)
+        return task
+
+    # -- the rollout ----------------------------------------------------------------------------
+
+    async def setup_state(self, state: State, **kwargs: Any) -> State:
+        rollout_scope()
+        for toolset in self.toolsets:
+            await toolset.ensure_setup()
+        task = self._task_of(state["info"])
+        state["v1_task"] = task
+        state["v1_trace"] = Trace(task, state["prompt"], task.state_type()())
+        return state
+
+    def _sync(self, state: State) -> Trace:
+        trace: Trace = state["v1_trace"]
+        trace.completion = list(state["completion"])
+        trace.turns = state["turn"]
+        trace.truncated = bool(state.get("is_truncated"))
+        return trace
+
+    @stop(priority=10)
+    async def task_stop(self, state: State) -> bool:
+        """One of the task's `@vf.stop` methods holds (its name is the rollout's stop condition)."""
+        if state["turn"] == 0 or "v1_task" not in state:
+            return False
+        trace = self._sync(state)
+        for fn in marked(state["v1_task"], "stop"):
+            result = call_with(fn, {"trace": trace, "task": trace.task.data})
+            if hasattr(result, "__await__"):
+                result = await result
+            if result:
+                trace.stop(fn.__name__)
+                return True
+        return False
+
+    @stop(priority=-50)
+    async def no_tool_calls(self, state: State) -> bool:
+        """The model replied without calling a tool: its answer is in (verifiers' null harness ends here)."""
+        last = state["completion"][-1] if state["turn"] and state["completion"] else None
+        return last is not None and _role(last) == "assistant" and not (_get(last, "tool_calls") or [])
+
+    async def env_response(self, messages: Any, state: State, **kwargs: Any) -> list[Any]:
+        replies = []
+        for call in _get(messages[-1], "tool_calls") or []:
+            name, call_id = _get(call, "name"), _get(call, "id") or ""
+            method = self._tool_methods.get(name)
+            if method is None:
+                content = f"Error: no tool named {name!r}; the tools are: {', '.join(sorted(self._tool_methods)) or 'none'}"
+            else:
+                try:
+                    content = await call_tool(method, _get(call, "arguments") or "{}")
+                except Exception as exc:  # the model's call failed: it sees why, the rollout goes on
+                    content = f"Error: {type(exc).__name__}: {exc}"
+            replies.append(ToolMessage(content, tool_call_id=call_id, name=name))
+        return replies
+
+    async def rollout(self, client: Any, model: str, row: dict[str, Any], sampling_args: Any = None) -> State:
+        state = await super().rollout(client, model, row, sampling_args)
+        if "v1_trace" in state:
+            trace = self._sync(state)
+            if state.get("stop_condition") == "task_stop" and trace.stop_condition:
+                state["stop_condition"] = trace.stop_condition
+            trace.stop_condition = state.get("stop_condition")
+        return state
+
+
+def _get(message: Any, name: str) -> Any:
+    return message.get(name) if isinstance(message, dict) else getattr(message, name, None)
+
+
+def _role(message: Any) -> str | None:
+    return _get(message, "role")
