@@ -122,6 +122,8 @@ def code_failure(env_id: str, exc: BaseException, stage: str, folder: Path | Non
                 f"which it does not have; {HOW_PRIME_RUNS_VERIFIERS}", kind="foreign")
         if isinstance(obj, types.ModuleType) and _is_alias(obj) and isinstance(name, str):
             name = f"{obj.__name__}.{name}"
+        if _is_verifiers_name(name) and name.startswith("verifiers.v1"):
+            return EnvironmentCodeError(f"{env_id}: {exc}{where}; {DOCS} lists what prime runs", kind="not_provided")
         if _is_verifiers_name(name):
             return EnvironmentCodeError(
                 f"{env_id}: the environment uses {name}{where}, which prime does not provide (prime runs verifiers' "

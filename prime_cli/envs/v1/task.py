@@ -144,15 +144,25 @@ class Task(Subscriptable):
     def hooks(self, kind: str) -> list[Callable[..., Any]]:
         return marked(self, kind)
 
-    async def score(self, trace: Any, runtime: Any = None) -> None:
-        """Runs the metrics, then the rewards, recording them on `trace` (a dict result records each key)."""
+    async def score(self, trace: Any, runtime: Any = None, errors: list[dict[str, Any]] | None = None) -> None:
+        """Runs the metrics, then the rewards, recording them on `trace` (a dict result records each key). With
+        `errors`, a function that raises is appended there ({func, type, message, weight}) and the others still
+        run; without, the first one raising stops scoring."""
         available = {"task": self.data, "trace": trace, **({"runtime": runtime} if runtime is not None else {})}
-        for fn in self.hooks("metric"):
-            _record(trace.record_metric, fn.__name__, await _result(call_with(fn, available)))
-        for fn in self.hooks("reward"):
-            weight = getattr(fn, "weight", 1.0)
-            _record(lambda name, value, w=weight: trace.record_reward(name, value, w), fn.__name__,
-                    await _result(call_with(fn, available)))
+        for kind in ("metric", "reward"):
+            for fn in self.hooks(kind):
+                weight = getattr(fn, "weight", 1.0) if kind == "reward" else 0.0
+                try:
+                    value = await _result(call_with(fn, available))
+                except Exception as exc:
+                    if errors is None:
+                        raise
+                    errors.append({"func": fn.__name__, "type": type(exc).__name__, "message": str(exc), "weight": weight})
+                    continue
+                if kind == "metric":
+                    _record(trace.record_metric, fn.__name__, value)
+                else:
+                    _record(lambda name, v, w=weight: trace.record_reward(name, v, w), fn.__name__, value)
 
 
 async def _result(value: Any) -> Any:

@@ -61,14 +61,11 @@ class TaskRubric(Rubric):
         trace: Trace = state["v1_trace"]
         trace.rewards.clear()
         trace.metrics.clear()
-        try:
-            await state["v1_task"].score(trace)
-        except Exception as exc:  # counted and shown as the rollout's error, never scored 0
-            return RolloutScore(reward=0.0, metrics={}, errors=[{"func": "score", "type": type(exc).__name__,
-                                                                 "message": str(exc), "weight": 1.0}])
+        errors: list[dict[str, Any]] = []  # a reward that raised: counted and shown as the rollout's error, never 0
+        await state["v1_task"].score(trace, errors=errors)
         metrics = {name: r.score for name, r in trace.rewards.items() if r is not None}
         metrics.update({name: v for name, v in trace.metrics.items() if v is not None})
-        return RolloutScore(reward=trace.reward, metrics=metrics, errors=[])
+        return RolloutScore(reward=trace.reward, metrics=metrics, errors=errors)
 
 
 class TasksetEnvironment(MultiTurnEnv):
@@ -84,7 +81,7 @@ class TasksetEnvironment(MultiTurnEnv):
             raise EnvConfigError(f"{self.task_type.__name__} has @vf.intercept methods (request or response rewrites "
                                  "in verifiers' interception proxy), which prime does not run")
         rubric = TaskRubric([f.__name__ for f in marked(probe, "reward")], [f.__name__ for f in marked(probe, "metric")])
-        super().__init__(max_turns=max_turns, eval_dataset=self._rows, rubric=rubric, oai_tools=tools or None, **kwargs)
+        super().__init__(max_turns=max_turns, eval_dataset=self._task_rows, rubric=rubric, oai_tools=tools or None, **kwargs)
 
     # -- rows -----------------------------------------------------------------------------------
 
@@ -101,7 +98,7 @@ class TasksetEnvironment(MultiTurnEnv):
             self._tasks = list(self.taskset)
         return self._tasks if limit is None or limit < 0 else self._tasks[:limit]
 
-    def _rows(self, limit: int | None = None) -> list[dict[str, Any]]:
+    def _task_rows(self, limit: int | None = None) -> list[dict[str, Any]]:
         rows = []
         for position, task in enumerate(self.tasks(limit)):
             data = task.data
@@ -119,7 +116,7 @@ class TasksetEnvironment(MultiTurnEnv):
 
     def get_eval_dataset(self, n: int = -1, seed: int | None = None) -> list[dict[str, Any]]:
         if type(self.taskset).INFINITE and seed is None:  # read only as far as asked
-            return normalize_rows(self._rows(n), name="eval dataset", system_prompt=self.system_prompt, few_shot=None,
+            return normalize_rows(self._task_rows(n), name="eval dataset", system_prompt=self.system_prompt, few_shot=None,
                                   message_type=self.message_type, default_task=self.env_id or "default")
         return super().get_eval_dataset(n, seed)
 
