@@ -156,13 +156,20 @@ def resume_command(config: GepaConfig, run_dir: Path, outcome: Outcome | None = 
                        *(["--max-cost", f"{cap:.2f}"] if cap is not None else [])])
 
 
-def takes_system_prompt(env_id: str) -> bool:
+def system_prompt_argument(env_id: str) -> str | None:
+    """How the environment takes a system prompt: "text" (a `system_prompt` argument of load_environment),
+    "file" (a verifiers v1 taskset: its config's `system_prompt` is a file to read), or None."""
     try:
         module = vf.loader.import_environment_module(env_id)
-        params = inspect.signature(module.load_environment).parameters
+        factory = getattr(module, "load_environment", None)
+        if factory is None:
+            from prime_cli.envs.v1.loading import exported_tasksets  # lazy: v1 tasksets only
+
+            return "file" if exported_tasksets(module) else None
+        params = inspect.signature(factory).parameters
     except Exception:  # noqa: BLE001 - only decides which hint to print
-        return False
-    return "system_prompt" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+        return None
+    return "text" if "system_prompt" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()) else None
 
 
 def picked_over_leader(outcome: Outcome) -> bool:
@@ -206,8 +213,11 @@ def print_result(outcome: Outcome, config: GepaConfig, run_dir: Path | None, str
         if (paired := test_difference(outcome.seed_test_scores, outcome.best_test_scores)) is not None:
             out.append("  best vs seed on the test rows: " + verdict(paired))
     out += ["", "Best system prompt:", "-" * 40, best.prompt, "-" * 40]
-    if takes_system_prompt(config.env_id):
+    form = system_prompt_argument(config.env_id)
+    if form == "text":
         out.append("Use it: " + eval_command(config, best.prompt))
+    elif form == "file" and run_dir is not None:
+        out.append("Use it: " + eval_command(config, str((run_dir / "best_prompt.txt").resolve())))
     else:
         out.append(f"Use it as the system prompt of {config.env_id}'s environment.")
     if run_dir is not None:

@@ -85,6 +85,20 @@ class TasksetEnvironment(MultiTurnEnv):
 
     # -- rows -----------------------------------------------------------------------------------
 
+    @property
+    def system_prompt(self) -> str | None:
+        """The one set on the environment (GEPA's candidate), else the system prompt every task shares (GEPA's
+        seed), else None (tasks with different ones, or an INFINITE taskset: each keeps its own)."""
+        if self._system_prompt is not None or not hasattr(self, "taskset") or type(self.taskset).INFINITE:
+            return self._system_prompt
+        shared = {task.data.system_prompt for task in self.tasks()}
+        return shared.pop() if len(shared) == 1 else None
+
+    @system_prompt.setter
+    def system_prompt(self, value: str | None) -> None:
+        self._system_prompt = value
+        self._rows = {}
+
     def tasks(self, limit: int | None = None) -> list[Task]:
         """The taskset's tasks (the first `limit` of an INFINITE one, which needs a limit)."""
         if type(self.taskset).INFINITE:
@@ -105,7 +119,7 @@ class TasksetEnvironment(MultiTurnEnv):
             if data.prompt is None:
                 raise EnvConfigError(f"task {data.idx} of {type(self.taskset).__name__} has no prompt (its "
                                      "environment's own run() opens the conversation), which prime does not run yet")
-            system = self.system_prompt if self.system_prompt is not None else data.system_prompt
+            system = self._system_prompt if self._system_prompt is not None else data.system_prompt
             prompt = [UserMessage(data.prompt)] if isinstance(data.prompt, str) else list(data.prompt)
             if system and not _role(prompt[0]) == "system":
                 prompt.insert(0, {"role": "system", "content": system})
@@ -125,8 +139,8 @@ class TasksetEnvironment(MultiTurnEnv):
 
     def _task_of(self, row_info: dict[str, Any]) -> Task:
         task = self.tasks(row_info[TASK_IDX] + 1)[row_info[TASK_IDX]]
-        if self.system_prompt is not None:
-            task = task.with_system_prompt(self.system_prompt)
+        if self._system_prompt is not None:
+            task = task.with_system_prompt(self._system_prompt)
         return task
 
     # -- the rollout ----------------------------------------------------------------------------
