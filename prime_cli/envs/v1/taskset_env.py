@@ -39,12 +39,15 @@ TASK_KEY, TASK_HASH, TASK_IDX = "task_key", "task_hash", "task_idx"
 class TaskRubric(Rubric):
     """Scores a rollout with its task's own `@vf.metric` and `@vf.reward` methods."""
 
-    def __init__(self, reward_names: list[str], metric_names: list[str]) -> None:
+    def __init__(self, rewards: dict[str, float], metric_names: list[str]) -> None:
         super().__init__()
-        self.reward_names, self.metric_names = reward_names, metric_names
+        self.rewards, self.metric_names = rewards, metric_names
 
     def get_reward_func_names(self) -> list[str]:
-        return [*self.reward_names, *self.metric_names]
+        return [*self.rewards, *self.metric_names]
+
+    def get_reward_weights(self) -> list[float]:
+        return [*self.rewards.values(), *[0.0] * len(self.metric_names)]
 
     async def score_group(self, states: list[State]) -> None:
         start = time.perf_counter()
@@ -80,7 +83,8 @@ class TasksetEnvironment(MultiTurnEnv):
         if marked(probe, "intercept"):
             raise EnvConfigError(f"{self.task_type.__name__} has @vf.intercept methods (request or response rewrites "
                                  "in verifiers' interception proxy), which prime does not run")
-        rubric = TaskRubric([f.__name__ for f in marked(probe, "reward")], [f.__name__ for f in marked(probe, "metric")])
+        rubric = TaskRubric({f.__name__: getattr(f, "weight", 1.0) for f in marked(probe, "reward")},
+                            [f.__name__ for f in marked(probe, "metric")])
         super().__init__(max_turns=max_turns, eval_dataset=self._task_rows, rubric=rubric, oai_tools=tools or None, **kwargs)
 
     # -- rows -----------------------------------------------------------------------------------
@@ -123,7 +127,9 @@ class TasksetEnvironment(MultiTurnEnv):
             prompt = [UserMessage(data.prompt)] if isinstance(data.prompt, str) else list(data.prompt)
             if system and not _role(prompt[0]) == "system":
                 prompt.insert(0, {"role": "system", "content": system})
+            answer = getattr(data, "answer", None)  # a reference reply for `prime env check`, when the row has one
             rows.append({"prompt": [dict(m) for m in prompt], "example_id": data.idx if data.idx is not None else position,
+                         "answer": "" if answer is None else str(answer),
                          "info": {TASK_KEY: task.key, TASK_HASH: task.hash, TASK_IDX: position},
                          "task": type(self.taskset).__name__})
         return rows
