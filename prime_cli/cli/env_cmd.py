@@ -23,12 +23,16 @@ def init(
     name: str = typer.Argument(..., help="Environment id, e.g. my-env (the module and folder become my_env)."),
     path: Path = typer.Option(Path("."), "-p", "--path", help="Workspace holding the environments/ folder."),
     force: bool = typer.Option(False, "--force", help="Overwrite the files of an existing environment."),
+    v1: bool = typer.Option(False, "--v1", help="A verifiers v1 taskset (TaskData rows, a Task with @vf.reward "
+                            "methods, a Taskset) instead of a load_environment() module; docs/environments.md "
+                            "compares the two."),
 ) -> None:
-    """Create ./environments/<module>/ with a pyproject ([tool.prime.eval] defaults), a README and load_environment()."""
+    """Create ./environments/<module>/ with a pyproject ([tool.prime.eval] defaults), a README and load_environment()
+    (or, with --v1, a <module>/ package exporting a verifiers v1 Taskset)."""
     from prime_cli.workspace import WorkspaceError, init_environment  # lazy: start-up
 
     try:
-        files = init_environment(name, path, force=force)
+        files = init_environment(name, path, force=force, v1=v1)
     except WorkspaceError as exc:
         fail(str(exc))
     for file in files:

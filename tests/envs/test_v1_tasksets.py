@@ -275,3 +275,17 @@ def test_what_prime_does_not_run_is_refused_in_one_line_and_a_failing_reward_is_
     # failure recorded; row 1: its weighted reward raised: an error, never a zero
     assert rows[0]["metrics_errors"][0]["func"] == "in_box" and "runtime" in rows[0]["metrics_errors"][0]["message"]
     assert rows[1]["reward"] is None and "'broken' raised ValueError: no answer to compare with" in rows[1]["error"]["message"]
+
+
+def test_env_init_v1_scaffolds_a_taskset_that_runs_and_scores(tmp_path: Path) -> None:
+    init = run_prime(["env", "init", "my-tasks", "--v1"], tmp_path)
+    assert init.returncode == 0, init.stderr
+    package = tmp_path / "environments" / "my_tasks" / "my_tasks"
+    assert (package / "taskset.py").is_file() and "MyTasksTaskset" in (package / "__init__.py").read_text()
+    answers = {"What is 2 + 3?": "5", "What is the capital of France?": "Paris", "How many legs does a spider have?": "8"}
+    with ScriptedOpenAIServer(lambda body: f"<answer>{answers[body['messages'][-1]['content']]}</answer>") as server:
+        result = run_prime(["eval", "run", "my-tasks", "-m", "m", "-b", server.url, "-s", "-a", '{"count": 2}'], tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = read_rows(only_run_dir(tmp_path))
+    assert {int(r["example_id"]) for r in rows} == {0, 1} and all(r["reward"] == 1.0 for r in rows)
+    assert all(r["stop_condition"] == "answered" and r["metrics"]["reply_chars"] > 0 for r in rows)
