@@ -309,7 +309,7 @@ def build_environment(env_id: str, env_args: dict[str, Any]) -> Environment:
     module = import_environment_module(env_id)  # which installs the verifiers alias first
     factory = getattr(module, "load_environment", None)
     if not callable(factory):
-        from .v1.loading import build_taskset_environment  # lazy: only v1 tasksets need it
+        from .v1.loading import build_taskset_environment  # lazy: start-up
 
         try:
             taskset_env = build_taskset_environment(env_id.strip(), module, env_args)

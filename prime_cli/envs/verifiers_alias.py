@@ -110,7 +110,7 @@ class _V1AliasModule(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        from . import v1  # lazy: only v1 tasksets need it
+        from . import v1  # lazy: start-up
 
         error = AttributeError(v1.not_provided(name))
         error.name = f"{self.__name__}.{name}"
@@ -122,8 +122,8 @@ class _V1AliasLoader(importlib.abc.Loader):
         return _V1AliasModule(spec.name)
 
     def exec_module(self, module: types.ModuleType) -> None:
-        from . import v1  # lazy: only v1 tasksets need it
-        from .v1.images import image_data_url
+        from . import v1  # lazy: start-up
+        from .v1.images import image_data_url  # lazy: start-up
 
         module.__dict__.update({name: getattr(v1, name) for name in v1.__all__}, image_data_url=image_data_url)
         module.__dict__["__prime_alias__"] = True

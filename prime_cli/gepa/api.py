@@ -163,7 +163,7 @@ def system_prompt_argument(env_id: str) -> str | None:
         module = vf.loader.import_environment_module(env_id)
         factory = getattr(module, "load_environment", None)
         if factory is None:
-            from prime_cli.envs.v1.loading import exported_tasksets  # lazy: v1 tasksets only
+            from prime_cli.envs.v1.loading import exported_tasksets  # lazy: start-up
 
             return "file" if exported_tasksets(module) else None
         params = inspect.signature(factory).parameters

@@ -249,10 +249,6 @@ class FlakyTask(vf.Task[vf.TaskData]):
             raise ValueError("no answer to compare with")
         return 1.0
 
-    @vf.reward(weight=0.0)
-    async def in_box(self, trace: vf.Trace, runtime: vf.Runtime) -> float:
-        return 1.0
-
 
 class FlakyTaskset(vf.Taskset[FlakyTask, vf.TasksetConfig]):
     def load(self):
@@ -271,10 +267,69 @@ def test_what_prime_does_not_run_is_refused_in_one_line_and_a_failing_reward_is_
     # one of two rollouts errored: above the error budget (exit 1), the rows kept
     assert flaky.returncode == 1 and "1 of 2 rollouts (50.0%) errored" in flaky.stdout, flaky.stdout + flaky.stderr
     rows = {int(r["example_id"]): r for r in read_rows(only_run_dir(tmp_path))}
-    # row 0: only the weight-0 reward that needs a runtime fails (prime gives v1 tasks none yet): scored, the
-    # failure recorded; row 1: its weighted reward raised: an error, never a zero
-    assert rows[0]["metrics_errors"][0]["func"] == "in_box" and "runtime" in rows[0]["metrics_errors"][0]["message"]
+    assert rows[0]["reward"] == 1.0 and not rows[0]["error"]
     assert rows[1]["reward"] is None and "'broken' raised ValueError: no answer to compare with" in rows[1]["error"]["message"]
+
+
+IN_RUNTIME = '''
+import verifiers.v1 as vf
+
+VERIFY = """# /// script
+# dependencies = ["pydantic"]
+# ///
+import os, sys
+import pydantic  # a dependency prime's Python has
+print(os.getuid() != 0 and os.path.exists("/sandbox/setup.txt"))
+print(1.0 if sys.argv[1].strip() == sys.argv[2].strip() else 0.0)
+"""
+NEEDS_MISSING = """# /// script
+# dependencies = ["surely-not-installed-anywhere-pkg>=1"]
+# ///
+print(1.0)
+"""
+
+
+class BoxData(vf.TaskData):
+    answer: str
+
+
+class BoxTask(vf.Task[BoxData]):
+    async def setup(self, runtime: vf.Runtime) -> None:
+        await runtime.write("setup.txt", b"ready")
+
+    @vf.reward
+    async def correct(self, trace: vf.Trace, runtime: vf.Runtime) -> float:
+        script = NEEDS_MISSING if self.data.answer == "missing" else VERIFY
+        result = await runtime.run_uv_script(script, args=[self.data.answer, trace.last_reply])
+        if result.exit_code != 0:
+            raise RuntimeError(f"verify failed: {result.stderr.strip()[-300:]}")
+        sandboxed, score = result.stdout.split()
+        assert sandboxed == "True", "the script ran outside the sandbox"
+        return float(score)
+
+    @vf.metric
+    async def setup_seen(self, trace: vf.Trace, runtime: vf.Runtime) -> float:
+        return float(await runtime.read("setup.txt") == b"ready")
+
+
+class BoxTaskset(vf.Taskset[BoxTask, vf.TasksetConfig]):
+    def load(self):
+        return [BoxTask(BoxData(prompt=f"Say {a}.", answer=a)) for a in ("42", "7", "missing")]
+'''
+
+
+def test_a_task_that_asks_for_a_runtime_gets_a_sandbox_for_its_setup_and_rewards(tmp_path):
+    write_env(tmp_path, "box_v1", IN_RUNTIME)
+    with ScriptedOpenAIServer(lambda body: "42") as server:
+        result = run_prime(["eval", "run", "box-v1", "-m", "m", "-b", server.url, "-n", "3", "-r", "1", "-s"], tmp_path,
+                           timeout=300)
+    rows = {int(r["example_id"]): r for r in read_rows(only_run_dir(tmp_path))}
+    assert len(rows) == 3, result.stdout + result.stderr
+    assert rows[0]["reward"] == 1.0 and rows[0]["metrics"]["setup_seen"] == 1.0  # a file setup wrote, read back
+    assert rows[1]["reward"] == 0.0 and rows[1]["metrics"]["setup_seen"] == 1.0
+    # a script dependency prime's Python lacks: one line naming it and the fix; an error, never a zero
+    assert rows[2]["reward"] is None and "surely-not-installed-anywhere-pkg" in rows[2]["error"]["message"]
+    assert "pip install surely-not-installed-anywhere-pkg" in rows[2]["error"]["message"]
 
 
 def test_env_init_v1_scaffolds_a_taskset_that_runs_and_scores(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .decorators import call_with, marked
 from .generic import Subscriptable, parameter
 from .state import State
+from .types import content_text
 
 
 class TaskResources(BaseModel):
@@ -65,8 +66,6 @@ class TaskData(BaseModel):
 
     @property
     def prompt_text(self) -> str:
-        from .types import content_text
-
         if isinstance(self.prompt, str):
             return self.prompt
         return "\n\n".join(t for m in self.prompt or [] if (t := content_text(_field(m, "content"))))

@@ -15,17 +15,19 @@ does in verifiers (`TasksetConfig.system_prompt`). An `INFINITE` taskset is read
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any
 
 from ..dataset import normalize_rows
 from ..decorators import stop
-from ..errors import EnvConfigError
+from ..errors import EnvConfigError, error_record
 from ..multiturn_env import MultiTurnEnv
 from ..rubrics import RolloutScore, Rubric
 from ..rubrics.rubric import write_scores
 from ..types import State
 from .decorators import call_with, marked
+from .runtime import SandboxRuntime, spec_for
 from .task import Task
 from .taskset import Taskset
 from .toolset import Toolset, call_tool, rollout_scope, tool_definitions
@@ -39,9 +41,10 @@ TASK_KEY, TASK_HASH, TASK_IDX = "task_key", "task_hash", "task_idx"
 class TaskRubric(Rubric):
     """Scores a rollout with its task's own `@vf.metric` and `@vf.reward` methods."""
 
-    def __init__(self, rewards: dict[str, float], metric_names: list[str]) -> None:
+    def __init__(self, rewards: dict[str, float], metric_names: list[str], prepare: Any) -> None:
         super().__init__()
         self.rewards, self.metric_names = rewards, metric_names
+        self.prepare = prepare  # state -> None: gives a state read back from disk (a rescore) its task and trace
 
     def get_reward_func_names(self) -> list[str]:
         return [*self.rewards, *self.metric_names]
@@ -61,11 +64,20 @@ class TaskRubric(Rubric):
         return [await self._score(state) for state in states]
 
     async def _score(self, state: State) -> RolloutScore:
+        if "v1_trace" not in state:
+            self.prepare(state)
         trace: Trace = state["v1_trace"]
         trace.rewards.clear()
         trace.metrics.clear()
         errors: list[dict[str, Any]] = []  # a reward that raised: counted and shown as the rollout's error, never 0
-        await state["v1_task"].score(trace, errors=errors)
+        task: Task = state["v1_task"]
+        runtime = state.get("v1_runtime") or (runtime_for(task) if needs_runtime(task) else None)
+        try:
+            await task.score(trace, runtime=runtime, errors=errors)
+        finally:
+            state.pop("v1_runtime", None)
+            if runtime is not None:
+                await runtime.close()
         metrics = {name: r.score for name, r in trace.rewards.items() if r is not None}
         metrics.update({name: v for name, v in trace.metrics.items() if v is not None})
         return RolloutScore(reward=trace.reward, metrics=metrics, errors=errors)
@@ -84,7 +96,7 @@ class TasksetEnvironment(MultiTurnEnv):
             raise EnvConfigError(f"{self.task_type.__name__} has @vf.intercept methods (request or response rewrites "
                                  "in verifiers' interception proxy), which prime does not run")
         rubric = TaskRubric({f.__name__: getattr(f, "weight", 1.0) for f in marked(probe, "reward")},
-                            [f.__name__ for f in marked(probe, "metric")])
+                            [f.__name__ for f in marked(probe, "metric")], self._prepare)
         super().__init__(max_turns=max_turns, eval_dataset=self._task_rows, rubric=rubric, oai_tools=tools or None, **kwargs)
 
     # -- rows -----------------------------------------------------------------------------------
@@ -151,13 +163,22 @@ class TasksetEnvironment(MultiTurnEnv):
 
     # -- the rollout ----------------------------------------------------------------------------
 
+    def _prepare(self, state: State) -> None:
+        """The state's task and its Trace (from the messages so far: a rollout's start, or a saved rollout)."""
+        task = self._task_of(state["info"])
+        state["v1_task"] = task
+        state["v1_trace"] = Trace(task, state["prompt"], task.state_type()())
+        self._sync(state)
+
     async def setup_state(self, state: State, **kwargs: Any) -> State:
         rollout_scope()
         for toolset in self.toolsets:
             await toolset.ensure_setup()
-        task = self._task_of(state["info"])
-        state["v1_task"] = task
-        state["v1_trace"] = Trace(task, state["prompt"], task.state_type()())
+        self._prepare(state)
+        task = state["v1_task"]
+        if needs_runtime(task):
+            state["v1_runtime"] = runtime_for(task)  # closed once the rollout is scored (TaskRubric)
+        await _hook(task, "setup", state)
         return state
 
     def _sync(self, state: State) -> Trace:
@@ -207,10 +228,38 @@ class TasksetEnvironment(MultiTurnEnv):
         state = await super().rollout(client, model, row, sampling_args)
         if "v1_trace" in state:
             trace = self._sync(state)
+            if state.get("error") is None:
+                try:
+                    await _hook(state["v1_task"], "finalize", state)
+                except Exception as exc:  # the task's own code: the rollout's error, never a 0
+                    state["error"] = error_record(exc)
             if state.get("stop_condition") == "task_stop" and trace.stop_condition:
                 state["stop_condition"] = trace.stop_condition
             trace.stop_condition = state.get("stop_condition")
         return state
+
+
+def needs_runtime(task: Task) -> bool:
+    """The task asks for a runtime: a container, or a hook, reward or metric with a `runtime` parameter."""
+    if task.NEEDS_CONTAINER or task.data.image:
+        return True
+    hooks = [getattr(task, name) for name in ("setup", "finalize") if getattr(type(task), name) is not getattr(Task, name)]
+    return any("runtime" in inspect.signature(fn).parameters for fn in [*hooks, *marked(task, "reward"),
+                                                                          *marked(task, "metric")])
+
+
+def runtime_for(task: Task) -> SandboxRuntime:
+    return SandboxRuntime(spec_for(task.data), "podman" if task.data.image or task.NEEDS_CONTAINER else None)
+
+
+async def _hook(task: Task, name: str, state: State) -> None:
+    """The task's `setup` / `finalize`, when it overrides it, given what its parameters name."""
+    if getattr(type(task), name) is getattr(Task, name):
+        return
+    result = call_with(getattr(task, name), {"trace": state["v1_trace"], "task": task.data,
+                                              **({"runtime": state["v1_runtime"]} if "v1_runtime" in state else {})})
+    if inspect.isawaitable(result):
+        await result
 
 
 def _get(message: Any, name: str) -> Any:
