@@ -229,7 +229,7 @@ UNSUPPORTED = '''
 import verifiers.v1 as vf
 
 
-class SortEnv(vf.SingleAgentEnv):
+class DuelEnv(vf.Env):
     pass
 
 
@@ -262,7 +262,7 @@ def test_what_prime_does_not_run_is_refused_in_one_line_and_a_failing_reward_is_
     with ScriptedOpenAIServer(lambda body: "ok") as server:
         refused = run_prime(["eval", "run", "sort-v1", "-m", "m", "-b", server.url, "-n", "1"], tmp_path)
         flaky = run_prime(["eval", "run", "flaky-v1", "-m", "m", "-b", server.url, "-n", "2", "-r", "1", "-s"], tmp_path)
-    assert refused.returncode == 2 and "verifiers.v1.SingleAgentEnv" in refused.stderr
+    assert refused.returncode == 2 and "verifiers.v1.Env (an environment with several agent seats" in refused.stderr
     assert "not supported by prime yet" in refused.stderr and "Traceback" not in refused.stderr
     # one of two rollouts errored: above the error budget (exit 1), the rows kept
     assert flaky.returncode == 1 and "1 of 2 rollouts (50.0%) errored" in flaky.stdout, flaky.stdout + flaky.stderr
@@ -344,3 +344,56 @@ def test_env_init_v1_scaffolds_a_taskset_that_runs_and_scores(tmp_path: Path) ->
     rows = read_rows(only_run_dir(tmp_path))
     assert {int(r["example_id"]) for r in rows} == {0, 1} and all(r["reward"] == 1.0 for r in rows)
     assert all(r["stop_condition"] == "answered" and r["metrics"]["reply_chars"] > 0 for r in rows)
+
+
+EPISODES = '''
+import verifiers.v1 as vf
+
+
+class ListData(vf.TaskData):
+    info: dict
+
+
+class ListTask(vf.Task[ListData]):
+    @vf.stop
+    async def said_stop(self, trace: vf.Trace) -> bool:
+        return "STOP" in trace.last_reply
+
+    @vf.reward
+    async def every_turn(self, trace: vf.Trace) -> float:
+        replies = [m.content for m in trace.assistant_messages]
+        return float(replies == [t.upper() for t in self.data.info["turns"][: len(replies)]]) * len(replies) / 3
+
+
+class ListEnv(vf.SingleAgentEnv):
+    async def run(self, task, agents):
+        async with agents.agent.interaction(task) as interaction:
+            for turn in task.data.info["turns"]:
+                if (await interaction.turn(turn)).terminated:
+                    break
+
+
+class ListTaskset(vf.Taskset[ListTask, vf.TasksetConfig]):
+    def load(self):
+        return [ListTask(ListData(prompt=None, info={"turns": turns}))
+                for turns in (["a", "b", "c"], ["x", "stop", "never"])]
+'''
+
+
+def test_an_environments_run_drives_a_prompt_less_task_turn_by_turn_until_a_stop(tmp_path):
+    write_env(tmp_path, "list_v1", EPISODES)
+    (tmp_path / "environments" / "list_v1" / "list_v1" / "__init__.py").write_text(
+        "from list_v1.taskset import ListEnv, ListTaskset\n\n__all__ = ['ListEnv', 'ListTaskset']\n")
+    with ScriptedOpenAIServer(lambda body: body["messages"][-1]["content"].upper()) as server:
+        result = run_prime(["eval", "run", "list-v1", "-m", "m", "-b", server.url, "-n", "2", "-r", "1", "-s"], tmp_path)
+        chats = server.requests_to("/v1/chat/completions")
+    assert result.returncode == 0, result.stderr
+    rows = {int(r["example_id"]): r for r in read_rows(only_run_dir(tmp_path))}
+    # three scripted user turns, each answered; the first user turn is the prompt
+    assert [m["content"] for m in rows[0]["prompt"]] == ["a"]
+    assert [m["content"] for m in rows[0]["completion"]] == ["A", "b", "B", "c", "C"]
+    assert rows[0]["reward"] == 1.0 and rows[0]["stop_condition"] == "episode_ended"
+    # the task's @vf.stop ends the exchange after "STOP": the third user turn is never sent
+    assert [m["content"] for m in rows[1]["completion"]] == ["X", "stop", "STOP"]
+    assert rows[1]["stop_condition"] == "said_stop" and rows[1]["reward"] == pytest.approx(2 / 3)
+    assert len(chats) == 5

@@ -133,8 +133,8 @@ def test_a_module_or_name_prime_does_not_have_says_so() -> None:
         __import__("verifiers.v1.harnesses.codex")
     import verifiers.v1 as v1
 
-    with pytest.raises(AttributeError, match=r"verifiers.v1.SingleAgentEnv \(a custom environment episode"):
-        v1.SingleAgentEnv  # noqa: B018
+    with pytest.raises(AttributeError, match=r"verifiers.v1.EnvConfig \(an environment with several agent seats"):
+        v1.EnvConfig  # noqa: B018
 
 
 def test_an_installed_verifiers_is_not_used_inside_prime_and_is_untouched_outside(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .decorators import intercept, metric, reward, stop, tool
+from .episodes import Agent, Agents, Interaction, Segment, SingleAgentEnv, SingleAgentEnvConfig
 from .errors import (
     EnvError,
     HarnessError,
@@ -50,6 +51,7 @@ from .types import (
 StateT = State
 
 __all__ = [
+    "Agent", "Agents", "Interaction", "Segment", "SingleAgentEnv", "SingleAgentEnvConfig",
     "ID", "TRACE_VERSION", "AssistantMessage", "ContentPart", "EnvError", "Error", "HarnessError", "ImageUrlContentPart",
     "ImageUrlSource", "InterceptionError", "Message", "Messages", "ProgramResult", "ProviderError", "Reward",
     "RolloutError", "Runtime", "SandboxError", "SharedTasksetConfig", "SharedToolsetConfig", "State", "StateT",
@@ -60,9 +62,8 @@ __all__ = [
 
 # what verifiers' v1 API has that prime does not run yet, by name: why
 NOT_PROVIDED = {
-    **dict.fromkeys(("Env", "EnvConfig", "SingleAgentEnv", "SingleAgentEnvConfig", "Agent", "Agents", "AgentConfig",
-                     "Interaction", "Episode", "make_agent"),
-                    "a custom environment episode (Env.run with agents or a scripted user)"),
+    **dict.fromkeys(("Env", "EnvConfig", "AgentConfig", "Episode", "make_agent"),
+                    "an environment with several agent seats (Env.run over Agents)"),
     **dict.fromkeys(("Harness", "HarnessConfig", "HarnessSession", "ACPHarness", "ACPConfig"),
                     "a harness other than prime's own chat loop (verifiers' null harness)"),
     **dict.fromkeys(("Judge", "JudgeConfig", "Judges", "JudgeResponse", "JudgeView", "ReferenceJudge",

@@ -11,19 +11,24 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import EnvConfigError
+from .episodes import SingleAgentEnv
 from .taskset import Taskset
 from .taskset_env import TasksetEnvironment
 
 
-def exported_tasksets(module: Any) -> list[type[Taskset]]:
-    """The Taskset subclasses `module` exports (its `__all__`, else every public name), in that order."""
+def exported(module: Any, base: type) -> list[type]:
+    """The subclasses of `base` that `module` exports (its `__all__`, else every public name), in that order."""
     names = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
     found = []
     for name in names:
         value = getattr(module, name, None)
-        if isinstance(value, type) and issubclass(value, Taskset) and value is not Taskset and "_v1_params" not in vars(value):
+        if isinstance(value, type) and issubclass(value, base) and value is not base and "_v1_params" not in vars(value):
             found.append(value)
     return list(dict.fromkeys(found))
+
+
+def exported_tasksets(module: Any) -> list[type[Taskset]]:
+    return exported(module, Taskset)
 
 
 def config_problem(env_id: str, error: ValidationError) -> str:
@@ -48,4 +53,9 @@ def build_taskset_environment(env_id: str, module: Any, env_args: dict[str, Any]
         config = config_type(**env_args)
     except ValidationError as exc:
         raise EnvConfigError(config_problem(env_id, exc)) from None
-    return TasksetEnvironment(taskset_type(config), env_id=env_id, env_args=env_args)
+    episodes = exported(module, SingleAgentEnv)
+    if len(episodes) > 1:
+        raise EnvConfigError(f"{env_id}: its module exports {len(episodes)} environments "
+                             f"({', '.join(e.__name__ for e in episodes)}); export one in __all__")
+    episode = episodes[0]() if episodes else None
+    return TasksetEnvironment(taskset_type(config), env_id=env_id, env_args=env_args, episode=episode)

@@ -19,7 +19,6 @@ import inspect
 import time
 from typing import Any
 
-from ..dataset import normalize_rows
 from ..decorators import stop
 from ..errors import EnvConfigError, error_record
 from ..multiturn_env import MultiTurnEnv
@@ -27,6 +26,7 @@ from ..rubrics import RolloutScore, Rubric
 from ..rubrics.rubric import write_scores
 from ..types import State
 from .decorators import call_with, marked
+from .episodes import Agent, Agents, SingleAgentEnv
 from .runtime import SandboxRuntime, spec_for
 from .task import Task
 from .taskset import Taskset
@@ -84,8 +84,9 @@ class TaskRubric(Rubric):
 
 
 class TasksetEnvironment(MultiTurnEnv):
-    def __init__(self, taskset: Taskset, max_turns: int = DEFAULT_MAX_TURNS, **kwargs: Any) -> None:
-        self.taskset = taskset
+    def __init__(self, taskset: Taskset, max_turns: int = DEFAULT_MAX_TURNS, episode: SingleAgentEnv | None = None,
+                 **kwargs: Any) -> None:
+        self.taskset, self.episode = taskset, episode
         self.task_type = type(taskset).task_type()
         config = taskset.config
         self.toolsets: list[Toolset] = [*type(taskset).toolsets(config), *self.task_type.toolsets(config.task)]
@@ -132,12 +133,13 @@ class TasksetEnvironment(MultiTurnEnv):
         rows = []
         for position, task in enumerate(self.tasks(limit)):
             data = task.data
-            if data.prompt is None:
-                raise EnvConfigError(f"task {data.idx} of {type(self.taskset).__name__} has no prompt (its "
-                                     "environment's own run() opens the conversation), which prime does not run yet")
+            if data.prompt is None and self.episode is None:
+                raise EnvConfigError(f"task {data.idx} of {type(self.taskset).__name__} has no prompt and the package "
+                                     "exports no environment whose run() opens the conversation")
             system = self._system_prompt if self._system_prompt is not None else data.system_prompt
-            prompt = [UserMessage(data.prompt)] if isinstance(data.prompt, str) else list(data.prompt)
-            if system and not _role(prompt[0]) == "system":
+            prompt = ([] if data.prompt is None else [UserMessage(data.prompt)] if isinstance(data.prompt, str)
+                      else list(data.prompt))
+            if system and not (prompt and _role(prompt[0]) == "system"):
                 prompt.insert(0, {"role": "system", "content": system})
             answer = getattr(data, "answer", None)  # a reference reply for `prime env check`, when the row has one
             rows.append({"prompt": [dict(m) for m in prompt], "example_id": data.idx if data.idx is not None else position,
@@ -146,10 +148,16 @@ class TasksetEnvironment(MultiTurnEnv):
                          "task": type(self.taskset).__name__})
         return rows
 
+    def _normalized(self, which: str) -> list[dict[str, Any]] | None:
+        """The task rows, complete as built (a prompt-less task's row has no messages yet: its environment's
+        run() opens the conversation)."""
+        if which not in self._rows:
+            self._rows[which] = self._task_rows() if which == "eval_dataset" else None
+        return self._rows[which]
+
     def get_eval_dataset(self, n: int = -1, seed: int | None = None) -> list[dict[str, Any]]:
         if type(self.taskset).INFINITE and seed is None:  # read only as far as asked
-            return normalize_rows(self._task_rows(n), name="eval dataset", system_prompt=self.system_prompt, few_shot=None,
-                                  message_type=self.message_type, default_task=self.env_id or "default")
+            return self._task_rows(n)
         return super().get_eval_dataset(n, seed)
 
     def get_dataset(self, n: int = -1, seed: int | None = None) -> list[dict[str, Any]]:
@@ -168,7 +176,7 @@ class TasksetEnvironment(MultiTurnEnv):
         task = self._task_of(state["info"])
         state["v1_task"] = task
         state["v1_trace"] = Trace(task, state["prompt"], task.state_type()())
-        self._sync(state)
+        self.sync_trace(state)
 
     async def setup_state(self, state: State, **kwargs: Any) -> State:
         rollout_scope()
@@ -179,9 +187,40 @@ class TasksetEnvironment(MultiTurnEnv):
         if needs_runtime(task):
             state["v1_runtime"] = runtime_for(task)  # closed once the rollout is scored (TaskRubric)
         await _hook(task, "setup", state)
+        if self.episode is not None:  # the environment's run() plays the whole exchange (episodes.py)
+            state["v1_episode"] = True
+            await self.episode.run(task, Agents(Agent(self, state, self._segment)))
+            state["v1_episode_done"] = True
         return state
 
-    def _sync(self, state: State) -> Trace:
+    async def exchange_over(self, state: State) -> bool:
+        """A stop condition ends the exchange (in an episode a reply without tool calls only ends a segment)."""
+        if await self._stop_condition_holds(state):
+            state["v1_exchange_stop"] = state["stop_condition"]
+            return True
+        return False
+
+    async def _segment(self, state: State) -> bool:
+        """The model's part of one turn: reply, tools, reply ... until a reply without tool calls. True when a stop
+        condition ended the exchange."""
+        client = state["client"].inner
+        while True:
+            response = await self.get_model_response(client, state["model"], self._messages(state), state,
+                                                     state["sampling_args"])
+            state["turn"] += 1
+            self._append(state, response.message)
+            if await self.exchange_over(state):
+                return True
+            if not (_get(response.message, "tool_calls") or []):
+                return False
+            self._append(state, await self.env_response(self._messages(state), state))
+
+    @stop(priority=95)
+    async def episode_ended(self, state: State) -> bool:
+        """The environment's run() returned: its exchange is over."""
+        return bool(state.get("v1_episode_done"))
+
+    def sync_trace(self, state: State) -> Trace:
         trace: Trace = state["v1_trace"]
         trace.completion = list(state["completion"])
         trace.turns = state["turn"]
@@ -193,7 +232,7 @@ class TasksetEnvironment(MultiTurnEnv):
         """One of the task's `@vf.stop` methods holds (its name is the rollout's stop condition)."""
         if state["turn"] == 0 or "v1_task" not in state:
             return False
-        trace = self._sync(state)
+        trace = self.sync_trace(state)
         for fn in marked(state["v1_task"], "stop"):
             result = call_with(fn, {"trace": trace, "task": trace.task.data})
             if hasattr(result, "__await__"):
@@ -207,7 +246,7 @@ class TasksetEnvironment(MultiTurnEnv):
     async def no_tool_calls(self, state: State) -> bool:
         """The model replied without calling a tool: its answer is in (verifiers' null harness ends here)."""
         last = state["completion"][-1] if state["turn"] and state["completion"] else None
-        return last is not None and _role(last) == "assistant" and not (_get(last, "tool_calls") or [])
+        return not state.get("v1_episode") and last is not None and _role(last) == "assistant" and not (_get(last, "tool_calls") or [])
 
     async def env_response(self, messages: Any, state: State, **kwargs: Any) -> list[Any]:
         replies = []
@@ -227,12 +266,14 @@ class TasksetEnvironment(MultiTurnEnv):
     async def rollout(self, client: Any, model: str, row: dict[str, Any], sampling_args: Any = None) -> State:
         state = await super().rollout(client, model, row, sampling_args)
         if "v1_trace" in state:
-            trace = self._sync(state)
+            trace = self.sync_trace(state)
             if state.get("error") is None:
                 try:
                     await _hook(state["v1_task"], "finalize", state)
                 except Exception as exc:  # the task's own code: the rollout's error, never a 0
                     state["error"] = error_record(exc)
+            if state.get("stop_condition") == "episode_ended" and state.get("v1_exchange_stop"):
+                state["stop_condition"] = state["v1_exchange_stop"]  # what ended the exchange inside run()
             if state.get("stop_condition") == "task_stop" and trace.stop_condition:
                 state["stop_condition"] = trace.stop_condition
             trace.stop_condition = state.get("stop_condition")
