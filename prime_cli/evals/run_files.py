@@ -166,6 +166,30 @@ def _open_existing(run_dir: Path, config: EvalConfig, flag: str) -> RunStore:
     return store
 
 
+def changed_task(current: list[dict[str, Any]], saved: list[dict[str, Any]]) -> str | None:
+    """How the tasks differ from the saved run's, by their `info.task_key` (verifiers v1 tasksets record one on
+    each row), or None: a resumed run must give each example the task it had."""
+    keys = {row["example_id"]: (row.get("info") or {}).get("task_key") for row in current}
+    for row in saved:
+        key = (row.get("info") or {}).get("task_key") if isinstance(row.get("info"), dict) else None
+        if key is None:
+            continue
+        now = keys.get(row["example_id"], "missing")
+        if now != key:
+            was = f"task {key[:12]}"
+            return (f"example {row['example_id']} was {was} in that run and is "
+                    f"{'no longer there' if now == 'missing' else f'task {str(now)[:12]} now'}")
+    return None
+
+
+def _refuse_changed_tasks(store: RunStore, env: vf.Environment, n: int, seed: int | None, rows: list[dict[str, Any]],
+                          flag: str) -> None:
+    if (change := changed_task(env.get_eval_dataset(n=n, seed=seed), rows)) is not None:
+        store.close()
+        raise RunDirError(f"{flag} {store.run_dir}: the environment's tasks changed ({change}); resume it with the "
+                          "tasks it started with, or start a new run")
+
+
 def prepare_run_files(config: EvalConfig, env: vf.Environment, n: int, r: int,
                       run_dir: Path | None = None) -> RunFiles:
     """The run's files: a new run (in `run_dir` when given), a resumed one, or none (not saved)."""
@@ -181,6 +205,7 @@ def prepare_run_files(config: EvalConfig, env: vf.Environment, n: int, r: int,
         store = _open_existing(run_dir, config, "-R")
         rows = read_results(run_dir)
         meta = store.metadata
+        _refuse_changed_tasks(store, env, int(meta["num_examples"]), config.seed, rows, "-R")
         store.update_metadata(status=RunStatus.RUNNING, sampling_args=sampling_args)
         return RunFiles("resume", int(meta["num_examples"]), int(meta["rollouts_per_example"]),
                         sampling_args, store, rows, completed_pairs(rows))
@@ -190,6 +215,7 @@ def prepare_run_files(config: EvalConfig, env: vf.Environment, n: int, r: int,
         rows = read_results(run_dir)
         rerun = {(row["example_id"], row["rollout_idx"]) for row in rows if row.get("error")}
         meta = store.metadata
+        _refuse_changed_tasks(store, env, int(meta["num_examples"]), config.seed, rows, "--retry-errors")
         return RunFiles("retry", int(meta["num_examples"]), int(meta["rollouts_per_example"]),
                         sampling_args, store, rows, completed_pairs(rows), rerun)
     if config.save_results:

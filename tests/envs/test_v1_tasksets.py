@@ -397,3 +397,17 @@ def test_an_environments_run_drives_a_prompt_less_task_turn_by_turn_until_a_stop
     assert [m["content"] for m in rows[1]["completion"]] == ["X", "stop", "STOP"]
     assert rows[1]["stop_condition"] == "said_stop" and rows[1]["reward"] == pytest.approx(2 / 3)
     assert len(chats) == 5
+
+
+def test_a_resumed_run_of_a_taskset_whose_tasks_changed_is_refused_by_task_key(tmp_path: Path) -> None:
+    write_env(tmp_path, "rev_v1", REVERSE.format(texts=TEXTS))
+    taskset = tmp_path / "environments" / "rev_v1" / "rev_v1" / "taskset.py"
+    with ScriptedOpenAIServer(half_right) as server:
+        first = run_prime(["eval", "run", "rev-v1", "-m", "m", "-b", server.url, "-n", "2", "-r", "1", "-s"], tmp_path)
+        run_dir = only_run_dir(tmp_path)
+        same = run_prime(["eval", "run", "rev-v1", "-m", "m", "-b", server.url, "-R", str(run_dir)], tmp_path)
+        taskset.write_text(taskset.read_text().replace("hello world", "goodbye world"))
+        changed = run_prime(["eval", "run", "rev-v1", "-m", "m", "-b", server.url, "-R", str(run_dir)], tmp_path)
+    assert first.returncode == 0 and same.returncode == 0, first.stderr + same.stderr
+    assert changed.returncode == 2 and "the environment's tasks changed (example 0 was task" in changed.stderr
+    assert "Traceback" not in changed.stderr and len(read_rows(run_dir)) == 2  # nothing lost
