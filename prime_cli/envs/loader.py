@@ -35,6 +35,9 @@ from .environment import Environment
 from .errors import EnvironmentLoadError, EnvironmentNotInstalledError, UserInputError
 from .load_errors import code_failure, empty_rubric, not_an_environment
 
+# environments prime itself provides, by id: `prime eval run harbor -a '{"path": "tasks/"}'`
+BUILTIN_ENVIRONMENTS = {"harbor": "prime_cli.envs.v1.harbor"}
+
 
 def module_name(env_id: str) -> str:
     return env_id.strip().split("/")[-1].replace("-", "_")
@@ -45,7 +48,7 @@ def environment_exists(env_id: str, root: Path | None = None) -> bool:
     module = module_name(env_id)
     if not module.isidentifier():
         return False
-    if find_local_environment(env_id, root) is not None or module in sys.modules:
+    if find_local_environment(env_id, root) is not None or module in sys.modules or module in BUILTIN_ENVIRONMENTS:
         return True
     try:
         return importlib.util.find_spec(module) is not None
@@ -280,6 +283,8 @@ def import_environment_module(env_id: str, root: Path | None = None) -> Any:
         raise code_failure(env_id.strip(), exc, "importing its module", _code_place(module, root)) from exc
     if loaded is not None:
         return loaded
+    if module in BUILTIN_ENVIRONMENTS:  # after a local folder or an installed module of that name
+        return importlib.import_module(BUILTIN_ENVIRONMENTS[module])
     if "/" in env_id.strip():  # a published environment: the index named by its owner has it
         raise EnvironmentNotInstalledError(missing_owned_environment(env_id.strip(), module))
     hint = ""

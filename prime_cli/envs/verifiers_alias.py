@@ -101,9 +101,9 @@ V1 = "verifiers.v1"
 V1_MODULES = frozenset({
     V1, f"{V1}.types", f"{V1}.task", f"{V1}.taskset", f"{V1}.trace", f"{V1}.state", f"{V1}.errors", f"{V1}.mcp",
     f"{V1}.utils", f"{V1}.utils.decorators", f"{V1}.utils.image", f"{V1}.configs", f"{V1}.configs.task",
-    f"{V1}.configs.taskset", f"{V1}.runtimes",
+    f"{V1}.configs.taskset", f"{V1}.runtimes", f"{V1}.tasksets", f"{V1}.tasksets.harbor",
 })
-V1_PACKAGES = frozenset({V1, f"{V1}.utils", f"{V1}.configs", f"{V1}.runtimes"})
+V1_PACKAGES = frozenset({V1, f"{V1}.utils", f"{V1}.configs", f"{V1}.runtimes", f"{V1}.tasksets", f"{V1}.tasksets.harbor"})
 
 
 class _V1AliasModule(types.ModuleType):

@@ -136,8 +136,8 @@ class ContainerSandbox(Sandbox):
         half = max((spec.disk_mb - shm) // 2, 1)
         argv = [self.engine.cli, "run", "-d", "--init", "--name", self.container, "--pull", "never", "--hostname", "sandbox",
                 "--memory", f"{spec.memory_mb}m", "--memory-swap", f"{spec.memory_mb}m", "--pids-limit", str(spec.pids),
-                "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "0:0", "--read-only",
-                *self.engine.run_flags, "--shm-size", f"{shm}m",
+                "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "0:0",
+                *([] if spec.writable_root else ["--read-only"]), *self.engine.run_flags, "--shm-size", f"{shm}m",
                 "--tmpfs", f"{WORKDIR}:rw,exec,nosuid,nodev,size={max(spec.disk_mb - shm - half, 1)}m,mode=1777",
                 "--tmpfs", f"/tmp:rw,exec,nosuid,nodev,size={half}m,mode=1777"]
         if not spec.network:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -135,6 +136,45 @@ def ensure_base_image(engine: str, progress: Callable[[str], None] = _progress) 
         raise ImageError(f"{engine} import failed (exit {done.returncode}): {last}")
     progress(f"imported into {engine} in {time.monotonic() - began:.1f} s")
     return BASE_IMAGE
+
+
+SANDBOX_UID = 65534  # every command of a container sandbox runs as this uid (containers.py)
+
+
+def build_image(engine: str, context: Path, tag: str, writable: list[str], progress: Callable[[str], None] = _progress,
+                timeout_s: float = 600.0) -> str:
+    """`tag`, built from `context`/Dockerfile with `engine` (once: a present tag is kept, so make the tag from
+    the context's content), then a layer that hands `writable` and the image's WORKDIR (created when missing)
+    to the sandbox's uid, so the task's commands can edit the files the Dockerfile put there. Returns the tag."""
+    if image_present(engine, tag):
+        return tag
+    base = f"{tag}-base"
+    began = time.monotonic()
+    progress(f"building {tag} from {context}/Dockerfile with {engine} ...")
+    _build(engine, [engine, "build", "-t", base, "-f", str(context / "Dockerfile"), str(context)], None, timeout_s,
+           f"{context}/Dockerfile")
+    paths = " ".join(shlex.quote(p) for p in dict.fromkeys([*writable, *filter(None, [image_workdir(engine, base)])]))
+    owned = f"FROM {base}\nUSER root\nRUN mkdir -p {paths} && chown -R {SANDBOX_UID}:{SANDBOX_UID} {paths}\n"
+    _build(engine, [engine, "build", "-t", tag, "-f", "-", str(context)], owned, timeout_s, "its ownership layer")
+    progress(f"built {tag} in {time.monotonic() - began:.1f} s")
+    return tag
+
+
+def _build(engine: str, argv: list[str], stdin: str | None, timeout_s: float, what: str) -> None:
+    try:
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise ImageError(f"{engine} build of {what} did not finish in {timeout_s:.0f} s") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["no output"])[-1]
+        raise ImageError(f"{engine} build of {what} failed (exit {done.returncode}): {last}")
+
+
+def image_workdir(engine: str, tag: str) -> str | None:
+    """The image's WORKDIR, None when it sets none."""
+    done = subprocess.run([engine, "image", "inspect", "--format", "{{.Config.WorkingDir}}", tag],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def _unpackable(members: list[tarfile.TarInfo]) -> Iterator[tarfile.TarInfo]:

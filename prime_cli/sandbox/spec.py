@@ -42,6 +42,9 @@ class SandboxSpec:
     max_output_bytes: int = 65536  # of stdout and of stderr, per exec(); the rest is counted and dropped
     python: bool = True  # bwrap without an image: make the running Python (and its packages) visible, read-only
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)  # e.g. the run id, for list/prune
+    # containers: the image's own files writable (a task that edits /app, as Harbor tasks do); still no
+    # capabilities, no new privileges, commands as uid 65534, the engine's limits. Not for bwrap
+    writable_root: bool = False
 
     def describe(self) -> str:
         parts = [self.image or "host system files"]

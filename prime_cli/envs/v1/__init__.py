@@ -25,6 +25,7 @@ from .errors import (
     ToolsetError,
     TunnelError,
 )
+from .harbor import HarborConfig, HarborData, HarborTask, HarborTaskset
 from .runtime import ProgramResult, Runtime
 from .state import State
 from .task import Task, TaskConfig, TaskData, TaskResources, TaskTimeout, WireTaskData
@@ -52,6 +53,7 @@ StateT = State
 
 __all__ = [
     "Agent", "Agents", "Interaction", "Segment", "SingleAgentEnv", "SingleAgentEnvConfig",
+    "HarborConfig", "HarborData", "HarborTask", "HarborTaskset",
     "ID", "TRACE_VERSION", "AssistantMessage", "ContentPart", "EnvError", "Error", "HarnessError", "ImageUrlContentPart",
     "ImageUrlSource", "InterceptionError", "Message", "Messages", "ProgramResult", "ProviderError", "Reward",
     "RolloutError", "Runtime", "SandboxError", "SharedTasksetConfig", "SharedToolsetConfig", "State", "StateT",

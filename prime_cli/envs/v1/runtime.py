@@ -17,6 +17,7 @@ environment (checked there, for either); a missing one is one line naming it and
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import importlib.metadata
 import re
@@ -74,9 +75,22 @@ def missing_distributions(names: list[str]) -> list[str]:
     return missing
 
 
+_ROLLOUT_RUNTIME: contextvars.ContextVar[SandboxRuntime | None] = contextvars.ContextVar("prime_v1_runtime", default=None)
+
+
+def use_runtime(runtime: SandboxRuntime | None) -> None:
+    """The runtime the running rollout's tools act in (set in its own asyncio task: concurrent rollouts each
+    see their own)."""
+    _ROLLOUT_RUNTIME.set(runtime)
+
+
+def rollout_runtime() -> SandboxRuntime | None:
+    return _ROLLOUT_RUNTIME.get()
+
+
 class SandboxRuntime(Runtime):
-    def __init__(self, spec: SandboxSpec, provider: str | None = None) -> None:
-        self.spec, self.provider = spec, provider
+    def __init__(self, spec: SandboxSpec, provider: str | None = None, cwd: str | None = None) -> None:
+        self.spec, self.provider, self.cwd = spec, provider, cwd
         self._sandbox: Sandbox | None = None
         self._starting = asyncio.Lock()
 
@@ -87,7 +101,7 @@ class SandboxRuntime(Runtime):
         return self._sandbox
 
     async def run(self, argv: list[str], env: dict[str, str] | None = None) -> ProgramResult:
-        result = await (await self.sandbox()).exec(list(argv), env=env or {})
+        result = await (await self.sandbox()).exec(list(argv), env=env or {}, cwd=self.cwd)
         code = result.exit_code if result.exit_code is not None else 124  # killed at its timeout
         return ProgramResult(code, result.stdout, result.stderr + ("\n(timed out)" if result.timed_out else ""))
 
@@ -129,7 +143,7 @@ class SandboxRuntime(Runtime):
 def spec_for(data: Any) -> SandboxSpec:
     """The sandbox of one task: its image (a container) or none (bwrap), its resources and agent timeout."""
     resources, timeout = data.resources, data.timeout
-    fields: dict[str, Any] = {"image": data.image}
+    fields: dict[str, Any] = {"image": data.image, "writable_root": bool(data.image)}  # a task edits its image's files
     if resources.cpu:
         fields["cpus"] = float(resources.cpu)
     if resources.memory:

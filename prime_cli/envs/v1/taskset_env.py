@@ -27,7 +27,7 @@ from ..rubrics.rubric import write_scores
 from ..types import State
 from .decorators import call_with, marked
 from .episodes import Agent, Agents, SingleAgentEnv
-from .runtime import SandboxRuntime, spec_for
+from .runtime import SandboxRuntime, spec_for, use_runtime
 from .task import Task
 from .taskset import Taskset
 from .toolset import Toolset, call_tool, rollout_scope, tool_definitions
@@ -186,6 +186,7 @@ class TasksetEnvironment(MultiTurnEnv):
         task = state["v1_task"]
         if needs_runtime(task):
             state["v1_runtime"] = runtime_for(task)  # closed once the rollout is scored (TaskRubric)
+        use_runtime(state.get("v1_runtime"))  # for its tools (harbor.BashToolset)
         await _hook(task, "setup", state)
         if self.episode is not None:  # the environment's run() plays the whole exchange (episodes.py)
             state["v1_episode"] = True
@@ -290,7 +291,8 @@ def needs_runtime(task: Task) -> bool:
 
 
 def runtime_for(task: Task) -> SandboxRuntime:
-    return SandboxRuntime(spec_for(task.data), "podman" if task.data.image or task.NEEDS_CONTAINER else None)
+    container = bool(task.data.image or task.NEEDS_CONTAINER)
+    return SandboxRuntime(spec_for(task.data), "podman" if container else None, task.data.workdir if container else None)
 
 
 async def _hook(task: Task, name: str, state: State) -> None:
