@@ -140,6 +140,134 @@ def judge_reply(prompt: str) -> str | None:
     return None
 
 
+# verifiers v1 tasksets (tests/fixtures/verifiers_envs/a60a606/), as vf-eval 0.4.0's null harness sends them.
+
+V1_CODE_GOLF = {  # what code_golf asks to print: (a right program, a wrong one)
+    "the sum of the integers 1 to 100": ("print(sum(range(1, 101)))", "print(sum(range(1, 100)))"),
+    "the first 10 Fibonacci numbers space-separated on one line": (
+        "f = [0, 1]\nwhile len(f) < 10:\n    f.append(f[-1] + f[-2])\nprint(*f)",
+        "f = [1, 1]\nwhile len(f) < 10:\n    f.append(f[-1] + f[-2])\nprint(*f)"),
+    "the string HELLO reversed": ('print("HELLO"[::-1])', 'print("HELLO")'),
+}
+KUHN_RANKS = "JQK"
+
+
+def last_tool_text(messages: list[dict]) -> str | None:
+    tools = [m for m in messages if m.get("role") == "tool"]
+    return content_text(tools[-1].get("content")) if tools else None
+
+
+def v1_tool_reply(messages: list[dict], names: set[str]) -> str | dict[str, Any] | None:
+    """glossary (facts_lookup) and scratchpad (scratchpad_roundtrip): one call with the value the prompt
+    names (a wrong value on the flawed examples), then the tool's answer as the prompt asks."""
+    user = content_text(next((m for m in messages if m.get("role") == "user"), {}).get("content"))
+    result = last_tool_text(messages)
+    if "facts_lookup" in names and (found := re.search(r'look up "([^"]+)"', user)):
+        if result is not None:
+            return f"<answer>{result}</answer>"
+        name = found.group(1)[:-1] if flawed(user) == 0 else found.group(1)  # a misspelt name: no entry
+        return {"content": None, "tool_calls": [{"id": "call_0", "function": {
+            "name": "facts_lookup", "arguments": json.dumps({"name": name})}}]}
+    if "scratchpad_roundtrip" in names and (found := re.search(r'word="([^"]+)"', user)):
+        if result is not None:
+            return result.strip()
+        word = found.group(1).upper() if flawed(found.group(1)) == 0 else found.group(1)
+        return {"content": None, "tool_calls": [{"id": "call_0", "function": {
+            "name": "scratchpad_roundtrip", "arguments": json.dumps({"word": word})}}]}
+    return None
+
+
+def image_colours(content: Any) -> list[tuple[int, int, int]]:
+    """The colour of each image (a data URL, one colour filling it) in a message content, in order."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    colours = []
+    for part in content if isinstance(content, list) else []:
+        url = (part.get("image_url") or {}).get("url", "") if isinstance(part, dict) else ""
+        if url.startswith("data:image/") and "," in url:
+            with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as image:
+                colours.append(tuple(image.convert("RGB").getpixel((0, 0))))
+    return colours
+
+
+def codeword_reply(system: str, messages: list[dict]) -> str:
+    """color_codeword: the letters of every square shown so far, by the colour=letter table of the system
+    prompt; from turn two on, the last letter is wrong when the letters so far are a flawed word."""
+    from PIL import ImageColor
+
+    table = {ImageColor.getrgb(name.lower()): letter for name, letter in re.findall(r"(\w+)=([A-Z])\b", system)}
+
+    def letter(rgb: tuple[int, int, int]) -> str:  # the nearest named colour (PIL's "green" is 0,128,0)
+        return table[min(table, key=lambda named: sum((x - y) ** 2 for x, y in zip(named, rgb, strict=True)))] if table else "?"
+
+    letters = ["".join(letter(c) for c in image_colours(m.get("content")))
+               for m in messages if m.get("role") == "user"]
+    word = "".join(letters)
+    if len(letters) > 1 and flawed(word) == 0:
+        word = word[:-1] + ("A" if word[-1] != "A" else "B")
+    return f"So far the squares spell:\n{word}"
+
+
+def kuhn_reply(system: str, users: list[str]) -> str:
+    """kuhn_poker: bet or call with a K, call a bet with a Q, check or fold otherwise; the flawed seat-and-card
+    hands play the other action, and a Q first answers without brackets (an invalid move: the retry)."""
+    card = re.search(r"Your private card: ([JQK])", system).group(1)
+    last = users[-1]
+    legal = re.findall(r"\[(\w+)\]", last.rsplit("legal actions:", 1)[-1] if "legal actions:" in last else last)
+    if not legal:
+        return "I am not sure."
+    strong = KUHN_RANKS.index(card) >= (2 if "check" in legal else 1)
+    choice = legal[1] if strong else legal[0]  # [check, bet] or [fold, call]
+    if flawed(system) == 0:
+        choice = legal[0] if choice == legal[1] else legal[1]
+    if card == "Q" and not last.startswith("That was not a legal move") and "check" in legal:
+        return f"With a Q I would rather {choice} here."
+    return f"I hold {card}, so I play [{choice}]."
+
+
+def proposer_reply(users: list[str]) -> str:
+    """proposer_solver: the proposer's problem (a product; its stated answer is one off on the flawed topics),
+    ending with the JSON contract; a solver multiplies the problem's two numbers."""
+    found = re.search(r"genuinely hard (.+?) word problem", users[0])
+    if found:
+        topic = found.group(1)
+        a, b = 12 + zlib.crc32(topic.encode()) % 40, 3 + zlib.crc32(topic[::-1].encode()) % 9
+        answer = a * b + (1 if flawed(topic) == 0 else 0)
+        problem = f"A {topic} puzzle: a warehouse stacks {a} crates of {b} jars each. How many jars are there?"
+        return f"I built the numbers and checked the product.\n{json.dumps({'problem': problem, 'answer': answer})}"
+    numbers = re.search(r"stacks (\d+) crates of (\d+) jars", users[0])
+    if numbers:
+        product = int(numbers.group(1)) * int(numbers.group(2))
+        return f"Multiplying the crates by the jars per crate gives {product}.\n{product}"
+    return "I cannot solve this one."
+
+
+def v1_chat_reply(system: str, users: list[str], messages: list[dict]) -> str | None:
+    first = users[0]
+    if "colored squares" in system and "=A" in system:
+        return codeword_reply(system, messages)
+    if "You are playing Kuhn poker" in system:
+        return kuhn_reply(system, users)
+    if "genuinely hard" in first or "End your reply with just the final integer." in first:
+        return proposer_reply(users)
+    if first.startswith("Write a single self-contained Python program"):
+        wanted = first.rsplit("Print ", 1)[-1].rstrip(".").strip()
+        right, wrong = V1_CODE_GOLF.get(wanted, ('print("?")', 'print("?")'))
+        return f"```python\n{wrong if flawed(wanted) == 0 else right}\n```"
+    if first.startswith("Solve the grade-school math problem.") and "####" in first:
+        question = first.split("\n\n", 1)[-1]
+        answer = answers().get(question.strip())
+        if answer is None:
+            return "I cannot solve this one.\n#### 0"
+        if flawed(question) == 0:
+            answer = str(int(answer) + 1) if answer.lstrip("-").isdigit() else answer + "1"
+        return f"Working through it step by step.\n#### {answer}"
+    return None
+
+
 def chat_reply(messages: list[dict]) -> str:
     system = " ".join(content_text(m.get("content")) for m in messages if m.get("role") == "system")
     users = [content_text(m.get("content")) for m in messages if m.get("role") == "user"]
@@ -148,6 +276,8 @@ def chat_reply(messages: list[dict]) -> str:
         return "Hello."
     if len(users) == 1 and not system and (judged := judge_reply(users[0])) is not None:
         return judged
+    if (v1 := v1_chat_reply(system, users, messages)) is not None:
+        return v1
     if "Reverse the text" in system:
         text = users[-1][::-1]
         return f"<reversed_text>{text[:-2] if flawed(users[-1]) == 0 else text}</reversed_text>"
@@ -179,6 +309,9 @@ def parity_reply(request: dict[str, Any]) -> str | dict[str, Any]:
         return endings[zlib.crc32(prompt.encode("utf-8")) % 3]
     messages = [m for m in request.get("messages") or [] if isinstance(m, dict)]
     if request.get("tools"):
+        names = {t["function"]["name"] for t in request["tools"] if isinstance(t.get("function"), dict)}
+        if (v1 := v1_tool_reply(messages, names)) is not None:
+            return v1
         return tool_reply(messages, request["tools"])
     return chat_reply(messages)
 

@@ -1,7 +1,9 @@
 """A few local rows in place of the Hugging Face datasets the verifiers parity environments ask for.
 
 Imported by this folder's sitecustomize.py (in the prime process and in the vf-eval process alike) and by
-tests/support/parity_server.py (the scripted policy looks answers up here). Nothing is downloaded:
+tests/support/parity_server.py (the scripted policy looks answers up here). The v1 fixtures (a60a606) ask for
+three of these names too: reverse_text (PrimeIntellect/Reverse-Text-RL, train), gsm8k (openai/gsm8k, "main",
+test) and alphabet_sort (kalomaze/alphabetic-arxiv-authors-it1, train). Nothing is downloaded:
 `hub_rows(name, config, split)` answers the names below and raises for any other one.
 
 GSM8K rows are the first 12 of each split of /work/shared/data/gsm8k (MIT, see GSM8K_LICENSE); the other
