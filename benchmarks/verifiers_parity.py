@@ -3,6 +3,7 @@
 same scripted policy server (tests/support/parity_server.py), and `prime env check`'s verdict.
 
     .venv/bin/python benchmarks/verifiers_parity.py [--env gsm8k ...] [--tag v0.2.0 ...] [-v]
+    .venv/bin/python benchmarks/verifiers_parity.py --v1      # verifiers' v1 environments (a60a606) vs vf-eval 0.4.0
 
 Prints one row per environment and version: the mean reward of each tool, whether every per-rollout
 reward agrees (abs 1e-6), the check's exit code and problems. -v prints each difference and the tail of
@@ -26,12 +27,16 @@ from tests.support.verifiers_parity import (  # noqa: E402
     CASES,
     REFUSED,
     TAGS,
+    V1_CASES,
+    V1_COMMIT,
+    Case,
     compare,
     false_problems,
     mean,
     prime_check,
     prime_eval,
     verifiers_venv,
+    vf1_eval,
     vf_eval,
 )
 
@@ -42,10 +47,13 @@ def fmt(value: float | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env", action="append", choices=sorted(CASES), help="only these environments")
+    parser.add_argument("--env", action="append", choices=sorted({*CASES, *V1_CASES}), help="only these environments")
     parser.add_argument("--tag", action="append", choices=TAGS, help="only these verifiers versions")
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--v1", action="store_true", help="verifiers' v1 environments at a60a606 against vf-eval 0.4.0")
     args = parser.parse_args(argv)
+    if args.v1:
+        return v1_table(args.env)
     for tag in args.tag or TAGS:
         start = time.perf_counter()
         verifiers_venv(tag)
@@ -87,6 +95,27 @@ def main(argv: list[str] | None = None) -> int:
                         if run.returncode != 0 or not run.rewards:
                             print(f"    {label} exit {run.returncode}:\n" + "\n".join(
                                 f"      {x}" for x in run.tail(12).splitlines()))
+    return 1 if failed else 0
+
+
+def v1_table(only: list[str] | None) -> int:
+    """One row per v1 environment: prime's and vf-eval 0.4.0's mean reward and whether every task's rewards agree."""
+    print(f"{'environment':18} {'prime':>8} {'vf-eval':>8} {'rollouts':>8}  parity")
+    failed = 0
+    with ScriptedOpenAIServer(parity_reply) as server, tempfile.TemporaryDirectory() as tmp:
+        for name in only or sorted(V1_CASES):
+            case = V1_CASES[name]
+            vf = vf1_eval(case, Path(tmp) / f"{name}-vf", server.url)
+            prime = prime_eval(V1_COMMIT, Case(name, n=case.n, r=case.r), Path(tmp) / f"{name}-prime", server.url)
+            if prime.returncode == 2:
+                parity = "prime refuses: " + prime.tail(1).split(": ", 2)[-1][:100]
+            else:
+                same = sorted((k[0], round(v, 6)) for k, v in prime.rewards.items()) == \
+                    sorted((k[0], round(v, 6)) for k, v in vf.rewards.items())
+                parity = "equal" if same and vf.all_ok else "DIFFER"
+                failed += parity != "equal"
+            print(f"{name:18} {fmt(mean(prime.rewards)):>8} {fmt(mean(vf.rewards)):>8} {len(vf.rewards):>8}  {parity}",
+                  flush=True)
     return 1 if failed else 0
 
 
