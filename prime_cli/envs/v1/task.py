@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .decorators import call_with, marked
 from .generic import Subscriptable, parameter
 from .state import State
-from .types import content_text
+from .types import content_text, field_of
 
 
 class TaskResources(BaseModel):
@@ -68,7 +68,7 @@ class TaskData(BaseModel):
     def prompt_text(self) -> str:
         if isinstance(self.prompt, str):
             return self.prompt
-        return "\n\n".join(t for m in self.prompt or [] if (t := content_text(_field(m, "content"))))
+        return "\n\n".join(t for m in self.prompt or [] if (t := content_text(field_of(m, "content"))))
 
 
 class WireTaskData(TaskData):
@@ -88,10 +88,6 @@ class TaskConfig(BaseModel):
 
 def content_key(data: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
-
-
-def _field(message: Any, name: str) -> Any:
-    return message.get(name) if isinstance(message, dict) else getattr(message, name, None)
 
 
 class Task(Subscriptable):

@@ -32,7 +32,7 @@ from .task import Task
 from .taskset import Taskset
 from .toolset import Toolset, call_tool, rollout_scope, tool_definitions
 from .trace import Trace
-from .types import ToolMessage, UserMessage
+from .types import ToolMessage, UserMessage, field_of
 
 DEFAULT_MAX_TURNS = 50  # verifiers' null harness has no turn cap of its own; a loop of tool calls must end
 TASK_KEY, TASK_HASH, TASK_IDX = "task_key", "task_hash", "task_idx"
@@ -212,7 +212,7 @@ class TasksetEnvironment(MultiTurnEnv):
             self._append(state, response.message)
             if await self.exchange_over(state):
                 return True
-            if not (_get(response.message, "tool_calls") or []):
+            if not (field_of(response.message, "tool_calls") or []):
                 return False
             self._append(state, await self.env_response(self._messages(state), state))
 
@@ -247,18 +247,18 @@ class TasksetEnvironment(MultiTurnEnv):
     async def no_tool_calls(self, state: State) -> bool:
         """The model replied without calling a tool: its answer is in (verifiers' null harness ends here)."""
         last = state["completion"][-1] if state["turn"] and state["completion"] else None
-        return not state.get("v1_episode") and last is not None and _role(last) == "assistant" and not (_get(last, "tool_calls") or [])
+        return not state.get("v1_episode") and last is not None and _role(last) == "assistant" and not (field_of(last, "tool_calls") or [])
 
     async def env_response(self, messages: Any, state: State, **kwargs: Any) -> list[Any]:
         replies = []
-        for call in _get(messages[-1], "tool_calls") or []:
-            name, call_id = _get(call, "name"), _get(call, "id") or ""
+        for call in field_of(messages[-1], "tool_calls") or []:
+            name, call_id = field_of(call, "name"), field_of(call, "id") or ""
             method = self._tool_methods.get(name)
             if method is None:
                 content = f"Error: no tool named {name!r}; the tools are: {', '.join(sorted(self._tool_methods)) or 'none'}"
             else:
                 try:
-                    content = await call_tool(method, _get(call, "arguments") or "{}")
+                    content = await call_tool(method, field_of(call, "arguments") or "{}")
                 except Exception as exc:  # the model's call failed: it sees why, the rollout goes on
                     content = f"Error: {type(exc).__name__}: {exc}"
             replies.append(ToolMessage(content, tool_call_id=call_id, name=name))
@@ -305,9 +305,5 @@ async def _hook(task: Task, name: str, state: State) -> None:
         await result
 
 
-def _get(message: Any, name: str) -> Any:
-    return message.get(name) if isinstance(message, dict) else getattr(message, name, None)
-
-
 def _role(message: Any) -> str | None:
-    return _get(message, "role")
+    return field_of(message, "role")

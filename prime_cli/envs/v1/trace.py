@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .state import State
-from .types import content_text
+from .types import content_text, field_of
 
 TRACE_VERSION = 1
 
@@ -31,10 +31,6 @@ class Reward(BaseModel):
 class Error(BaseModel):
     type: str
     message: str
-
-
-def _get(message: Any, name: str) -> Any:
-    return message.get(name) if isinstance(message, dict) else getattr(message, name, None)
 
 
 class Trace:
@@ -71,28 +67,28 @@ class Trace:
     @property
     def assistant_messages(self) -> list[Any]:
         """The model's replies in order (assistant messages the prompt brought are not among them)."""
-        return [m for m in self.completion if _get(m, "role") == "assistant"]
+        return [m for m in self.completion if field_of(m, "role") == "assistant"]
 
     @property
     def tool_messages(self) -> list[Any]:
-        return [m for m in self.completion if _get(m, "role") == "tool"]
+        return [m for m in self.completion if field_of(m, "role") == "tool"]
 
     @property
     def last_reply(self) -> str:
         if self.root_reply is not None:
             return self.root_reply.strip()
         replies = self.assistant_messages
-        return (content_text(_get(replies[-1], "content")) or "").strip() if replies else ""
+        return (content_text(field_of(replies[-1], "content")) or "").strip() if replies else ""
 
     @property
     def transcript(self) -> str:
         blocks = []
         for message in self.messages:
-            lines = [f"[{_get(message, 'role')}]"]
-            if text := content_text(_get(message, "content")):
+            lines = [f"[{field_of(message, 'role')}]"]
+            if text := content_text(field_of(message, "content")):
                 lines.append(text)
-            for call in _get(message, "tool_calls") or []:
-                lines.append(f"[tool_call {_get(call, 'name')}({_get(call, 'arguments')})]")
+            for call in field_of(message, "tool_calls") or []:
+                lines.append(f"[tool_call {field_of(call, 'name')}({field_of(call, 'arguments')})]")
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks)
 

@@ -44,6 +44,11 @@ class ImageUrlContentPart(AttributeDict):
 ContentPart = TextContentPart | ImageUrlContentPart
 
 
+def field_of(message: Any, name: str) -> Any:
+    """A message's (or tool call's) field, whether it is a dict or an object (a task may build either)."""
+    return message.get(name) if isinstance(message, dict) else getattr(message, name, None)
+
+
 def content_text(content: Any) -> str:
     """The text of a message's content: the string, or its text parts joined by newlines."""
     if content is None:
@@ -60,4 +65,4 @@ def content_text(content: Any) -> str:
 
 
 __all__ = ["ID", "AssistantMessage", "ContentPart", "ImageUrlContentPart", "ImageUrlSource", "Message", "Messages",
-           "SystemMessage", "TextContentPart", "Tool", "ToolCall", "ToolMessage", "UserMessage", "content_text"]
+           "SystemMessage", "TextContentPart", "Tool", "ToolCall", "ToolMessage", "UserMessage", "content_text", "field_of"]
