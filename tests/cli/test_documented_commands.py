@@ -40,6 +40,10 @@ PLACEHOLDERS = {"MODEL": "gpt-4.1-mini", "REFLECTOR": "qwen3-8b-openrouter"}
 
 # README lines run here through a stand-in, and where the line itself runs for real
 STAND_INS = {
+    # Harbor task folders of the user's own (tasks/): the fixtures' three run on podman and docker there
+    "prime eval run harbor -m MODEL -a '{\"path\": \"tasks/\"}'": ("prime eval run --help", "tests/sandbox/test_harbor_tasks.py"),
+    "prime eval run harbor -m MODEL --sandbox docker -a '{\"path\": \"tasks/fix-test\", \"timeout_multiplier\": 2}'":
+        ("prime eval run --help", "tests/sandbox/test_harbor_tasks.py"),
     "prime serve": ("prime serve --help", "tests/integration/test_serve_cli.py"),
     "prime serve ./my-model --port 8001": ("prime serve --help", "tests/integration/test_serve_cli.py"),
     "prime serve --enable-lora --max-lora-rank 16": ("prime serve --help", "tests/integration/test_train_local.py"),
@@ -239,7 +243,9 @@ def check_effect(command: str, cwd: Path, before: list[Path], result: subprocess
     """What the line must have done, beyond exiting 0."""
     args = shlex.split(command)[1:]
     out = result.stdout
-    if args[:2] == ["eval", "run"]:
+    if args == ["eval", "run", "--help"]:  # the stand-in of a Harbor line: the flags it uses are there
+        assert "--sandbox" in out and "--env-args" in out, out
+    elif args[:2] == ["eval", "run"]:
         made = new_runs(cwd, before)
         expected = 2 if args[2].endswith(".toml") else (1 if "-s" in args else 0)
         if "--weights-dir" in args:
