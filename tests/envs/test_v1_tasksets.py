@@ -411,3 +411,13 @@ def test_a_resumed_run_of_a_taskset_whose_tasks_changed_is_refused_by_task_key(t
     assert first.returncode == 0 and same.returncode == 0, first.stderr + same.stderr
     assert changed.returncode == 2 and "the environment's tasks changed (example 0 was task" in changed.stderr
     assert "Traceback" not in changed.stderr and len(read_rows(run_dir)) == 2  # nothing lost
+
+
+def test_env_check_on_a_v1_taskset_writes_the_reference_in_the_tag_its_reward_reads(tmp_path: Path) -> None:
+    """A v1 task has no parser: the reference is written in the prompt's tag the reward pays, so a sound
+    reward raises no false problem (as is, lcs would pay the reference 0)."""
+    write_env(tmp_path, "rev_v1", REVERSE.format(texts=TEXTS))
+    result = run_prime(["env", "check", "rev-v1"], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "the reference is written inside <reversed_text> tags: the writing the reward pays most" in result.stdout
+    assert result.stdout.rstrip().splitlines()[-1].startswith("ok:"), result.stdout

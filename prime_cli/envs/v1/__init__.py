@@ -2,11 +2,13 @@
 
 A v1 environment is a `Taskset` (config in, tasks out) of `Task`s (a `TaskData` row plus `@vf.reward`,
 `@vf.metric` and `@vf.stop` methods reading the rollout's `Trace`), optionally with `Toolset`s whose
-`@vf.tool` methods the model may call. prime runs it on its own agent loop (taskset_env.py), the `null`
-harness of verifiers: a chat loop with the toolsets' tools offered as tool calls. What verifiers' v1 API
-has beyond that (third-party harnesses, custom `Env.run` episodes, interception, judges, runtimes) raises,
-when a taskset uses it, an AttributeError naming the missing piece (`not_provided`).
+`@vf.tool` methods the model may call, a `SingleAgentEnv` whose `run()` drives the exchange, and a
+`Runtime` (a sandbox) for tasks that run programs. prime runs it on its own agent loop (taskset_env.py),
+the `null` harness of verifiers; Harbor task folders are `HarborTaskset` (harbor.py). What verifiers' v1
+API has beyond that (environments with several agent seats, third-party harnesses, interception, judges)
+raises, when a taskset uses it, an AttributeError naming the missing piece (`not_provided`).
 """
+
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from .dataset_checks import (
     row_problems,
 )
 from .judges import JudgeFlags, judge_specs, open_judges
-from .rollouts import judge_rubrics, score_rows, skip_judges
+from .rollouts import best_paid, judge_rubrics, score_rows, skip_judges
 from .trust import reference_doubts, sample_rows
 from .turn_checks import schema_notes, schema_problems, scripted_turn_problems
 from .verdict import (
@@ -38,7 +38,7 @@ from .verdict import (
     skipped_functions,
     weights_of,
 )
-from .writings import KINDS, Writer, find_writer, replies_for
+from .writings import KINDS, Writer, find_writer, replies_for, tag_writers
 
 
 @dataclass
@@ -74,6 +74,9 @@ class CheckReport:
                 "reference_writing": self.reference_writing, "kinds": {k: v for k, v in KINDS.items()},
                 "weights": self.weights, "table": self.table, "skipped": self.skipped, "errored": self.errored,
                 "problems": self.problems, "notes": self.notes, "not_checked": self.not_checked}
+
+
+WRITING_SAMPLE = 3  # rows whose references choose the writing of a plain parser's reference (best_paid)
 
 
 def check_environment(env_id: str, env_args: dict[str, Any] | None = None, num_examples: int = 20,
@@ -174,6 +177,10 @@ def _replies(env: Any, rows: list[dict[str, Any]],
         prompt = instructions(child, task_rows)
         answers = [str(r.get("answer") or "") for r in task_rows]
         writer = find_writer(child.parser, prompt, answers)
+        chosen_by_reward = False
+        if (choices := tag_writers(writer)) and not judge_rubrics(child.rubric):  # no judge is called for this
+            writer = asyncio.run(best_paid(child, task_rows[:WRITING_SAMPLE], choices))
+            chosen_by_reward = writer.how != "as is"
         label = f"task {task}: " if group else ""
         writings.append(f"{label}{_describe(writer.how)}")
         first_answer = next((a for a in answers if a.strip()), "")
@@ -181,7 +188,10 @@ def _replies(env: Any, rows: list[dict[str, Any]],
         report.problems += [label + p for p in problems]
         if line := format_not_checked(prompt, child.parser):
             report.not_checked.append(label + line)
-        if first_answer and not writer.reads_back(first_answer):
+        if chosen_by_reward:
+            report.notes.append(f"{label}the reference is written {_describe(writer.how)}: the writing the reward pays "
+                                "most (a plain parser has none of its own)")
+        elif first_answer and not writer.reads_back(first_answer):
             report.notes.append(f"{label}the parser does not read the answer back from any writing tried; the "
                                 f"reference is written {_describe(writer.how)}")
         for i, kinds in zip(indices, replies_for(task_rows, writer), strict=True):

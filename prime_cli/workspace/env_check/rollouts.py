@@ -93,3 +93,16 @@ async def score_rows(env: Any, rows: list[dict[str, Any]], replies: list[dict[st
                          str(row.get("task") or ""))
 
     return await gather_or_cancel(*(one_row(row, kinds) for row, kinds in zip(rows, replies, strict=True)))
+
+
+async def best_paid(env: Any, rows: list[dict[str, Any]], writers: list[Any]) -> Any:
+    """The writer whose references the rubric pays most on `rows` (ties: the first). A plain parser gives no
+    writing of its own, and a reward that reads a tag the prompt names pays the answer written as is nothing:
+    the sound reference is the writing the reward was written for."""
+    answers = [str(row.get("answer") or "") for row in rows]
+    replies = [{w.how: w.write(a) for w in writers} if a.strip() else {} for a in answers]
+    scored = await score_rows(env, rows, replies)
+    def paid(how: str) -> float:
+        values = [float(r.states[how].get("reward") or 0.0) for r in scored if how in r.states]
+        return sum(values) / len(values) if values else 0.0
+    return max(writers, key=lambda w: (paid(w.how), -writers.index(w)))

@@ -61,6 +61,14 @@ def find_writer(parser: Parser, system_prompt: str, answers: list[str]) -> Write
     return Writer(parser, tags, hows[0])
 
 
+def tag_writers(writer: Writer) -> list[Writer]:
+    """For a plain Parser (which hands the reward the whole reply, so every writing reads back as is): the
+    answer as is and in each tag the prompt names, for the rubric to choose from (`best_paid`)."""
+    if type(writer.parser) is not Parser or writer.how != "as is" or not writer.prompt_tags:
+        return []
+    return [writer, *(Writer(writer.parser, writer.prompt_tags, f"tag:{tag}") for tag in writer.prompt_tags)]
+
+
 def reads_back(parser: Parser, text: str, answer: str) -> bool:
     try:
         parsed = parser.parse_answer([{"role": "assistant", "content": text}])
