@@ -159,6 +159,18 @@ def _eval_defaults(module: Any, env_id: str, root: Path | None) -> dict[str, Any
     return {}
 
 
+def _config_fields(config: Any) -> list[tuple[str, str, str]]:
+    """A pydantic config's fields as (name, annotation, default) rows (the `-a` arguments of a v1 taskset)."""
+    rows = []
+    for name, spec in config.model_fields.items():
+        if name == "id":  # verifiers' CLI picks the taskset by it; prime by the environment id
+            continue
+        annotation = getattr(spec.annotation, "__name__", None) or str(spec.annotation).replace("typing.", "")
+        default = "" if spec.is_required() else repr(spec.get_default(call_default_factory=True))
+        rows.append((name, annotation, default))
+    return rows
+
+
 def environment_info(env_id: str, env_args: dict[str, Any] | None = None, root: Path | None = None) -> EnvironmentInfo:
     """Load the environment and describe it, its texts as shown (control characters escaped: they come from
     the environment's code, its pyproject and its data). Dataset problems (e.g. missing data) are reported,
@@ -196,6 +208,14 @@ def _environment_info(env_id: str, env_args: dict[str, Any] | None, root: Path |
         info.signature = f"load_environment{inspect.signature(factory)}"
         info.arguments = _arguments(factory)
         info.doc = inspect.getdoc(factory) or ""
+    else:  # a verifiers v1 taskset: its config's fields are the arguments
+        from prime_cli.envs.v1.loading import exported_tasksets  # lazy: start-up
+
+        for taskset in exported_tasksets(module)[:1]:
+            config = taskset.config_type()
+            info.signature = f"{taskset.__name__}({config.__name__})"
+            info.arguments = _config_fields(config)
+            info.doc = inspect.getdoc(taskset) or inspect.getdoc(module) or ""
     info.eval_defaults = _eval_defaults(module, env_id, root)
     pushed = installed_provenance(module.__name__, getattr(module, "__file__", None))
     if pushed is not None:

@@ -421,3 +421,11 @@ def test_env_check_on_a_v1_taskset_writes_the_reference_in_the_tag_its_reward_re
     assert result.returncode == 0, result.stdout + result.stderr
     assert "the reference is written inside <reversed_text> tags: the writing the reward pays most" in result.stdout
     assert result.stdout.rstrip().splitlines()[-1].startswith("ok:"), result.stdout
+
+
+def test_env_info_lists_a_v1_tasksets_config_fields_as_its_arguments(tmp_path: Path) -> None:
+    write_env(tmp_path, "rev_v1", REVERSE.format(texts=TEXTS))
+    result = run_prime(["env", "info", "rev-v1"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "class: TasksetEnvironment" in result.stdout and "  count: int = 4" in result.stdout
+    assert "lcs (weight 1)" in result.stdout and "reply_chars (weight 0)" in result.stdout
