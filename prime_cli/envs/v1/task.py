@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import inspect
 import json
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..multiturn_env import maybe_await
 from .decorators import call_with, marked
 from .generic import Subscriptable, parameter
 from .state import State
@@ -148,7 +148,7 @@ class Task(Subscriptable):
             for fn in self.hooks(kind):
                 weight = getattr(fn, "weight", 1.0) if kind == "reward" else 0.0
                 try:
-                    value = await _result(call_with(fn, available))
+                    value = await maybe_await(call_with(fn, available))
                 except Exception as exc:
                     if errors is None:
                         raise
@@ -158,10 +158,6 @@ class Task(Subscriptable):
                     _record(trace.record_metric, fn.__name__, value)
                 else:
                     _record(lambda name, v, w=weight: trace.record_reward(name, v, w), fn.__name__, value)
-
-
-async def _result(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 def _record(record: Callable[[str, float], None], name: str, value: Any) -> None:

@@ -16,14 +16,13 @@ does in verifiers (`TasksetConfig.system_prompt`). An `INFINITE` taskset is read
 from __future__ import annotations
 
 import inspect
-import time
+from functools import cache
 from typing import Any
 
 from ..decorators import stop
 from ..errors import EnvConfigError, error_record
-from ..multiturn_env import MultiTurnEnv
+from ..multiturn_env import MultiTurnEnv, maybe_await
 from ..rubrics import RolloutScore, Rubric
-from ..rubrics.rubric import write_scores
 from ..types import State
 from .decorators import call_with, marked
 from .episodes import Agent, Agents, SingleAgentEnv
@@ -51,14 +50,6 @@ class TaskRubric(Rubric):
 
     def get_reward_weights(self) -> list[float]:
         return [*self.rewards.values(), *[0.0] * len(self.metric_names)]
-
-    async def score_group(self, states: list[State]) -> None:
-        start = time.perf_counter()
-        scores = [await self._score(state) for state in states]
-        write_scores(states, scores, (time.perf_counter() - start) * 1000.0)
-
-    async def score_rollout(self, state: State) -> None:
-        await self.score_group([state])
 
     async def compute_scores(self, states: list[State]) -> list[RolloutScore]:
         return [await self._score(state) for state in states]
@@ -235,10 +226,7 @@ class TasksetEnvironment(MultiTurnEnv):
             return False
         trace = self.sync_trace(state)
         for fn in marked(state["v1_task"], "stop"):
-            result = call_with(fn, {"trace": trace, "task": trace.task.data})
-            if hasattr(result, "__await__"):
-                result = await result
-            if result:
+            if await maybe_await(call_with(fn, {"trace": trace, "task": trace.task.data})):
                 trace.stop(fn.__name__)
                 return True
         return False
@@ -283,11 +271,16 @@ class TasksetEnvironment(MultiTurnEnv):
 
 def needs_runtime(task: Task) -> bool:
     """The task asks for a runtime: a container, or a hook, reward or metric with a `runtime` parameter."""
-    if task.NEEDS_CONTAINER or task.data.image:
-        return True
-    hooks = [getattr(task, name) for name in ("setup", "finalize") if getattr(type(task), name) is not getattr(Task, name)]
-    return any("runtime" in inspect.signature(fn).parameters for fn in [*hooks, *marked(task, "reward"),
-                                                                          *marked(task, "metric")])
+    return bool(task.NEEDS_CONTAINER or task.data.image) or _methods_ask_for_runtime(type(task))
+
+
+@cache
+def _methods_ask_for_runtime(task_type: type[Task]) -> bool:
+    """Per task class (asked at every rollout): a setup/finalize it overrides, or a reward or metric, names `runtime`."""
+    probe = task_type.__new__(task_type)
+    hooks = [getattr(probe, n) for n in ("setup", "finalize") if getattr(task_type, n) is not getattr(Task, n)]
+    return any("runtime" in inspect.signature(fn).parameters
+               for fn in [*hooks, *marked(probe, "reward"), *marked(probe, "metric")])
 
 
 def runtime_for(task: Task) -> SandboxRuntime:
@@ -299,10 +292,8 @@ async def _hook(task: Task, name: str, state: State) -> None:
     """The task's `setup` / `finalize`, when it overrides it, given what its parameters name."""
     if getattr(type(task), name) is getattr(Task, name):
         return
-    result = call_with(getattr(task, name), {"trace": state["v1_trace"], "task": task.data,
-                                              **({"runtime": state["v1_runtime"]} if "v1_runtime" in state else {})})
-    if inspect.isawaitable(result):
-        await result
+    await maybe_await(call_with(getattr(task, name), {"trace": state["v1_trace"], "task": task.data,
+                                                       **({"runtime": state["v1_runtime"]} if "v1_runtime" in state else {})}))
 
 
 def _role(message: Any) -> str | None:
