@@ -11,13 +11,13 @@ see each other's state.
 from __future__ import annotations
 
 import contextvars
-import inspect
 import json
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from ..multiturn_env import maybe_await
 from ..tool_schema import tool_schema
 from .decorators import marked
 from .generic import Subscriptable, parameter
@@ -73,9 +73,7 @@ class Toolset(Subscriptable):
 
     async def ensure_setup(self) -> None:
         if not self._ready:
-            result = self.setup()
-            if inspect.isawaitable(result):
-                await result
+            await maybe_await(self.setup())
             self._ready = True
 
     def tools(self) -> dict[str, Callable[..., Any]]:
@@ -100,7 +98,5 @@ async def call_tool(method: Callable[..., Any], arguments: str) -> str:
     args = json.loads(arguments or "{}")
     if not isinstance(args, dict):
         raise ValueError(f"tool arguments must be a JSON object, got {type(args).__name__}")
-    result = method(**args)
-    if inspect.isawaitable(result):
-        result = await result
+    result = await maybe_await(method(**args))
     return result if isinstance(result, str) else json.dumps(result, default=str)
